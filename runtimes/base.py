@@ -1,0 +1,135 @@
+"""The one small contract every generation backend implements.
+
+A backend loads an artifact, streams an answer to chat messages under a generation config
+(yielding text pieces, then exactly one GenerationStats), can be cancelled from another thread,
+unloads, and describes itself as an artifact chain: the record that lets any logged answer be
+explained and any upgrade rolled back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+class RuntimeUnavailable(Exception):
+    """The backend cannot run here (missing library, driver or artifact); says what to install."""
+
+
+class GenerationError(Exception):
+    """A generation that failed after it started (runtime error, prompt too long, upstream down)."""
+
+
+@dataclass
+class GenerationConfig:
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 40
+    repeat_penalty: float = 1.1
+    seed: int = 0
+    stop: list[str] = field(default_factory=list)
+    timeout_s: float = 120.0  # wall-clock cap for one generation
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GenerationConfig:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    ttft_ms: float | None = None  # request start to first text piece
+    decode_tps: float | None = None  # output tokens per second after the first token
+    total_ms: float = 0.0
+    stop_reason: str = "stop"  # "stop" | "length" | "cancelled" | "timeout" | "error"
+    backend_perf: dict[str, Any] = field(default_factory=dict)  # figures the backend reports
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@dataclass
+class ArtifactChain:
+    """source/version -> conversion -> quantization -> backend -> runtime/driver -> tokenizer/template
+    -> generation config, plus the artifact's sha256 and size. Its id is the hash of its JSON."""
+
+    data: dict[str, Any]
+
+    @property
+    def chain_id(self) -> str:
+        return hashlib.sha256(canonical_json(self.data).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chain_id": self.chain_id, **self.data}
+
+
+@dataclass
+class GateCheck:
+    gate: int  # 1: loads and answers; 2: the intended backend does the work; 3: rollback
+    passed: bool
+    detail: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+class Runtime(ABC):
+    """One loaded artifact on one backend. One generation at a time per instance."""
+
+    backend: ClassVar[str]
+
+    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+        self.artifact = artifact
+        self.options = dict(options or {})
+        self._cancel = threading.Event()
+
+    @abstractmethod
+    def load(self) -> None:
+        """Load the artifact; raise RuntimeUnavailable with an install hint when it cannot."""
+
+    @abstractmethod
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        config: GenerationConfig,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[str | GenerationStats]:
+        """Yield text pieces, then exactly one GenerationStats (also after cancel or timeout)."""
+
+    def cancel(self) -> None:
+        """Ask the generation in progress to stop soon (callable from any thread)."""
+        self._cancel.set()
+
+    def unload(self) -> None:  # noqa: B027 - optional for backends that hold nothing
+        """Free the artifact."""
+
+    @abstractmethod
+    def describe(self) -> ArtifactChain:
+        """The artifact chain (cheap after load)."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens of text with this artifact's tokenizer (an estimate where there is none)."""
+
+    @property
+    @abstractmethod
+    def context_length(self) -> int:
+        """Context window in tokens that prompt + output must fit."""
+
+    @abstractmethod
+    def verify_backend(self) -> GateCheck:
+        """Gate 2: evidence that the intended device really does the work (no silent fallback).
+        Called after a smoke generation."""
