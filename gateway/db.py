@@ -1,0 +1,194 @@
+"""gateway.db: one SQLite file (WAL) for the answer log, feedback, API keys, jobs and replay runs.
+
+Migrations are an ordered list applied on open, each recorded in ``_migrations``; a migration is
+never edited once shipped, only appended to. Opening takes an IMMEDIATE transaction per pending
+migration, so two processes opening a fresh database at once cannot both apply one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+# (name, statements). Append only: the position is the migration's version number.
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    ("answers", [
+        """CREATE TABLE answers (
+            id TEXT PRIMARY KEY,            -- time-ordered, sortable
+            time TEXT NOT NULL,             -- ISO 8601 UTC
+            question TEXT NOT NULL,
+            scope TEXT NOT NULL DEFAULT '[]',         -- JSON list of manual names
+            answer TEXT NOT NULL DEFAULT '',
+            outcome TEXT NOT NULL,          -- answered | not_found | error | cancelled
+            mode TEXT NOT NULL,             -- generate | extractive | extractive_fallback
+            flags TEXT NOT NULL DEFAULT '[]',         -- JSON list
+            citations TEXT NOT NULL DEFAULT '[]',     -- JSON list of Citation dicts
+            passages TEXT NOT NULL DEFAULT '[]',      -- JSON: retrieved chunk ids, pages, scores
+            index_version TEXT,
+            chain_id TEXT REFERENCES chains(chain_id),
+            profile TEXT,
+            generation_config TEXT,         -- JSON
+            retrieval_ms REAL, embed_ms REAL, ttft_ms REAL, total_ms REAL,
+            prompt_tokens INTEGER, output_tokens INTEGER, decode_tps REAL,
+            timings TEXT NOT NULL DEFAULT '{}',       -- JSON: every timing, including the above
+            client TEXT NOT NULL,           -- cli | api | ui | replay
+            key_name TEXT,
+            error TEXT
+        )""",
+        "CREATE INDEX answers_time ON answers(time)",
+        "CREATE INDEX answers_outcome ON answers(outcome, time)",
+        "CREATE INDEX answers_client ON answers(client, time)",
+        """CREATE TABLE chains (
+            chain_id TEXT PRIMARY KEY,
+            json TEXT NOT NULL,
+            first_seen TEXT NOT NULL
+        )""",
+    ]),
+    ("feedback", [
+        """CREATE TABLE feedback (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            answer_id TEXT NOT NULL REFERENCES answers(id),
+            thumbs INTEGER NOT NULL CHECK (thumbs IN (-1, 1)),
+            comment TEXT NOT NULL DEFAULT '',
+            time TEXT NOT NULL,
+            key_name TEXT
+        )""",
+        "CREATE INDEX feedback_answer ON feedback(answer_id)",
+    ]),
+    ("api_keys", [
+        """CREATE TABLE api_keys (
+            name TEXT PRIMARY KEY,
+            role TEXT NOT NULL CHECK (role IN ('reader', 'admin')),
+            key_hash TEXT NOT NULL UNIQUE,
+            created TEXT NOT NULL,
+            last_used TEXT,
+            revoked TEXT
+        )""",
+    ]),
+    ("jobs", [
+        """CREATE TABLE jobs (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,            -- queued | running | done | failed
+            progress INTEGER NOT NULL DEFAULT 0,
+            total INTEGER,
+            message TEXT NOT NULL DEFAULT '',
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            result TEXT                     -- JSON
+        )""",
+        "CREATE INDEX jobs_created ON jobs(created)",
+    ]),
+    ("replay", [
+        """CREATE TABLE replay_runs (
+            id TEXT PRIMARY KEY,
+            label TEXT NOT NULL DEFAULT '',
+            time TEXT NOT NULL,
+            questions_file TEXT,
+            deployment TEXT NOT NULL DEFAULT '{}',    -- JSON: profile, chain id, index version
+            metrics TEXT NOT NULL DEFAULT '{}'        -- JSON
+        )""",
+        """CREATE TABLE replay_items (
+            run_id TEXT NOT NULL REFERENCES replay_runs(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            question_id TEXT NOT NULL,
+            answer_id TEXT,
+            outcome TEXT,
+            answer TEXT,
+            citations TEXT NOT NULL DEFAULT '[]',     -- JSON
+            retrieved TEXT NOT NULL DEFAULT '[]',     -- JSON: manual/page/score per hit
+            timings TEXT NOT NULL DEFAULT '{}',       -- JSON
+            data TEXT NOT NULL DEFAULT '{}',          -- JSON: the question row and anything else
+            PRIMARY KEY (run_id, position)
+        )""",
+    ]),
+]
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def connect(path: str | Path) -> Any:
+    """A sqlite_utils.Database on gateway.db (WAL, foreign keys on), migrated to the latest schema.
+
+    Each thread should hold its own connection: sqlite3 connections are not shared across threads.
+    """
+    import sqlite_utils
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(p), timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    try:
+        current = conn.execute("SELECT max(version) FROM _migrations").fetchone()[0] or 0
+    except sqlite3.OperationalError:  # a fresh file: no _migrations table yet
+        current = 0
+    if current < len(MIGRATIONS):
+        migrate(conn)
+    return sqlite_utils.Database(conn)
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply pending migrations in order; returns the names applied now."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " applied_at TEXT NOT NULL)")
+    done_now: list[str] = []
+    for version, (name, statements) in enumerate(MIGRATIONS, start=1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT name FROM _migrations WHERE version = ?", (version,)).fetchone()
+            if row is not None:
+                if row[0] != name:
+                    raise RuntimeError(f"gateway.db migration {version} is {row[0]!r}, this code expects "
+                                       f"{name!r}: the database belongs to a different manualqa version")
+                conn.execute("COMMIT")
+                continue
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                         (version, name, utcnow()))
+            conn.execute("COMMIT")
+            done_now.append(name)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return done_now
+
+
+def schema_version(db: Any) -> int:
+    row = db.execute("SELECT max(version) FROM _migrations").fetchone()
+    return int(row[0] or 0)
+
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_id_lock = threading.Lock()
+_last_id: list[int] = [0, 0]  # [milliseconds, random part] of the last id handed out
+
+
+def new_id() -> str:
+    """A 26-character ULID-style id: 48-bit milliseconds + 80 random bits, Crockford base32.
+
+    Ids sort by creation time; within one millisecond in this process they still sort in
+    creation order (the random part is incremented), so that `ORDER BY id` is time order.
+    """
+    with _id_lock:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _last_id[0]:
+            ms, rand = _last_id[0], _last_id[1] + 1
+        else:
+            rand = int.from_bytes(os.urandom(10), "big") >> 1  # room to increment
+        _last_id[0], _last_id[1] = ms, rand
+    value = (ms << 80) | (rand & ((1 << 80) - 1))
+    out = []
+    for _ in range(26):
+        out.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(out))
