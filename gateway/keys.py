@@ -1,0 +1,77 @@
+"""API keys: shown once at creation, stored only as a hash, each with a role (reader | admin)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROLES = ("reader", "admin")
+
+
+class KeyError_(ValueError):
+    """A key operation that cannot be done (duplicate name, unknown role)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+def _hash(key: str) -> str:
+    # Keys are 256-bit random tokens, so a plain SHA-256 is not brute-forceable.
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class KeyStore:
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+
+    def _db(self) -> Any:
+        from gateway.db import connect
+
+        return connect(self.db_path)
+
+    def create(self, name: str, role: str = "reader") -> str:
+        if role not in ROLES:
+            raise KeyError_(f"unknown role {role!r} (use one of: {', '.join(ROLES)})")
+        if not name or len(name) > 64:
+            raise KeyError_("a key needs a name of 1-64 characters")
+        db = self._db()
+        if any(True for _ in db["api_keys"].rows_where("name = ? and revoked is null", [name])):
+            raise KeyError_(f"a key named {name!r} exists already (revoke it first)")
+        key = "mqa_" + secrets.token_urlsafe(32)
+        db["api_keys"].insert({"name": name, "role": role, "key_hash": _hash(key), "created": _now(),
+                               "last_used": None, "revoked": None})
+        return key
+
+    def verify(self, key: str) -> Principal | None:
+        if not key:
+            return None
+        db = self._db()
+        rows = list(db["api_keys"].rows_where("key_hash = ? and revoked is null", [_hash(key)]))
+        if not rows:
+            return None
+        return Principal(rows[0]["name"], rows[0]["role"])
+
+    def list(self) -> list[dict[str, Any]]:
+        return [{k: r[k] for k in ("name", "role", "created", "revoked")}
+                for r in self._db()["api_keys"].rows]
+
+    def revoke(self, name: str) -> bool:
+        db = self._db()
+        cur = db.execute("update api_keys set revoked = ? where name = ? and revoked is null", [_now(), name])
+        db.conn.commit()
+        return cur.rowcount > 0

@@ -1,0 +1,96 @@
+"""The app factory: one Litestar app serving the JSON API, the OpenAI surface and the pages."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from litestar import Litestar, Request
+from litestar.config.cors import CORSConfig
+from litestar.datastructures import State
+from litestar.openapi import OpenAPIConfig
+
+from gateway import __version__
+from gateway.config import Settings
+from gateway.jobs import JobRunner
+from gateway.web.errors import EXCEPTION_HANDLERS, ApiError
+from gateway.web.metrics import Metrics, counting_middleware
+from gateway.web.routes_answers import AnswersController
+from gateway.web.routes_ask import AskController
+from gateway.web.routes_index import IndexController
+from gateway.web.routes_manuals import ManualsController
+from gateway.web.routes_openai import OpenAIController
+from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
+from gateway.web.routes_system import SystemController
+from gateway.web.security import RateLimiter, Sessions
+from gateway.web.slots import GenerationSlots
+
+log = logging.getLogger("manualqa.web")
+
+
+def warm_up(state: State) -> None:
+    """Load what the first question needs; the gateway stays up (extractive) if the model fails."""
+    gw = state.gw
+    t0 = time.perf_counter()
+    try:
+        if gw.store.active_id() is not None:
+            gw.store.open()
+        gw.embedder.encode_query("warm up")
+        if gw.settings.answer.mode == "generate":
+            try:
+                _ = gw.runtime
+            except Exception as exc:  # answered extractively until fixed; /health says why
+                state.load_error = f"generation runtime failed to load: {exc}"
+                log.error(state.load_error)
+    except Exception as exc:
+        state.load_error = f"warm-up failed: {exc}"
+        log.exception("warm-up failed")
+    state.ready_s = round(time.perf_counter() - t0, 3)
+    state.ready.set()
+
+
+def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Litestar:
+    from gateway.context import Gateway
+
+    gw = gateway or Gateway(settings)
+    slots = GenerationSlots(settings.server.queue_size)
+    state = State({
+        "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),
+        "sessions": Sessions(), "rate": RateLimiter(settings.server.rate_limit_per_minute),
+        "jobs": JobRunner(settings.db_path), "ready": threading.Event(), "load_error": None,
+        "gate_results": None, "ready_s": None,
+    })
+
+    def start() -> None:
+        if warm:
+            threading.Thread(target=warm_up, args=(state,), name="manualqa-warmup", daemon=True).start()
+        else:
+            state.ready.set()
+
+    json_cap = settings.server.max_json_kb * 1024
+
+    async def limit_json(request: Request[Any, Any, Any]) -> None:
+        length = request.headers.get("content-length")
+        if request.url.path != "/api/v1/manuals" and length and length.isdigit() and int(length) > json_cap:
+            raise ApiError(413, "payload_too_large", f"request body over {settings.server.max_json_kb} KB")
+
+    app = Litestar(
+        route_handlers=[AskController, ManualsController, IndexController, AnswersController,
+                        SystemController, OpenAIController, PagesController, static_router],
+        state=state,
+        on_startup=[start],
+        middleware=[counting_middleware(state.metrics)],
+        before_request=limit_json,
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.server.max_upload_mb * 1024 * 1024 + 1024 * 1024,
+        allowed_hosts=settings.server.allowed_hosts if settings.server.allowed_hosts != ["*"] else None,
+        cors_config=CORSConfig(allow_origins=settings.server.cors_origins)
+        if settings.server.cors_origins else None,
+        openapi_config=OpenAPIConfig(title="manualqa", version=__version__, path="/api/v1/schema",
+                                     render_plugins=[OfflineDocs(path="/")],
+                                     description="Offline answers from equipment manuals, with citations."),
+        debug=False,
+    )
+    return app

@@ -1,0 +1,45 @@
+"""Run the (blocking) answer pipeline in a worker thread and hand its events to async code.
+
+A client that goes away cancels the generation: the async side sets the cancel event in its
+`finally`, the pipeline sees it between tokens and ends with outcome "cancelled".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+_DONE = object()
+
+
+async def stream_events(
+    produce: Callable[[threading.Event], Iterator[dict[str, Any]]],
+    cancel: threading.Event | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    cancel = cancel or threading.Event()
+
+    def worker() -> None:
+        try:
+            for event in produce(cancel):
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+        except BaseException as exc:  # handed to the async side, which re-raises it
+            loop.call_soon_threadsafe(queue.put_nowait, exc)
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+    thread = threading.Thread(target=worker, name="manualqa-answer", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        cancel.set()

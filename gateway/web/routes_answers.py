@@ -1,0 +1,51 @@
+"""The answer log over HTTP: list with filters and paging, one answer's provenance, feedback."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.concurrency import sync_to_thread
+from litestar.params import Parameter
+
+from gateway.web.errors import ApiError
+from gateway.web.schemas import FeedbackRequest
+from gateway.web.security import principal_of, reader_guard
+
+
+class AnswersController(Controller):
+    path = "/api/v1/answers"
+    tags = ["answers"]
+
+    @get("/", guards=[reader_guard], summary="The answer log, newest first")
+    async def list_answers(
+        self, request: Request[Any, Any, Any],
+        outcome: Annotated[str | None, Parameter(pattern="^(answered|not_found|error|cancelled)$")] = None,
+        since: str | None = None,
+        client: str | None = None,
+        limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        log = request.app.state.gw.log
+        rows = await sync_to_thread(lambda: log.query(since=since, outcome=outcome, client=client,
+                                                      limit=limit, offset=offset))
+        return {"answers": rows, "limit": limit, "offset": offset}
+
+    @get("/{answer_id:str}", guards=[reader_guard], summary="One answer with its full provenance")
+    async def show(self, request: Request[Any, Any, Any], answer_id: str) -> dict[str, Any]:
+        row = await sync_to_thread(request.app.state.gw.log.get, answer_id)
+        if row is None:
+            raise ApiError(404, "not_found", f"no answer {answer_id}")
+        return row
+
+    @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
+          summary="Thumbs up/down with an optional comment")
+    async def feedback(self, request: Request[Any, Any, Any], answer_id: str,
+                       data: FeedbackRequest) -> dict[str, Any]:
+        log = request.app.state.gw.log
+        if await sync_to_thread(log.get, answer_id) is None:
+            raise ApiError(404, "not_found", f"no answer {answer_id}")
+        principal = principal_of(request)
+        await sync_to_thread(lambda: log.add_feedback(answer_id, data.thumbs, data.comment or "",
+                                                      key_name=principal.name if principal else None))
+        return {"answer_id": answer_id, "thumbs": data.thumbs}

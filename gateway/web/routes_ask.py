@@ -1,0 +1,102 @@
+"""POST /api/v1/ask (JSON or Server-Sent Events) and POST /api/v1/search."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from litestar import Controller, Request, post
+from litestar.concurrency import sync_to_thread
+from litestar.response import ServerSentEvent
+
+from gateway.web.bridge import stream_events
+from gateway.web.errors import ApiError
+from gateway.web.schemas import AskRequest, SearchRequest
+from gateway.web.security import client_id, principal_of, reader_guard
+
+
+def require_ready(state: Any) -> None:
+    if not state.ready.is_set():
+        raise ApiError(503, "loading", "the gateway is still loading its index and model",
+                       {"Retry-After": "5"})
+
+
+def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
+                    max_tokens: int | None, client: str, key_name: str | None):
+    """A function cancel -> pipeline events, holding the generation slot while it runs."""
+    from gateway.pipeline import answer_events
+
+    def produce(cancel: threading.Event) -> Iterator[dict[str, Any]]:
+        # When the client left while queued, cancel is already set: the pipeline ends "cancelled".
+        with state.slots.run(cancel):
+            events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
+                                   mode=mode, cancel=cancel, max_tokens=max_tokens)
+            for event in events:
+                if event["type"] == "final":
+                    r = event["result"]
+                    state.metrics.answer(r.outcome, r.timings.get("ttft_ms"), r.timings.get("decode_tps"))
+                yield event
+
+    return produce
+
+
+def key_name_of(request: Request[Any, Any, Any]) -> str | None:
+    principal = principal_of(request)
+    return principal.name if principal else None
+
+
+class AskController(Controller):
+    path = "/api/v1"
+    guards = [reader_guard]
+    tags = ["answers"]
+
+    @post("/ask", summary="Answer a question from the manuals, with citations",
+          status_code=200)
+    async def ask(self, request: Request[Any, Any, Any], data: AskRequest) -> Any:
+        state = request.app.state
+        require_ready(state)
+        state.rate.check(client_id(request))
+        state.slots.check()
+        produce = answer_producer(state, data.question.strip(), data.manuals, data.mode, data.max_tokens,
+                                  "api", key_name_of(request))
+        if data.stream:
+            return ServerSentEvent(_sse(produce), headers={"Cache-Control": "no-store",
+                                                            "X-Accel-Buffering": "no"})
+        result = None
+        async for event in stream_events(produce):
+            if event["type"] == "final":
+                result = event["result"]
+        if result is None:  # pragma: no cover - the pipeline always ends with a final event
+            raise ApiError(500, "internal_error", "the answer pipeline ended without a result")
+        return result.to_dict()
+
+    @post("/search", summary="Ranked passages (hybrid dense + lexical) without generation",
+          status_code=200)
+    async def search(self, request: Request[Any, Any, Any], data: SearchRequest) -> dict[str, Any]:
+        state = request.app.state
+        require_ready(state)
+        t0 = time.perf_counter()
+        hits = await sync_to_thread(state.gw.search, data.query, data.k, data.manuals, data.version)
+        return {"query": data.query, "version": data.version or state.gw.store.active_id(),
+                "took_ms": round((time.perf_counter() - t0) * 1000, 2),
+                "hits": [h.to_dict() for h in hits]}
+
+
+async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:
+    """Pipeline events as SSE: `retrieval`, many `token`, then `final` (or `error`)."""
+    try:
+        async for event in stream_events(produce):
+            kind = event["type"]
+            if kind == "text":
+                yield {"event": "token", "data": json.dumps({"text": event["text"]})}
+            elif kind == "final":
+                yield {"event": "final", "data": json.dumps(event["result"].to_dict(), default=str)}
+            elif kind == "retrieval":
+                yield {"event": "retrieval", "data": json.dumps(
+                    {"passages": [p.to_dict() if hasattr(p, "to_dict") else p
+                                  for p in event.get("passages", [])]}, default=str)}
+    except ApiError as exc:
+        yield {"event": "error", "data": json.dumps({"error": {"code": exc.code, "message": exc.message}})}

@@ -1,0 +1,55 @@
+"""Index versions: list, activate, rollback, diff (admin for changes)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.concurrency import sync_to_thread
+from litestar.params import Parameter
+
+from gateway.web.security import admin_guard, reader_guard
+
+
+class IndexController(Controller):
+    path = "/api/v1/index"
+    tags = ["index"]
+
+    @get("/versions", guards=[reader_guard], summary="Index versions, newest first")
+    async def versions(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        store = request.app.state.gw.store
+        versions = await sync_to_thread(store.list_versions)
+        return {"active": store.active_id(), "versions": versions}
+
+    @post("/versions/{version:str}/activate", guards=[admin_guard], status_code=200,
+          summary="Verify, then activate a version")
+    async def activate(self, request: Request[Any, Any, Any], version: str) -> dict[str, Any]:
+        store = request.app.state.gw.store
+        _known(store, version)
+        await sync_to_thread(store.activate, version)
+        return {"active": store.active_id()}
+
+    @post("/rollback", guards=[admin_guard], status_code=200,
+          summary="Re-activate the parent of the active version (or ?to=V)")
+    async def rollback(self, request: Request[Any, Any, Any], to: str | None = None) -> dict[str, Any]:
+        store = request.app.state.gw.store
+        previous = store.active_id()
+        if to:
+            _known(store, to)
+        active = await sync_to_thread(store.rollback, to)
+        return {"active": active, "previous": previous}
+
+    @get("/diff", guards=[reader_guard], summary="Manuals added / removed / changed between versions")
+    async def diff(self, request: Request[Any, Any, Any], from_: Annotated[str, Parameter(query="from")],
+                   to: str) -> dict[str, Any]:
+        store = request.app.state.gw.store
+        _known(store, from_)
+        _known(store, to)
+        return await sync_to_thread(store.diff, from_, to)
+
+
+def _known(store: Any, version: str) -> None:
+    from gateway.web.errors import ApiError
+
+    if version not in {v["id"] for v in store.list_versions()}:
+        raise ApiError(404, "not_found", f"no index version {version!r}")

@@ -1,0 +1,147 @@
+"""Manuals: list, upload (-> ingest job), delete, the original PDF, one page's text; jobs."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+from litestar import Controller, Request, delete, get, post
+from litestar.concurrency import sync_to_thread
+from litestar.datastructures import UploadFile
+from litestar.enums import RequestEncodingType
+from litestar.params import Body
+from litestar.response import File
+
+from gateway.web.errors import ApiError
+from gateway.web.security import admin_guard, reader_guard
+
+SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+SAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+def _manuals(state: Any) -> list[dict[str, Any]]:
+    if state.gw.store.active_id() is None:
+        return []
+    return state.gw.store.open().chunks.manuals()
+
+
+def find_manual(state: Any, manual_id: str) -> dict[str, Any]:
+    if not SHA_RE.match(manual_id):
+        raise ApiError(404, "not_found", "manual ids are the sha256 of the PDF (64 hex characters)")
+    for manual in _manuals(state):
+        if manual["sha256"] == manual_id:
+            return manual
+    raise ApiError(404, "not_found", f"no manual {manual_id} in the active index version")
+
+
+def safe_file_name(name: str | None) -> str:
+    """The upload's base name with anything odd removed; never a path."""
+    base = Path((name or "").replace("\\", "/")).name
+    base = SAFE_NAME_RE.sub("_", base).strip(" .") or "manual"
+    if not base.lower().endswith(".pdf"):
+        base += ".pdf"
+    return base[:150]
+
+
+class ManualsController(Controller):
+    path = "/api/v1"
+    tags = ["manuals"]
+
+    @get("/manuals", guards=[reader_guard], summary="Manuals in the active index version")
+    async def list_manuals(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        state = request.app.state
+        manuals = await sync_to_thread(_manuals, state)
+        return {"version": state.gw.store.active_id(), "manuals": [
+            {**m, "id": m["sha256"], "file_url": f"/api/v1/manuals/{m['sha256']}/file"} for m in manuals]}
+
+    @post("/manuals", guards=[admin_guard], status_code=202,
+          summary="Upload a PDF manual; starts an ingest job")
+    async def upload(
+        self, request: Request[Any, Any, Any],
+        data: Annotated[UploadFile, Body(media_type=RequestEncodingType.MULTI_PART)],
+    ) -> dict[str, Any]:
+        state = request.app.state
+        settings = state.settings
+        cap = settings.server.max_upload_mb * 1024 * 1024
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cap + 64 * 1024:
+            raise ApiError(413, "payload_too_large", f"upload exceeds {settings.server.max_upload_mb} MB")
+        name = safe_file_name(data.filename)
+        folder = settings.data_dir / "uploads" / secrets.token_hex(8)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / name
+        size = 0
+        try:
+            with target.open("wb") as out:
+                while chunk := await data.read(1024 * 1024):
+                    size += len(chunk)
+                    if size > cap:
+                        raise ApiError(413, "payload_too_large",
+                                       f"upload exceeds {settings.server.max_upload_mb} MB")
+                    out.write(chunk)
+            with target.open("rb") as fh:
+                if not fh.read(1024).lstrip().startswith(b"%PDF-"):
+                    raise ApiError(415, "unsupported_media_type", f"{name} is not a PDF file")
+            from ingest.sandbox import parse_pdf
+
+            from ingest.models import IngestError
+
+            try:
+                parsed = await sync_to_thread(parse_pdf, target, state.gw.parse_limits)
+            except IngestError as exc:
+                raise ApiError(422, "invalid_pdf", str(exc)) from exc
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+        def work(progress: Any) -> dict[str, Any]:
+            try:
+                report = state.gw.ingest([target], progress=progress)
+                return report.to_dict()
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        job_id = state.jobs.submit("ingest", work, message=f"ingest {name}")
+        return {"job": job_id, "job_url": f"/api/v1/jobs/{job_id}", "file_name": name,
+                "sha256": parsed.sha256, "pages": parsed.page_count,
+                "pages_without_text": parsed.pages_without_text}
+
+    @get("/jobs/{job_id:str}", guards=[reader_guard], summary="Progress of an ingest job")
+    async def job(self, request: Request[Any, Any, Any], job_id: str) -> dict[str, Any]:
+        row = await sync_to_thread(request.app.state.jobs.get, job_id)
+        if row is None:
+            raise ApiError(404, "not_found", f"no job {job_id}")
+        return row
+
+    @delete("/manuals/{manual_id:str}", guards=[admin_guard], status_code=200,
+            summary="Remove a manual (builds a new index version without it)")
+    async def remove(self, request: Request[Any, Any, Any], manual_id: str) -> dict[str, Any]:
+        state = request.app.state
+        find_manual(state, manual_id)
+        report = await sync_to_thread(state.gw.store.remove, manual_id, state.gw.embedder)
+        return report.to_dict()
+
+    @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",
+         media_type="application/pdf")
+    async def file(self, request: Request[Any, Any, Any], manual_id: str) -> File:
+        state = request.app.state
+        manual = find_manual(state, manual_id)
+        path = state.gw.store.manual_pdf(manual_id)
+        if not Path(path).is_file():
+            raise ApiError(404, "not_found", f"the original PDF of {manual['file_name']} is missing")
+        return File(path=path, filename=manual["file_name"], media_type="application/pdf",
+                    content_disposition_type="inline")
+
+    @get("/manuals/{manual_id:str}/pages/{page:int}", guards=[reader_guard],
+         summary="Text of one page (1-based), for highlighting")
+    async def page(self, request: Request[Any, Any, Any], manual_id: str, page: int) -> dict[str, Any]:
+        state = request.app.state
+        manual = find_manual(state, manual_id)
+        if page < 1 or page > int(manual["page_count"]):
+            raise ApiError(404, "not_found", f"{manual['file_name']} has pages 1-{manual['page_count']}")
+        text = state.gw.store.open().chunks.page_text(manual_id, page)
+        return {"manual": manual["file_name"], "title": manual["title"], "page": page, "text": text or "",
+                "has_text": bool(text and text.strip())}

@@ -1,0 +1,86 @@
+"""The technician page, the admin page (cookie session login with a key) and static assets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.datastructures import Cookie
+from litestar.openapi.plugins import OpenAPIRenderPlugin
+from litestar.response import File, Redirect
+from litestar.static_files import create_static_files_router
+
+from gateway.keys import KeyStore
+from gateway.web.errors import ApiError
+from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S
+
+UI_DIR = Path(__file__).resolve().parent.parent.parent / "ui"
+STATIC_DIR = UI_DIR / "static"
+PAGES_DIR = UI_DIR / "templates"
+
+
+def _page(name: str) -> File:
+    return File(path=PAGES_DIR / name, media_type=MediaType.HTML, content_disposition_type="inline",
+                headers={"Cache-Control": "no-cache"})
+
+
+class PagesController(Controller):
+    include_in_schema = False
+
+    @get("/")
+    async def technician(self) -> File:
+        return _page("index.html")
+
+    @get("/admin")
+    async def admin(self) -> File:
+        return _page("admin.html")
+
+    @post("/admin/login", status_code=200)
+    async def login(self, request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        state = request.app.state
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            body = await request.json()
+            key = body.get("key") if isinstance(body, dict) else None
+        else:
+            form = await request.form()
+            key = form.get("key")
+        principal = KeyStore(state.settings.db_path).verify(str(key or "").strip())
+        if principal is None:
+            raise ApiError(401, "unauthorized", "unknown or revoked key")
+        if not principal.is_admin:
+            raise ApiError(403, "forbidden", f"key {principal.name!r} is not an admin key")
+        sid, session = state.sessions.create(principal)
+        cookie = Cookie(key=SESSION_COOKIE, value=sid, httponly=True, samesite="strict", path="/",
+                        max_age=SESSION_TTL_S, secure=request.url.scheme == "https")
+        return Response({"name": principal.name, "role": principal.role, "csrf": session.csrf},
+                        cookies=[cookie])
+
+    @get("/admin/session")
+    async def session(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        session = request.app.state.sessions.get(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            raise ApiError(401, "unauthorized", "not logged in")
+        return {"name": session.principal.name, "role": session.principal.role, "csrf": session.csrf}
+
+    @post("/admin/logout", status_code=200)
+    async def logout(self, request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
+        request.app.state.sessions.drop(request.cookies.get(SESSION_COOKIE))
+        return Response({"status": "logged out"},
+                        cookies=[Cookie(key=SESSION_COOKIE, value="", max_age=0, path="/")])
+
+    @get("/docs")
+    async def docs_redirect(self) -> Redirect:
+        return Redirect("/api/v1/schema")
+
+
+class OfflineDocs(OpenAPIRenderPlugin):
+    """An interactive API page from local assets only (Litestar's default pages use a CDN)."""
+
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return (PAGES_DIR / "apidocs.html").read_bytes()
+
+
+static_router = create_static_files_router(path="/static", directories=[STATIC_DIR],
+                                           include_in_schema=False)

@@ -1,0 +1,54 @@
+"""Health (503 "loading" until ready), Prometheus metrics, and the deployment record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, MediaType, Request, Response, get
+from litestar.concurrency import sync_to_thread
+
+from gateway.web.security import reader_guard
+
+
+class SystemController(Controller):
+    path = "/api/v1"
+    tags = ["system"]
+
+    @get("/health", summary="200 when the index and runtime are ready, 503 while loading")
+    async def health(self, request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        state = request.app.state
+        body: dict[str, Any] = {"status": "ok" if state.ready.is_set() else "loading",
+                                "index_version": state.gw.store.active_id()}
+        if state.load_error:
+            body["warning"] = state.load_error
+        if not state.ready.is_set():
+            return Response(body, status_code=503, headers={"Retry-After": "5"})
+        return Response(body, status_code=200)
+
+    @get("/metrics", media_type=MediaType.TEXT, summary="Prometheus text exposition")
+    async def metrics(self, request: Request[Any, Any, Any]) -> str:
+        return request.app.state.metrics.render()
+
+    @get("/deployment", guards=[reader_guard],
+         summary="Active profile, artifact chain, index version, last gate results")
+    async def deployment(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        state = request.app.state
+        return await sync_to_thread(deployment_record, state)
+
+
+def deployment_record(state: Any) -> dict[str, Any]:
+    gw = state.gw
+    record: dict[str, Any] = {"index_version": gw.store.active_id(), "answer_mode": gw.settings.answer.mode,
+                              "ready": state.ready.is_set(), "load_error": state.load_error}
+    try:
+        profile = gw.profile
+        record["profile"] = profile.to_dict()
+    except Exception as exc:  # a broken profile is reported, not fatal
+        record["profile_error"] = str(exc)
+    runtime = gw.__dict__.get("runtime")  # only if already loaded: never load from here
+    if runtime is not None:
+        chain = runtime.describe()
+        record["chain_id"] = chain.chain_id
+        record["chain"] = chain.to_dict()
+    record["gates"] = state.gate_results
+    return record
