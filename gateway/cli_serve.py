@@ -1,7 +1,90 @@
-"""CLI commands (filled in by its issue)."""
+"""`manualqa serve` and `manualqa keys`: the server and its API keys."""
+
+from __future__ import annotations
 
 import click
 
+from gateway.cli import Ctx, emit_json, pass_ctx
+
 
 def register(group: click.Group) -> None:
-    """Add this module's commands to the top-level group."""
+    group.add_command(serve)
+    group.add_command(keys)
+
+
+@click.command()
+@click.option("--host", default=None, help="Bind address (default: server.host, 0.0.0.0).")
+@click.option("--port", type=int, default=None, help="Port (default: server.port, 8080).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@pass_ctx
+def serve(ctx: Ctx, host: str | None, port: int | None, log_level: str) -> None:
+    """Serve the technician page, the admin page, the JSON API and /v1 (OpenAI-compatible)."""
+    import uvicorn
+
+    from gateway.web.app import create_app
+
+    settings = ctx.settings
+    if host:
+        settings.server.host = host
+    if port:
+        settings.server.port = port
+    app = create_app(settings)
+    shown = "localhost" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
+    click.echo(f"manualqa: serving on http://{shown}:{settings.server.port}/ (admin: /admin, "
+               f"API docs: /api/v1/schema); data in {settings.data_dir}", err=True)
+    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level=log_level,
+                timeout_graceful_shutdown=5)
+
+
+@click.group()
+def keys() -> None:
+    """API keys (reader | admin). A key is printed once; only its hash is stored."""
+
+
+@keys.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["reader", "admin"]), default="reader", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
+    """Create a key NAME and print it (once)."""
+    from gateway.keys import KeyError_, KeyStore
+
+    try:
+        key = KeyStore(ctx.settings.db_path).create(name, role)
+    except KeyError_ as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit_json({"name": name, "role": role, "key": key})
+    else:
+        click.echo(key)
+        click.echo(f"key {name!r} ({role}) created; it is shown only this once", err=True)
+
+
+@keys.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def keys_list(ctx: Ctx, as_json: bool) -> None:
+    """List keys (names and roles, never the keys)."""
+    from gateway.keys import KeyStore
+
+    rows = KeyStore(ctx.settings.db_path).list()
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['name']:<24} {r['role']:<7} created {r['created']}"
+                   + (f"  REVOKED {r['revoked']}" if r["revoked"] else ""))
+
+
+@keys.command("revoke")
+@click.argument("name")
+@pass_ctx
+def keys_revoke(ctx: Ctx, name: str) -> None:
+    """Revoke the key NAME."""
+    from gateway.keys import KeyStore
+
+    if not KeyStore(ctx.settings.db_path).revoke(name):
+        raise click.ClickException(f"no active key named {name!r}")
+    click.echo(f"key {name!r} revoked")

@@ -52,6 +52,9 @@ class KeyStore:
         db = self._db()
         if any(True for _ in db["api_keys"].rows_where("name = ? and revoked is null", [name])):
             raise KeyError_(f"a key named {name!r} exists already (revoke it first)")
+        # name is the primary key: keep a revoked key's row under a dated name
+        db.execute("update api_keys set name = name || '@revoked-' || revoked where name = ? "
+                   "and revoked is not null", [name])
         key = "mqa_" + secrets.token_urlsafe(32)
         db["api_keys"].insert({"name": name, "role": role, "key_hash": _hash(key), "created": _now(),
                                "last_used": None, "revoked": None})
