@@ -1,0 +1,53 @@
+"""Session-wide fixtures shared by the test modules: the sample manuals, their question set and
+one embedding model (loading it once per session keeps the suite fast on a small box)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Tests never reach the network: models come from installed packages only.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_DIR = REPO_ROOT / "sample_manuals"
+SAMPLE_PDF_NAMES = ("noaa_lcp_pistonboard_user_manual.pdf", "voron0_setup_guide.pdf")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    return SAMPLE_DIR
+
+
+@pytest.fixture(scope="session")
+def sample_pdfs() -> list[Path]:
+    paths = [SAMPLE_DIR / name for name in SAMPLE_PDF_NAMES]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        pytest.fail(f"sample manuals missing: {missing}")
+    return paths
+
+
+@pytest.fixture(scope="session")
+def questions() -> list[dict[str, Any]]:
+    path = SAMPLE_DIR / "questions.jsonl"
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    # Imported here: collecting tests must not pull in torch / sentence-transformers.
+    from retrieval.embeddings import Embedder
+
+    return Embedder()
