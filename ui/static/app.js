@@ -1,0 +1,163 @@
+// manualqa technician page: ask, stream the answer, show citations, give feedback. No framework.
+"use strict";
+const $ = (id) => document.getElementById(id);
+const RECENT_KEY = "manualqa.recent";
+let controller = null;
+let currentAnswerId = null;
+
+function headers(extra) {
+  const h = Object.assign({}, extra || {});
+  const key = localStorage.getItem("manualqa.key");
+  if (key) h["Authorization"] = "Bearer " + key;
+  return h;
+}
+
+function escapeHtml(s) {
+  return String(s ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+
+// The passage with the cited sentences wrapped in <mark>.
+function highlight(text, sentences) {
+  let html = escapeHtml(text);
+  for (const s of sentences || []) {
+    const sentence = typeof s === "string" ? s : (s.text || "");
+    if (!sentence || sentence.length < 8) continue;
+    const esc = escapeHtml(sentence);
+    const i = html.indexOf(esc);
+    if (i >= 0) html = html.slice(0, i) + "<mark>" + esc + "</mark>" + html.slice(i + esc.length);
+  }
+  return html;
+}
+
+function card(c, label) {
+  const url = c.pdf_url || `/api/v1/manuals/${c.manual_sha256}/file#page=${c.page}`;
+  const div = document.createElement("article");
+  div.className = "card";
+  div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
+    <div class="meta">page ${escapeHtml(c.page)}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>
+    <blockquote>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
+    <a class="button secondary open-page" href="${escapeHtml(url)}" target="_blank" rel="noopener">Open page ${escapeHtml(c.page)}</a>`;
+  return div;
+}
+
+async function loadManuals() {
+  try {
+    const r = await fetch("/api/v1/manuals", {headers: headers()});
+    if (!r.ok) return;
+    const data = await r.json();
+    const sel = $("manual");
+    for (const m of data.manuals) {
+      const o = document.createElement("option");
+      o.value = m.file_name; o.textContent = `${m.title} (${m.page_count} p.)`;
+      sel.appendChild(o);
+    }
+  } catch (e) { /* offline page still works without the filter */ }
+}
+
+function recent() { try { return JSON.parse(localStorage.getItem(RECENT_KEY) || "[]"); } catch { return []; } }
+function remember(q) {
+  const list = [q, ...recent().filter((x) => x !== q)].slice(0, 8);
+  localStorage.setItem(RECENT_KEY, JSON.stringify(list));
+  renderRecent();
+}
+function renderRecent() {
+  const ul = $("recent"); ul.innerHTML = "";
+  for (const q of recent()) {
+    const li = document.createElement("li"); const b = document.createElement("button");
+    b.type = "button"; b.textContent = q; b.onclick = () => { $("question").value = q; ask(); };
+    li.appendChild(b); ul.appendChild(li);
+  }
+}
+
+function resetResult() {
+  $("result").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
+  $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
+  $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
+  $("meta").textContent = "searching the manuals"; currentAnswerId = null;
+}
+
+function showFinal(r) {
+  currentAnswerId = r.id;
+  $("outcome").textContent = r.outcome.replace("_", " ");
+  $("outcome").className = "badge " + r.outcome;
+  $("answer").textContent = r.answer || "";
+  const t = r.timings || {};
+  $("meta").textContent = [r.mode, t.total_ms ? `${Math.round(t.total_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : ""]
+    .filter(Boolean).join(" · ");
+  if (r.flags && r.flags.length) $("flags").textContent = "Note: " + r.flags.join("; ");
+  const cards = $("cards"); cards.innerHTML = "";
+  if (r.outcome === "not_found") {
+    $("notfound").hidden = false;
+    for (const p of r.passages || []) cards.appendChild(card(p, ""));
+  } else {
+    for (const c of r.citations || []) cards.appendChild(card(c, `[${c.n}]`));
+  }
+  $("feedback").hidden = !r.id;
+}
+
+async function ask() {
+  const question = $("question").value.trim();
+  if (!question) { $("question").focus(); return; }
+  const manual = $("manual").value;
+  remember(question); resetResult();
+  $("ask").disabled = true; $("stop").hidden = false;
+  controller = new AbortController();
+  try {
+    const r = await fetch("/api/v1/ask", {method: "POST", signal: controller.signal,
+      headers: headers({"Content-Type": "application/json", "Accept": "text/event-stream"}),
+      body: JSON.stringify({question, manuals: manual ? [manual] : null, stream: true})});
+    if (!r.ok) {
+      let msg = r.statusText;
+      try { msg = (await r.json()).error.message; } catch {}
+      throw new Error(msg);
+    }
+    const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = "";
+    $("meta").textContent = "answering";
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, {stream: true});
+      let cut;
+      while ((cut = buf.indexOf("\n\n")) >= 0 || (cut = buf.indexOf("\r\n\r\n")) >= 0) {
+        const block = buf.slice(0, cut); buf = buf.slice(cut + 2).replace(/^\r?\n/, "");
+        let ev = "message"; const data = [];
+        for (const line of block.split(/\r?\n/)) {
+          if (line.startsWith("event:")) ev = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (!data.length) continue;
+        const payload = JSON.parse(data.join("\n"));
+        if (ev === "token") $("answer").textContent += payload.text;
+        else if (ev === "final") showFinal(payload);
+        else if (ev === "error") throw new Error(payload.error.message);
+      }
+    }
+  } catch (e) {
+    if (e.name !== "AbortError") {
+      $("outcome").textContent = "error"; $("outcome").className = "badge error";
+      $("meta").textContent = ""; $("answer").textContent = "Could not answer: " + e.message;
+    } else { $("outcome").textContent = "cancelled"; $("outcome").className = "badge cancelled"; }
+  } finally {
+    $("ask").disabled = false; $("stop").hidden = true; controller = null;
+  }
+}
+
+async function feedback(thumbs) {
+  if (!currentAnswerId) return;
+  const r = await fetch(`/api/v1/answers/${currentAnswerId}/feedback`, {method: "POST",
+    headers: headers({"Content-Type": "application/json"}),
+    body: JSON.stringify({thumbs, comment: $("comment").value || null})});
+  $("fb-status").textContent = r.ok ? "Thank you — feedback saved." : "Could not save feedback.";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("key").value = localStorage.getItem("manualqa.key") || "";
+  $("key").addEventListener("change", () => localStorage.setItem("manualqa.key", $("key").value.trim()));
+  $("ask-form").addEventListener("submit", (e) => { e.preventDefault(); ask(); });
+  $("question").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); ask(); } });
+  $("stop").addEventListener("click", () => controller && controller.abort());
+  $("up").addEventListener("click", () => feedback(1));
+  $("down").addEventListener("click", () => feedback(-1));
+  loadManuals(); renderRecent();
+});
