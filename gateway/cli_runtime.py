@@ -1,7 +1,253 @@
-"""CLI commands (filled in by its issue)."""
+"""`manualqa doctor` and `manualqa profile show|activate|rollback|history`."""
+
+from __future__ import annotations
+
+from typing import Any
 
 import click
+
+from gateway.cli import Ctx, emit_json, pass_ctx
+
+
+def _fail(message: str) -> click.ClickException:
+    return click.ClickException(message)
+
+
+def _lines(pairs: list[tuple[str, Any]], width: int = 16) -> None:
+    for key, value in pairs:
+        text = str(value)
+        first, *rest = text.splitlines() or [""]
+        click.echo(f"{key:<{width}}{first}")
+        for line in rest:
+            click.echo(f"{'':<{width}}{line}")
+
+
+def _load(path: str) -> Any:
+    from runtimes.profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(path)
+    except ProfileError as exc:
+        raise _fail(f"profile: {exc}") from exc
+
+
+def _in_force(ctx: Ctx) -> tuple[Any, str]:
+    """(profile, where it comes from): settings runtime.profile, the activated one, or built-in."""
+    from runtimes.profiles import ActiveProfile, ProfileError
+
+    override = ctx.settings.runtime.profile
+    if override:
+        return _load(override), f"settings runtime.profile = {override}"
+    store = ActiveProfile(ctx.settings.data_dir)
+    try:
+        profile = store.current()
+    except ProfileError as exc:
+        raise _fail(f"active profile: {exc}") from exc
+    if store.active_file():
+        return profile, f"activated ({store.pointer})"
+    return profile, "built-in default (no profile activated)"
+
+
+def _chain_lines(chain: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in chain.items():
+        if isinstance(value, dict):
+            out.extend(_chain_lines(value, f"{prefix}{key}."))
+        else:
+            text = str(value)
+            out.append(f"{prefix}{key}: {text if len(text) <= 90 else text[:89] + '…'}")
+    return out
+
+
+def print_report(report: Any) -> None:
+    data = report.to_dict()
+    dev = data["device"]
+    gpu = dev["gpu"] if isinstance(dev["gpu"], str) else ", ".join(
+        f"{g.get('name')} (driver {g.get('driver_version')})" for g in dev["gpu"])
+    art = data["artifact"]
+    locked = data["runtime"].get("locked", {})
+    installed = data["runtime"].get("installed", {})
+    runtime = "\n".join(f"{k} {installed.get(k) or 'not found'} (locked {v})" for k, v in locked.items())
+    rollback = "\n".join(
+        f"{e['role']}: {e.get('name', '?')} [{e.get('path') or 'none'}]"
+        + (f" sha256 {e['sha256'][:16]}…" if e.get("sha256") else "") for e in data["rollback_set"])
+    pairs: list[tuple[str, Any]] = [
+        ("profile", f"{data['profile']['name']} [{data['profile']['path']}]"),
+        ("target device", data["profile"]["target_device"]),
+        ("device", f"{dev['machine']}, {dev['cpu']}, {dev['cpu_count']} CPUs, "
+                   f"{dev['memory_mib']} MiB, {dev['system']}"
+                   + (f", board {dev['board']}" if dev.get("board") else "")),
+        ("gpu", gpu),
+        ("backend", data["backend"]),
+        ("artifact", art.get("path") or art.get("declared") or "-"),
+        ("  sha256", f"{art.get('sha256') or '-'} (expected {art.get('expected_sha256') or 'not set'})"),
+        ("  size", f"{art['size_bytes']} bytes" if "size_bytes" in art else "-"),
+        ("  source", " -> ".join(x for x in (art.get("source"), art.get("conversion"),
+                                             art.get("quantization")) if x) or "-"),
+        ("runtime", runtime or "(no versions locked)"),
+        ("chain id", data["chain_id"] or "- (not loaded)"),
+    ]
+    if data["chain"]:
+        pairs.append(("chain", "\n".join(_chain_lines({k: v for k, v in data["chain"].items()
+                                                        if k != "chain_id"}))))
+    pairs += [
+        ("embedding", data["embedding_model"]),
+        ("rollback set", rollback),
+        ("owners", "\n".join(f"{k}: {v}" for k, v in data["owners"].items())),
+    ]
+    _lines(pairs)
+    click.echo("")
+    for gate in data["gates"]:
+        verdict = {"pass": "PASS", "fail": "FAIL"}.get(gate["status"], "NOT RUN")
+        click.echo(f"gate {gate['gate']}  {verdict:<7} {gate['title']}")
+        click.echo(f"        {gate['detail']}")
+    failed = ", ".join(str(g) for g in data["failed_gates"])
+    click.echo(f"overall {'PASS' if data['passed'] else 'FAIL (gate ' + failed + ')'}")
+
+
+@click.command()
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+              help="Profile TOML to check (default: the profile in force).")
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+@pass_ctx
+def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
+    """Check a deployment profile's three gates and print the responsibility record.
+
+    \b
+    1. the artifact has the expected sha256, loads on the locked runtime and answers a smoke prompt
+    2. the intended backend really does the work (no silent CPU fallback)
+    3. the rollback profile exists and passes gate 1
+    Exits 1 when any gate fails.
+    """
+    from runtimes.gates import run_doctor
+
+    profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
+    report = run_doctor(profile)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        print_report(report)
+    if not report.passed:
+        ctx_exit = click.get_current_context()
+        ctx_exit.exit(1)
+
+
+@click.group()
+def profile() -> None:
+    """Show and switch the active deployment profile (atomically, with rollback)."""
+
+
+@profile.command("show")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def profile_show(ctx: Ctx, as_json: bool) -> None:
+    """The profile in force and where it comes from."""
+    prof, source = _in_force(ctx)
+    data = {"source": source, **prof.to_dict()}
+    if as_json:
+        emit_json(data)
+        return
+    art = data["artifact"]
+    _lines([
+        ("profile", data["name"]), ("source", source), ("file", data["path"]),
+        ("description", data["description"] or "-"), ("target device", data["target_device"]),
+        ("backend", data["backend"]), ("artifact", art["resolved_path"]),
+        ("  sha256", art["sha256"] or "not set"), ("  source", art["source"] or "-"),
+        ("  quantization", art["quantization"] or "-"),
+        ("runtime", ", ".join(f"{k} {v}" for k, v in data["runtime"].items()) or "(none locked)"),
+        ("options", ", ".join(f"{k}={v}" for k, v in data["options"].items()) or "-"),
+        ("generation", ", ".join(f"{k}={v}" for k, v in data["generation"].items())),
+        ("embedding", data["embedding"]["model"]),
+        ("owners", "\n".join(f"{k}: {v}" for k, v in data["owners"].items())),
+        ("rollback", data["rollback_path"] or "none"),
+    ])
+
+
+def _override_warning(ctx: Ctx) -> None:
+    if ctx.settings.runtime.profile:
+        click.echo(f"warning: settings runtime.profile = {ctx.settings.runtime.profile} overrides the "
+                   "activated profile until it is removed", err=True)
+
+
+def _store(ctx: Ctx) -> Any:
+    from runtimes.profiles import ActiveProfile
+
+    return ActiveProfile(ctx.settings.data_dir)
+
+
+@profile.command("activate")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--skip-doctor", is_flag=True, help="Activate without running gate 1 first.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> None:
+    """Make PATH the active profile; refused when it fails gate 1 (unless --skip-doctor)."""
+    from runtimes.profiles import ProfileError
+
+    prof = _load(path)
+    gate: dict[str, Any] | None = None
+    if not skip_doctor:
+        from runtimes.gates import gate_one
+
+        result, _ = gate_one(prof)
+        gate = result.to_dict()
+        if not result.passed:
+            raise _fail(f"refused: {prof.name} fails gate 1: {result.detail} "
+                        "(the active profile is unchanged)")
+    store = _store(ctx)
+    try:
+        active = store.activate(path)
+    except (ProfileError, OSError) as exc:
+        raise _fail(f"activate: {exc} (the active profile is unchanged)") from exc
+    if as_json:
+        emit_json({"active": active.to_dict(), "stored_as": store.active_file(), "gate1": gate})
+    else:
+        click.echo(f"activated {active.name} (stored as {store.dir / store.active_file()})"
+                   + ("" if gate is None else "; gate 1 passed"))
+    _override_warning(ctx)
+
+
+@profile.command("rollback")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def profile_rollback(ctx: Ctx, as_json: bool) -> None:
+    """Re-activate the previously active profile."""
+    from runtimes.profiles import ProfileError
+
+    store = _store(ctx)
+    try:
+        active = store.rollback()
+    except (ProfileError, OSError) as exc:
+        raise _fail(f"rollback: {exc}") from exc
+    if as_json:
+        emit_json({"active": active.to_dict(), "stored_as": store.active_file()})
+    else:
+        where = store.active_file() or "built-in default"
+        click.echo(f"rolled back: {active.name} is active ({where})")
+    _override_warning(ctx)
+
+
+@profile.command("history")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def profile_history(ctx: Ctx, as_json: bool) -> None:
+    """Activation stack, newest first (rollback pops the top)."""
+    from runtimes.profiles import ProfileError
+
+    try:
+        entries = list(reversed(_store(ctx).history()))
+    except ProfileError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        emit_json(entries)
+        return
+    if not entries:
+        click.echo("no profile activated: the built-in default is active")
+    for i, e in enumerate(entries):
+        click.echo(f"{'*' if i == 0 else ' '} {e['activated_at'] or '-':<25} {e['name']:<32} {e['file']}")
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the top-level group."""
+    group.add_command(doctor)
+    group.add_command(profile)

@@ -1,0 +1,108 @@
+"""What this machine is and which runtime versions it has, read locally (no network) for doctor."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from runtimes.profiles import Profile
+
+# [runtime] keys doctor can read before loading anything; any other key is looked up in the
+# backend's artifact chain after load.
+DISTRIBUTIONS = {"llama_cpp_python": "llama_cpp_python", "httpx": "httpx"}
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    fields = {}
+    for line in _read("/proc/cpuinfo").splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    for key in ("model name", "Model", "Hardware", "cpu model"):
+        if fields.get(key):
+            return fields[key]
+    return platform.processor() or "unknown"
+
+
+def nvidia_gpus() -> list[dict[str, str]] | str:
+    """GPUs as nvidia-smi lists them, or why there are none."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return "none (nvidia-smi not found)"
+    try:
+        out = subprocess.run([exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown (nvidia-smi failed: {exc})"
+    if out.returncode != 0:
+        return f"none (nvidia-smi: {(out.stderr or out.stdout).strip()[:160]})"
+    gpus = []
+    for line in out.stdout.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        gpus.append(dict(zip(("name", "driver_version", "memory"), parts, strict=False)))
+    return gpus or "none"
+
+
+def describe_device() -> dict[str, Any]:
+    mem_kb = next((line.split()[1] for line in _read("/proc/meminfo").splitlines()
+                   if line.startswith("MemTotal:")), "")
+    board = _read("/proc/device-tree/model").strip("\x00\n ")
+    return {
+        "machine": platform.machine(),
+        "system": f"{platform.system()} {platform.release()}",
+        "hostname": platform.node(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count() or 0,
+        "memory_mib": int(mem_kb) // 1024 if mem_kb.isdigit() else None,
+        "board": board or None,
+        "gpu": nvidia_gpus(),
+        "python": platform.python_version(),
+    }
+
+
+@dataclass
+class Environment:
+    versions: dict[str, str | None] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)  # reasons the backend cannot run here at all
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def _distribution(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def installed_versions(profile: Profile) -> Environment:
+    """Versions readable without loading the artifact, and what is missing for the backend."""
+    env = Environment()
+    for key, dist in DISTRIBUTIONS.items():
+        if key in profile.runtime or (key == "llama_cpp_python" and profile.backend == "llamacpp"):
+            env.versions[key] = _distribution(dist)
+    if profile.backend == "rkllm":
+        from runtimes.rkllm.probe import probe_environment
+
+        probe = probe_environment(lib_path=profile.options.get("lib_path") or None)
+        env.evidence["rkllm"] = probe
+        # library and driver are needed to load; NPU load figures are gate 2's evidence
+        env.missing.extend(m for m in probe["missing"] if not m.startswith("NPU load"))
+        env.versions["rknpu_driver"] = probe.get("driver_version")
+        declared = profile.options.get("runtime_version")
+        env.versions["rkllm_runtime"] = str(declared) if declared else None
+    if "nvidia_driver" in profile.runtime:
+        gpus = nvidia_gpus()
+        env.versions["nvidia_driver"] = gpus[0]["driver_version"] if isinstance(gpus, list) and gpus else None
+    return env
