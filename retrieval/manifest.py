@@ -1,0 +1,176 @@
+"""manifest.json: what an index version holds, and the checks that prove it is intact.
+
+The manifest carries a digest of its own canonical JSON, so an edited manifest is detected as
+surely as a truncated chunk store or an altered FAISS file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ingest.models import ChunkParams, ParsedManual
+
+MANIFEST = "manifest.json"
+CHUNKS_DB = "chunks.db"
+VECTORS = "vectors.faiss"
+FORMAT = 1
+
+
+def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def tool_version() -> str:
+    try:
+        return metadata.version("manualqa")
+    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
+        return "unknown"
+
+
+def _digest(manifest: dict[str, Any]) -> str:
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def manual_entry(parsed: ParsedManual, chunks: int) -> dict[str, Any]:
+    return {
+        "sha256": parsed.sha256,
+        "file_name": parsed.file_name,
+        "title": parsed.title,
+        "page_count": parsed.page_count,
+        "pages_without_text": list(parsed.pages_without_text),
+        "size_bytes": parsed.size_bytes,
+        "chunks": chunks,
+    }
+
+
+def build_manifest(
+    version_dir: Path,
+    version_id: str,
+    parent: str | None,
+    embedding: dict[str, Any],
+    chunk_params: ChunkParams,
+    manuals: Sequence[dict[str, Any]],
+    chunk_count: int,
+) -> dict[str, Any]:
+    """The manifest for a fully written version directory (its files are hashed here)."""
+    files = {}
+    for name in (CHUNKS_DB, VECTORS):
+        path = version_dir / name
+        files[name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "id": version_id,
+        "parent": parent,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        "tool": {"name": "manualqa", "version": tool_version()},
+        "embedding": dict(embedding),
+        "chunker": chunk_params.to_dict(),
+        "manuals": list(manuals),
+        "chunk_count": chunk_count,
+        "files": files,
+    }
+    manifest["digest"] = _digest(manifest)
+    return manifest
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def read_manifest(version_dir: Path) -> dict[str, Any]:
+    """Parse manifest.json; raises OSError / ValueError when missing or not JSON."""
+    data = json.loads((version_dir / MANIFEST).read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("manifest.json is not a JSON object")
+    return data
+
+
+def _sqlite_problems(db: Path) -> list[str]:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = con.execute("PRAGMA integrity_check").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return [f"{CHUNKS_DB}: cannot be read by SQLite: {exc}"]
+    result = [r[0] for r in rows]
+    if result != ["ok"]:
+        return [f"{CHUNKS_DB}: integrity_check: {'; '.join(result[:5])}"]
+    return []
+
+
+def verify_version_dir(version_dir: Path, version_id: str | None = None) -> list[str]:
+    """Every reason this version must not be activated; an empty list means it is sound."""
+    from retrieval.chunkstore import ChunkStore
+    from retrieval.vectors import VectorIndex
+
+    if not version_dir.is_dir():
+        return [f"version directory {version_dir} does not exist"]
+    try:
+        manifest = read_manifest(version_dir)
+    except (OSError, ValueError) as exc:
+        return [f"{MANIFEST}: cannot be read: {exc}"]
+    problems: list[str] = []
+    if manifest.get("digest") != _digest(manifest):
+        problems.append(f"{MANIFEST}: digest mismatch (the manifest was edited or damaged)")
+    if version_id is not None and manifest.get("id") != version_id:
+        problems.append(f"{MANIFEST}: id {manifest.get('id')!r} does not match directory {version_id!r}")
+    files = manifest.get("files") or {}
+    present = True
+    for name in (CHUNKS_DB, VECTORS):
+        path = version_dir / name
+        if not path.is_file():
+            problems.append(f"{name}: missing")
+            present = False
+            continue
+        expected = (files.get(name) or {}).get("sha256")
+        if expected is None:
+            problems.append(f"{name}: no checksum in the manifest")
+        elif file_sha256(path) != expected:
+            problems.append(f"{name}: sha256 does not match the manifest")
+    if not present:
+        return problems
+    sqlite_problems = _sqlite_problems(version_dir / CHUNKS_DB)
+    problems += sqlite_problems
+    expected_chunks = manifest.get("chunk_count")
+    ntotal = None
+    try:
+        vectors = VectorIndex.load(version_dir / VECTORS)
+        ntotal = vectors.ntotal
+        dim = (manifest.get("embedding") or {}).get("dim")
+        if dim is not None and vectors.dim != dim:
+            problems.append(f"{VECTORS}: dimension {vectors.dim} != manifest {dim}")
+    except Exception as exc:  # noqa: BLE001 - any load failure is a verification finding
+        problems.append(f"{VECTORS}: FAISS cannot load it: {exc}")
+    if not sqlite_problems:
+        try:
+            store = ChunkStore(version_dir / CHUNKS_DB, readonly=True)
+            try:
+                db_chunks = store.chunk_count()
+                db_manuals = {m["sha256"] for m in store.manuals()}
+            finally:
+                store.close()
+            if db_chunks != expected_chunks:
+                problems.append(f"{CHUNKS_DB}: {db_chunks} chunks, manifest says {expected_chunks}")
+            listed = {m.get("sha256") for m in manifest.get("manuals") or []}
+            if db_manuals != listed:
+                problems.append(f"{CHUNKS_DB}: manuals differ from the manifest's list")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{CHUNKS_DB}: cannot be opened as a chunk store: {exc}")
+    if ntotal is not None and ntotal != expected_chunks:
+        problems.append(f"{VECTORS}: {ntotal} vectors, manifest says {expected_chunks} chunks")
+    return problems
