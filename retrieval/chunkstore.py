@@ -1,0 +1,218 @@
+"""The chunk store of one index version: manuals, page texts, chunks and their FTS5 index.
+
+One SQLite file (``chunks.db``) inside the version directory. ``chunks.row`` is the chunk's
+position in the FAISS index, so the two halves of a version line up without a mapping table.
+The FTS5 table is contentless (it stores only the index): its text is NFKC-normalised so that
+PDF ligatures ("ﬁrmware") match what people type, and the porter+unicode61 tokenizer makes
+"flashing" find "flash" while part numbers like "M3x8" or "PA13" stay single tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ingest.models import Chunk, ParsedManual
+from retrieval.fts import build_match, normalize
+from retrieval.types import RetrievalError
+
+SCHEMA = """
+CREATE TABLE manuals (
+    sha256 TEXT PRIMARY KEY,
+    file_name TEXT NOT NULL,
+    title TEXT NOT NULL,
+    page_count INT NOT NULL,
+    size_bytes INT NOT NULL,
+    pages_without_text TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE pages (
+    manual_sha256 TEXT NOT NULL REFERENCES manuals(sha256),
+    page INT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (manual_sha256, page)
+);
+CREATE TABLE chunks (
+    row INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    manual_sha256 TEXT NOT NULL REFERENCES manuals(sha256),
+    page INT NOT NULL,
+    ordinal INT NOT NULL,
+    heading TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX chunks_manual ON chunks(manual_sha256, row);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    heading, text, content='', tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+# bm25 column weights (heading, text). Headings repeat over every chunk of a section, so they are
+# worth a little less than the passage itself.
+BM25_WEIGHTS = (0.5, 1.0)
+
+_ROW_COLUMNS = ("c.row, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text,"
+                " m.file_name, m.title")
+_ROW_KEYS = ("row", "chunk_id", "manual_sha256", "page", "ordinal", "heading", "text", "file_name", "title")
+
+
+class ChunkStore:
+    def __init__(self, path: Path, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if not self.path.is_file():
+            raise RetrievalError(f"chunk store {self.path} does not exist")
+        if readonly:
+            uri = self.path.resolve().as_uri() + "?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False)
+        self._lock = threading.Lock()  # one connection shared by the HTTP worker threads
+
+    @classmethod
+    def create(cls, path: Path) -> ChunkStore:
+        """Create an empty store; refuses to overwrite, since versions are immutable."""
+        path = Path(path)
+        if path.exists():
+            raise RetrievalError(f"chunk store {path} already exists")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path))
+        try:
+            db.executescript(SCHEMA)
+            db.commit()
+        finally:
+            db.close()
+        return cls(path)
+
+    # -- writing -------------------------------------------------------------------------------
+    def _writable(self) -> None:
+        if self.readonly:
+            raise RetrievalError(f"chunk store {self.path} is open read-only")
+
+    def add_manual(self, parsed: ParsedManual) -> None:
+        self._writable()
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO manuals VALUES (?, ?, ?, ?, ?, ?)",
+                (parsed.sha256, parsed.file_name, parsed.title, parsed.page_count, parsed.size_bytes,
+                 json.dumps(list(parsed.pages_without_text))),
+            )
+            self._db.executemany(
+                "INSERT INTO pages VALUES (?, ?, ?)",
+                [(parsed.sha256, p.number, p.text) for p in parsed.pages],
+            )
+
+    def add_chunks(self, chunks: list[Chunk]) -> list[int]:
+        """Append chunks; rows continue contiguously from the current count (FAISS positions)."""
+        self._writable()
+        with self._lock:
+            start = self._db.execute("SELECT COALESCE(MAX(row) + 1, 0) FROM chunks").fetchone()[0]
+            rows = list(range(start, start + len(chunks)))
+            self._db.executemany(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(r, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text)
+                 for r, c in zip(rows, chunks, strict=True)],
+            )
+            self._db.executemany(
+                "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
+                [(r, normalize(c.heading), normalize(c.text)) for r, c in zip(rows, chunks, strict=True)],
+            )
+        return rows
+
+    def commit(self) -> None:
+        with self._lock:
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> ChunkStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -------------------------------------------------------------------------------
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, tuple(params)).fetchall()
+
+    def manuals(self) -> list[dict]:
+        rows = self._query(
+            "SELECT m.sha256, m.file_name, m.title, m.page_count, m.size_bytes, m.pages_without_text,"
+            " (SELECT COUNT(*) FROM chunks c WHERE c.manual_sha256 = m.sha256)"
+            " FROM manuals m ORDER BY m.file_name, m.sha256"
+        )
+        return [
+            {"sha256": r[0], "file_name": r[1], "title": r[2], "page_count": r[3], "size_bytes": r[4],
+             "pages_without_text": json.loads(r[5]), "chunk_count": r[6]}
+            for r in rows
+        ]
+
+    def chunk_count(self) -> int:
+        return self._query("SELECT COUNT(*) FROM chunks")[0][0]
+
+    def get_rows(self, rows: list[int]) -> list[dict]:
+        """Chunk dicts (with the manual's file_name and title) in the order asked for."""
+        wanted = [int(r) for r in rows]
+        if not wanted:
+            return []
+        found: dict[int, dict] = {}
+        for i in range(0, len(wanted), 500):  # stay under SQLite's variable limit
+            part = wanted[i:i + 500]
+            marks = ",".join("?" * len(part))
+            for r in self._query(
+                f"SELECT {_ROW_COLUMNS} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
+                f" WHERE c.row IN ({marks})", part,
+            ):
+                found[r[0]] = dict(zip(_ROW_KEYS, r, strict=True))
+        missing = [r for r in wanted if r not in found]
+        if missing:
+            raise RetrievalError(f"chunk rows {missing[:5]} are missing from {self.path}")
+        return [found[r] for r in wanted]
+
+    def rows_for_manuals(self, shas: list[str]) -> np.ndarray:
+        if not shas:
+            return np.zeros(0, dtype=np.int64)
+        marks = ",".join("?" * len(shas))
+        rows = self._query(f"SELECT row FROM chunks WHERE manual_sha256 IN ({marks}) ORDER BY row", shas)
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def chunks_for_manual(self, sha: str) -> list[Chunk]:
+        rows = self._query(
+            "SELECT chunk_id, manual_sha256, page, ordinal, heading, text FROM chunks"
+            " WHERE manual_sha256 = ? ORDER BY row", (sha,),
+        )
+        return [Chunk(*r) for r in rows]
+
+    def page_text(self, sha: str, page: int) -> str | None:
+        rows = self._query("SELECT text FROM pages WHERE manual_sha256 = ? AND page = ?", (sha, page))
+        return rows[0][0] if rows else None
+
+    def lexical(self, query: str, n: int, manual_shas: list[str] | None = None) -> list[tuple[int, float]]:
+        """BM25 over heading+text: (row, score) best first; score is positive, higher is better."""
+        match = build_match(query)
+        if match is None or n <= 0:
+            return []
+        sql = (f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]}) AS s"
+               " FROM chunks_fts WHERE chunks_fts MATCH ?")
+        params: list[Any] = [match]
+        if manual_shas is not None:
+            if not manual_shas:
+                return []
+            sql += (" AND rowid IN (SELECT row FROM chunks WHERE manual_sha256 IN ("
+                    + ",".join("?" * len(manual_shas)) + "))")
+            params += list(manual_shas)
+        sql += " ORDER BY s LIMIT ?"
+        params.append(int(n))
+        try:
+            rows = self._query(sql, params)
+        except sqlite3.OperationalError as exc:  # build_match makes this a bug, not user error
+            raise RetrievalError(f"full-text search failed for {query!r}: {exc}") from exc
+        return [(int(r), -float(s)) for r, s in rows]

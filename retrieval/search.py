@@ -1,0 +1,156 @@
+"""Hybrid search over one index version: dense (FAISS) + lexical (FTS5/BM25), fused by RRF.
+
+This is the one search function; the CLI, the answer pipeline and the HTTP app all call it.
+Dense retrieval finds paraphrases ("how do I update the board software"), lexical retrieval
+finds exact tokens the embedding model blurs ("SKR Mini E3", "PA13", "M3x8"); reciprocal rank
+fusion combines the two rankings without having to calibrate their scores against each other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from retrieval.types import Hit, RetrievalError
+
+MODES = ("hybrid", "dense", "lexical")
+MIN_SHA_PREFIX = 8
+
+
+def check_embedding(version: Any, embedder: Any) -> None:
+    """Refuse an index whose vectors come from another embedding model than the query's."""
+    emb = (version.manifest or {}).get("embedding") or {}
+    built_id, built_hash = emb.get("model_id"), emb.get("model_hash")
+    if not built_id or not built_hash:
+        raise RetrievalError(f"index version {version.id} does not record its embedding model; re-ingest")
+    if built_id != embedder.model_id or built_hash != embedder.model_hash:
+        raise RetrievalError(
+            f"index version {version.id} was built with embedding model {built_id} "
+            f"(sha256 {built_hash[:12]}); this gateway uses {embedder.model_id} "
+            f"(sha256 {embedder.model_hash[:12]}) — re-ingest or configure the same model"
+        )
+
+
+def resolve_manuals(known: list[dict], wanted: Sequence[str]) -> list[str]:
+    """Map file names, titles (case-insensitive) or sha256 prefixes to manual sha256s."""
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    shas: list[str] = []
+    unknown: list[str] = []
+    for raw in wanted:
+        entry = str(raw).strip()
+        low = entry.lower()
+        matches = [m["sha256"] for m in known
+                   if low and (m["file_name"].lower() == low or m["title"].lower() == low
+                               or m["file_name"].lower().rsplit(".", 1)[0] == low
+                               or (len(low) >= MIN_SHA_PREFIX and m["sha256"].startswith(low)))]
+        if not matches:
+            unknown.append(entry)
+        shas.extend(s for s in matches if s not in shas)
+    if unknown:
+        listing = "; ".join(f"{m['file_name']} ({m['title']}, {m['sha256'][:12]})" for m in known) or "none"
+        raise RetrievalError(
+            f"unknown manual(s): {', '.join(repr(u) for u in unknown)}. "
+            f"Known manuals: {listing}. Use a file name, a title or a sha256 prefix of at least "
+            f"{MIN_SHA_PREFIX} characters."
+        )
+    return shas
+
+
+def fuse(rankings: Sequence[Sequence[tuple[int, float]]], rrf_k: int) -> dict[int, float]:
+    """Reciprocal rank fusion: score(row) = Σ over rankings of 1 / (rrf_k + rank), rank 1-based."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, (row, _score) in enumerate(ranking, start=1):
+            fused[row] = fused.get(row, 0.0) + 1.0 / (rrf_k + rank)
+    return fused
+
+
+def search_with_timings(
+    store: Any,
+    embedder: Any,
+    query: str,
+    k: int = 5,
+    manuals: Sequence[str] | None = None,
+    version: str | None = None,
+    candidates: int = 50,
+    rrf_k: int = 60,
+    query_vector: np.ndarray | None = None,
+    mode: str = "hybrid",
+) -> tuple[list[Hit], dict[str, float]]:
+    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, total_ms."""
+    t_start = time.perf_counter()
+    if not isinstance(query, str) or not query.strip():
+        raise RetrievalError("the question is empty")
+    if mode not in MODES:
+        raise RetrievalError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if k < 1:
+        raise RetrievalError(f"k must be at least 1, got {k}")
+    if rrf_k < 0:
+        raise RetrievalError(f"rrf_k must be >= 0, got {rrf_k}")
+    candidates = max(int(candidates), k)
+
+    ver = store.open(version)
+    check_embedding(ver, embedder)
+    shas = resolve_manuals(ver.chunks.manuals(), manuals) if manuals else None
+    allowed = ver.chunks.rows_for_manuals(shas) if shas is not None else None
+
+    t = time.perf_counter()
+    qvec = embedder.encode_query(query) if query_vector is None else np.asarray(query_vector, np.float32)
+    embed_ms = (time.perf_counter() - t) * 1000
+
+    t = time.perf_counter()
+    dense = ver.vectors.search(qvec, candidates, allowed) if mode != "lexical" else []
+    dense_ms = (time.perf_counter() - t) * 1000
+
+    t = time.perf_counter()
+    lexical = ver.chunks.lexical(query, candidates, shas) if mode != "dense" else []
+    lexical_ms = (time.perf_counter() - t) * 1000
+
+    t = time.perf_counter()
+    dense_rank = {row: i for i, (row, _s) in enumerate(dense, start=1)}
+    lexical_rank = {row: i for i, (row, _s) in enumerate(lexical, start=1)}
+    cos = {row: s for row, s in dense}
+    fused = fuse([dense, lexical], rrf_k)
+    missing = np.array([r for r in fused if r not in cos], dtype=np.int64)
+    if missing.size:  # lexical-only candidates: their cosine is needed for ordering ties and Hit
+        cos.update(zip(missing.tolist(), ver.vectors.cosine(qvec, missing).tolist(), strict=True))
+    # Ties (same fused score) go to the semantically closer passage, then to document order.
+    order = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[:k]
+    hits = [
+        Hit(chunk_id=c["chunk_id"], manual=c["file_name"], title=c["title"],
+            manual_sha256=c["manual_sha256"], page=c["page"], heading=c["heading"], text=c["text"],
+            score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
+            lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]))
+        for c in ver.chunks.get_rows(order)
+    ]
+    fuse_ms = (time.perf_counter() - t) * 1000
+    timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,
+               "total_ms": (time.perf_counter() - t_start) * 1000}
+    return hits, timings
+
+
+def search(
+    store: Any,
+    embedder: Any,
+    query: str,
+    k: int = 5,
+    manuals: Sequence[str] | None = None,
+    version: str | None = None,
+    candidates: int = 50,
+    rrf_k: int = 60,
+    query_vector: np.ndarray | None = None,
+    mode: str = "hybrid",
+) -> list[Hit]:
+    """Ranked passages for ``query`` from the active (or given) index version.
+
+    ``manuals`` scopes the search (file names, titles or sha256 prefixes). Every hit carries its
+    fused score, its rank on each side (None where absent) and its exact cosine similarity.
+    """
+    hits, _timings = search_with_timings(store, embedder, query, k=k, manuals=manuals, version=version,
+                                         candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
+                                         mode=mode)
+    return hits
