@@ -15,7 +15,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runtimes.base import GenerationConfig, GenerationStats, Runtime
+from runtimes.base import GenerationConfig, GenerationError, GenerationStats, Runtime, RuntimeUnavailable
 from runtimes.device_info import describe_device, installed_versions
 from runtimes.profiles import Profile, ProfileError
 
@@ -84,6 +84,8 @@ def _create_runtime(backend: str, artifact: str, options: dict[str, Any]) -> Run
 
 
 def _error(exc: BaseException) -> str:
+    if isinstance(exc, (RuntimeUnavailable, GenerationError, ProfileError)) and str(exc):
+        return str(exc)  # already written for a human
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

@@ -273,7 +273,7 @@ def load_profile(path: str | Path, base_dir: str | Path | None = None) -> Profil
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{p}: cannot read: {exc}") from exc
-    return parse_profile(text, p, Path(base_dir) if base_dir else None)
+    return parse_profile(text, p.absolute(), Path(base_dir) if base_dir else None)
 
 
 def builtin_default_profile() -> Profile:
