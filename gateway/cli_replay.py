@@ -1,7 +1,189 @@
-"""CLI commands (filled in by its issue)."""
+"""`manualqa replay` (run, compare, list, show) and `manualqa bench` (same-conditions comparison)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
+from gateway.cli import Ctx, emit_json, pass_ctx
+
+
+class DefaultRunGroup(click.Group):
+    """`manualqa replay FILE` means `manualqa replay run FILE`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
 
 def register(group: click.Group) -> None:
-    """Add this module's commands to the top-level group."""
+    group.add_command(replay)
+    from gateway.cli_bench import bench
+
+    group.add_command(bench)
+
+
+@click.group(cls=DefaultRunGroup)
+def replay() -> None:
+    """Replay a question set and compare runs (the upgrade gate).
+
+    \b
+      manualqa replay sample_manuals/questions.jsonl --label baseline
+      manualqa replay compare baseline candidate --report report.html
+    """
+
+
+def _progress(total: int, quiet: bool) -> Any:
+    if quiet or not sys.stderr.isatty():
+        return None
+    bar = click.progressbar(length=total, label="replay", file=sys.stderr)
+    bar.__enter__()
+    return bar
+
+
+@replay.command("run")
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False))
+@click.option("--url", help="Replay against a running gateway (http://host:8080) instead of in-process.")
+@click.option("--key", envvar="MANUALQA_KEY", help="API key for --url (or $MANUALQA_KEY).")
+@click.option("--label", default="", help="A name for this run (used by compare).")
+@click.option("--scope-by-manual", is_flag=True, help="Scope each question to its gold manual.")
+@click.option("--profile", type=click.Path(exists=True, dir_okay=False), help="In-process: this profile.")
+@click.option("--version", "version", help="In-process: this index version instead of the active one.")
+@click.option("--mode", type=click.Choice(["generate", "extractive"]), default=None)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label: str, scope_by_manual: bool,
+               profile: str | None, version: str | None, mode: str | None, as_json: bool) -> None:
+    """Answer every question of QUESTIONS (.jsonl) and store the run with its metrics."""
+    from gateway.replay import ReplayError, load_questions, local_answerer, remote_answerer, run_replay
+
+    settings = ctx.settings
+    try:
+        qs = load_questions(questions)
+        for problem in qs.problems:
+            click.echo(f"warning: {questions}: {problem} (skipped)", err=True)
+        if url:
+            if profile or version:
+                raise click.UsageError("--profile/--version apply in-process only, not with --url")
+            answerer = remote_answerer(url, key, scope_by_manual)
+            deployment: dict[str, Any] = {"url": url}
+        else:
+            if profile:
+                settings.runtime.profile = profile
+            gw = ctx.gateway
+            answerer = local_answerer(gw, scope_by_manual, mode, version)
+            deployment = {"profile": gw.profile.name, "mode": mode or settings.answer.mode}
+        gw_embed = ctx.gateway.embedder.encode
+        bar = _progress(len(qs.questions), as_json)
+        summary = run_replay(answerer, qs, settings.db_path, label=label, source=questions,
+                             deployment=deployment, embed=gw_embed,
+                             progress=(lambda done, total: bar.update(1)) if bar else None)
+        if bar:
+            bar.__exit__(None, None, None)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit_json(summary)
+        return
+    m = summary["metrics"]
+    click.echo(f"run {summary['id']} {label!r}: {summary['questions']} questions; "
+               f"deployment {summary['deployment']}")
+    for name in ("hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_coverage",
+                 "false_refusal_rate", "false_answer_rate", "answer_similarity", "retrieval_ms_p50",
+                 "ttft_ms_p50", "ttft_ms_p95", "total_ms_p50", "total_ms_p95", "decode_tps_median",
+                 "peak_rss_mb"):
+        click.echo(f"  {name:<22} {m.get(name)}")
+    click.echo(f"  outcomes               {m.get('outcomes')}")
+
+
+@replay.command("compare")
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option("--gate", "gate_path", type=click.Path(dir_okay=False), help="Gate TOML (default: built-in).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write an HTML report.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def replay_compare(ctx: Ctx, baseline: str, candidate: str, gate_path: str | None,
+                   report_path: str | None, as_json: bool) -> None:
+    """Per-metric deltas, changed answers, and the gate verdict (exit 1 when it fails)."""
+    from gateway.compare import GateError, compare_runs, load_gate
+    from gateway.replay import ReplayError, get_run
+    from gateway.report import render_report
+
+    try:
+        gate = load_gate(gate_path)
+        cmp = compare_runs(get_run(ctx.settings.db_path, baseline), get_run(ctx.settings.db_path, candidate),
+                           gate)
+    except (ReplayError, GateError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if report_path:
+        Path(report_path).write_text(render_report(cmp), encoding="utf-8")
+    if as_json:
+        emit_json(cmp.to_dict())
+    else:
+        click.echo(f"baseline  {cmp.baseline['id']} {cmp.baseline['label']!r}")
+        click.echo(f"candidate {cmp.candidate['id']} {cmp.candidate['label']!r}")
+        click.echo(f"{'metric':<24}{'baseline':>12}{'candidate':>12}{'delta':>10}")
+        for name, d in cmp.deltas.items():
+            if d["baseline"] is None and d["candidate"] is None:
+                continue
+            click.echo(f"{name:<24}{_f(d['baseline']):>12}{_f(d['candidate']):>12}{_f(d['delta']):>10}")
+        click.echo(f"\n{len(cmp.changed)} question(s) changed:")
+        for ch in cmp.changed[:30]:
+            click.echo(f"  {ch['question_id']}: {', '.join(ch['changes'])}  "
+                       f"[{'; '.join(ch['baseline']['citations'])}] -> [{'; '.join(ch['candidate']['citations'])}]")
+        if report_path:
+            click.echo(f"\nreport: {report_path}")
+        click.echo("\nGATE " + ("PASSED" if cmp.passed else "FAILED"))
+        for v in cmp.violations:
+            click.echo(f"  - {v}")
+    if not cmp.passed:
+        sys.exit(1)
+
+
+def _f(v: Any) -> str:
+    return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+
+
+@replay.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def replay_list(ctx: Ctx, as_json: bool) -> None:
+    """Stored replay runs, newest first."""
+    from gateway.replay import list_runs
+
+    runs = list_runs(ctx.settings.db_path)
+    if as_json:
+        emit_json(runs)
+        return
+    for r in runs:
+        m = r["metrics"]
+        click.echo(f"{r['id']}  {r['time']}  {r['label'] or '-':<16} hit@5={m.get('hit_at_5')} "
+                   f"coverage={m.get('citation_coverage')} questions={m.get('questions')}")
+
+
+@replay.command("show")
+@click.argument("run")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def replay_show(ctx: Ctx, run: str, as_json: bool) -> None:
+    """One run (id, id prefix or label) with its per-question rows."""
+    from gateway.replay import ReplayError, get_run
+
+    try:
+        r = get_run(ctx.settings.db_path, run)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit_json(r)
+        return
+    click.echo(f"run {r['id']} {r['label']!r} at {r['time']}; deployment {r['deployment']}")
+    for k, v in r["metrics"].items():
+        click.echo(f"  {k:<28} {v}")
+    for it in r["items"]:
+        cits = "; ".join(f"{c['manual']} p.{c['page']}" for c in it["citations"])
+        click.echo(f"{it['question_id']:<10} {it['outcome']:<10} {cits}")

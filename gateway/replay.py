@@ -1,0 +1,201 @@
+"""QA replay: run a fixed question set through the answer function and keep the run in gateway.db.
+
+The same answer function serves the technician, so a replay measures exactly what users get:
+in-process (this gateway's profile and index) or over the API of a running gateway.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gateway.db import connect, new_id, utcnow
+from gateway.replay_metrics import compute_metrics
+
+REQUIRED = {"id": str, "question": str}
+
+
+class ReplayError(ValueError):
+    """A replay that cannot run (no usable question, unreachable gateway, unknown run)."""
+
+
+@dataclass
+class QuestionSet:
+    questions: list[dict[str, Any]]
+    problems: list[str] = field(default_factory=list)  # "line N: why", never silent
+
+
+def load_questions(path: str | Path) -> QuestionSet:
+    """Read the questions.jsonl format; unknown fields are kept and ignored, bad lines reported."""
+    p = Path(path)
+    if not p.is_file():
+        raise ReplayError(f"question file not found: {p}")
+    out = QuestionSet([])
+    seen: set[str] = set()
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.problems.append(f"line {lineno}: not JSON ({exc.msg})")
+            continue
+        if not isinstance(row, dict):
+            out.problems.append(f"line {lineno}: not a JSON object")
+            continue
+        missing = [k for k, t in REQUIRED.items() if not isinstance(row.get(k), t) or not row.get(k)]
+        if missing:
+            out.problems.append(f"line {lineno}: missing or empty {', '.join(missing)}")
+            continue
+        if row["id"] in seen:
+            out.problems.append(f"line {lineno}: duplicate id {row['id']!r}")
+            continue
+        pages = row.get("pages") or []
+        if not isinstance(pages, list) or not all(isinstance(x, int) for x in pages):
+            out.problems.append(f"line {lineno}: pages must be a list of integers")
+            continue
+        seen.add(row["id"])
+        row.setdefault("answerable", bool(pages))
+        out.questions.append(row)
+    if not out.questions:
+        raise ReplayError(f"{p}: no usable question" + (f" ({out.problems[0]})" if out.problems else ""))
+    return out
+
+
+Answerer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def local_answerer(gw: Any, scope_by_manual: bool = False, mode: str | None = None,
+                   version: str | None = None) -> Answerer:
+    """Answer through this process's pipeline (client "replay"), optionally on a pinned version."""
+    from gateway.pipeline import answer
+
+    def run(q: dict[str, Any]) -> dict[str, Any]:
+        manuals = [q["manual"]] if scope_by_manual and q.get("manual") else None
+        return answer(gw, q["question"], manuals=manuals, client="replay", mode=mode,
+                      version=version).to_dict()
+
+    return run
+
+
+def remote_answerer(url: str, key: str | None = None, scope_by_manual: bool = False,
+                    timeout_s: float = 300.0) -> Answerer:
+    """Answer through a running gateway's POST /api/v1/ask."""
+    import httpx
+
+    base = url.rstrip("/")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    client = httpx.Client(base_url=base, headers=headers, timeout=timeout_s)
+    try:
+        client.get("/api/v1/health").raise_for_status()
+    except httpx.HTTPError as exc:
+        raise ReplayError(f"gateway at {base} is not ready: {exc}") from exc
+
+    def run(q: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"question": q["question"]}
+        if scope_by_manual and q.get("manual"):
+            body["manuals"] = [q["manual"]]
+        r = client.post("/api/v1/ask", json=body)
+        if r.status_code >= 400:
+            try:
+                message = r.json()["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = r.text[:200]
+            return {"outcome": "error", "error": f"HTTP {r.status_code}: {message}", "answer": "",
+                    "citations": [], "passages": [], "timings": {}}
+        return r.json()
+
+    return run
+
+
+def _peak_rss_mb() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024, 1)
+
+
+def run_replay(
+    answerer: Answerer,
+    qs: QuestionSet,
+    db_path: Path,
+    label: str = "",
+    source: str = "",
+    deployment: dict[str, Any] | None = None,
+    embed: Callable[[list[str]], Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Answer every question, store the run and its per-question rows, return the run summary."""
+    items: list[dict[str, Any]] = []
+    for i, q in enumerate(qs.questions):
+        try:
+            r = answerer(q)
+        except Exception as exc:  # one failing question is recorded, the run goes on
+            r = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}", "answer": "",
+                 "citations": [], "passages": [], "timings": {}}
+        items.append(_item(i, q, r))
+        if progress:
+            progress(i + 1, len(qs.questions))
+    dep = dict(deployment or {})
+    for key in ("index_version", "chain_id", "profile"):
+        values = {it["result"].get(key) for it in items if it["result"].get(key)}
+        if values:
+            dep.setdefault(key, sorted(values)[0] if len(values) == 1 else sorted(values))
+    metrics = compute_metrics(items, embed=embed)
+    metrics["peak_rss_mb"] = _peak_rss_mb()
+    run_id = new_id()
+    db = connect(db_path)
+    with db.conn:
+        db["replay_runs"].insert({"id": run_id, "label": label, "time": utcnow(), "questions_file": source,
+                                  "deployment": json.dumps(dep), "metrics": json.dumps(metrics)})
+        db["replay_items"].insert_all([{
+            "run_id": run_id, "position": it["position"], "question_id": it["question"]["id"],
+            "answer_id": it["result"].get("id"), "outcome": it["result"].get("outcome"),
+            "answer": it["result"].get("answer", ""), "citations": json.dumps(it["citations"]),
+            "retrieved": json.dumps(it["retrieved"]), "timings": json.dumps(it["result"].get("timings") or {}),
+            "data": json.dumps({"question": it["question"], "error": it["result"].get("error"),
+                                "mode": it["result"].get("mode"), "flags": it["result"].get("flags", [])}),
+        } for it in items])
+    return {"id": run_id, "label": label, "deployment": dep, "metrics": metrics,
+            "questions": len(items), "skipped_lines": qs.problems}
+
+
+def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    cits = [{"n": c.get("n"), "manual": c.get("manual"), "page": c.get("page")}
+            for c in r.get("citations") or []]
+    hits = [{"manual": p.get("manual"), "page": p.get("page"), "score": p.get("score")}
+            for p in r.get("passages") or []]
+    return {"position": position, "question": q, "result": r, "citations": cits, "retrieved": hits}
+
+
+def list_runs(db_path: Path) -> list[dict[str, Any]]:
+    db = connect(db_path)
+    rows = db.execute("select id, label, time, questions_file, deployment, metrics from replay_runs "
+                      "order by id desc").fetchall()
+    return [{"id": r[0], "label": r[1], "time": r[2], "questions_file": r[3],
+             "deployment": json.loads(r[4]), "metrics": json.loads(r[5])} for r in rows]
+
+
+def get_run(db_path: Path, run: str) -> dict[str, Any]:
+    """A run by id, id prefix or label (the newest with that label)."""
+    for r in list_runs(db_path):
+        if r["id"] == run or r["label"] == run or (len(run) >= 6 and r["id"].startswith(run)):
+            db = connect(db_path)
+            r["items"] = [
+                {"position": row["position"], "question_id": row["question_id"], "answer_id": row["answer_id"],
+                 "outcome": row["outcome"], "answer": row["answer"],
+                 "citations": json.loads(row["citations"]), "retrieved": json.loads(row["retrieved"]),
+                 "timings": json.loads(row["timings"]), **json.loads(row["data"])}
+                for row in db["replay_items"].rows_where("run_id = ?", [r["id"]], order_by="position")]
+            return r
+    raise ReplayError(f"no replay run {run!r} (see `manualqa replay list`)")
+
+
+def iter_gold(items: Iterable[dict[str, Any]]) -> Iterable[tuple[dict[str, Any], set[tuple[str, int]]]]:
+    """Each item with its gold (manual, page) pairs."""
+    for it in items:
+        q = it["question"]
+        yield it, {(q.get("manual"), p) for p in q.get("pages") or []}

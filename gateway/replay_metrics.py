@@ -1,0 +1,93 @@
+"""Metrics of one replay run: retrieval, citations, refusals, answer similarity, latency."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+# Metric name -> True when higher is better (the compare gate and report use this).
+HIGHER_IS_BETTER = {
+    "hit_at_1": True, "hit_at_5": True, "mrr": True, "citation_precision": True,
+    "citation_coverage": True, "false_refusal_rate": False, "false_answer_rate": False,
+    "answer_similarity": True, "retrieval_ms_p50": False, "retrieval_ms_p95": False,
+    "ttft_ms_p50": False, "ttft_ms_p95": False, "total_ms_p50": False, "total_ms_p95": False,
+    "decode_tps_median": True, "peak_rss_mb": False, "error_rate": False,
+}
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (q in 0..100); None for no values."""
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return None
+    pos = (len(vals) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(vals) - 1)
+    return round(vals[lo] + (vals[hi] - vals[lo]) * (pos - lo), 3)
+
+
+def _gold(q: dict[str, Any]) -> set[tuple[str | None, int]]:
+    return {(q.get("manual"), int(p)) for p in q.get("pages") or []}
+
+
+def _rate(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], Any] | None = None,
+                    k: int = 5) -> dict[str, Any]:
+    answerable = [it for it in items if it["question"].get("answerable")]
+    unanswerable = [it for it in items if not it["question"].get("answerable")]
+    hit1 = hit5 = 0
+    rr = 0.0
+    cited = cited_gold = covered = 0
+    refusals = 0
+    for it in answerable:
+        gold = _gold(it["question"])
+        ranks = [i for i, h in enumerate(it["retrieved"][:k], start=1) if (h["manual"], h["page"]) in gold]
+        if ranks:
+            hit1 += ranks[0] == 1
+            hit5 += 1
+            rr += 1.0 / ranks[0]
+        cits = [(c["manual"], c["page"]) for c in it["citations"]]
+        cited += len(cits)
+        good = sum(1 for c in cits if c in gold)
+        cited_gold += good
+        covered += good > 0 and it["result"].get("outcome") == "answered"
+        refusals += it["result"].get("outcome") == "not_found"
+    false_answers = sum(1 for it in unanswerable if it["result"].get("outcome") == "answered")
+    outcomes = Counter(it["result"].get("outcome") for it in items)
+    n_ans = len(answerable)
+    metrics: dict[str, Any] = {
+        "questions": len(items), "answerable": n_ans, "unanswerable": len(unanswerable),
+        "outcomes": dict(outcomes),
+        "hit_at_1": _rate(hit1, n_ans), "hit_at_5": _rate(hit5, n_ans),
+        "mrr": round(rr / n_ans, 4) if n_ans else None,
+        "citation_precision": _rate(cited_gold, cited), "citation_coverage": _rate(covered, n_ans),
+        "false_refusal_rate": _rate(refusals, n_ans),
+        "false_answer_rate": _rate(false_answers, len(unanswerable)),
+        "unanswerable_not_found_rate": _rate(
+            sum(1 for it in unanswerable if it["result"].get("outcome") == "not_found"), len(unanswerable)),
+        "error_rate": _rate(outcomes.get("error", 0), len(items)),
+        "answer_similarity": _similarity(answerable, embed),
+    }
+    for name in ("retrieval_ms", "ttft_ms", "total_ms"):
+        values = [(it["result"].get("timings") or {}).get(name) for it in items]
+        metrics[f"{name}_p50"] = percentile(values, 50)
+        metrics[f"{name}_p95"] = percentile(values, 95)
+    tps = [(it["result"].get("timings") or {}).get("decode_tps") for it in items]
+    metrics["decode_tps_median"] = percentile([t for t in tps if t], 50)
+    return metrics
+
+
+def _similarity(answerable: list[dict[str, Any]], embed: Callable[[list[str]], Any] | None) -> float | None:
+    """Mean cosine between each answer and its gold answer, with the embedded model."""
+    pairs = [(it["result"].get("answer") or "", it["question"].get("answer") or "") for it in answerable]
+    pairs = [(a, g) for a, g in pairs if a.strip() and g.strip()]
+    if embed is None or not pairs:
+        return None
+    vecs = embed([a for a, _ in pairs] + [g for _, g in pairs])
+    n = len(pairs)
+    sims = [float((vecs[i] * vecs[n + i]).sum()) for i in range(n)]  # vectors are L2-normalised
+    return round(sum(sims) / n, 4)
