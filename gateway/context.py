@@ -62,3 +62,60 @@ class Gateway:
         s = self.settings.search
         return search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
                       version=version, candidates=s.candidates, rrf_k=s.rrf_k)
+
+    # -- answers (gateway.pipeline, gateway.answerlog) -----------------------------------------
+    @cached_property
+    def profile(self) -> Any:
+        from runtimes.profiles import resolve_profile
+
+        return resolve_profile(self.settings.data_dir, self.settings.runtime.profile)
+
+    @property
+    def runtime(self) -> Any:
+        """The profile's runtime, created and loaded once (thread-safe); raises if it cannot load."""
+        with self._lock:
+            if getattr(self, "_runtime", None) is None:
+                from runtimes.registry import create_runtime
+
+                p = self.profile
+                rt = create_runtime(p.backend, p.artifact_path(), p.options)
+                rt.load()
+                self._runtime = rt
+            return self._runtime
+
+    @runtime.setter
+    def runtime(self, value: Any) -> None:  # tests and tools may plug in a loaded runtime
+        with self._lock:
+            self._runtime = value
+
+    def runtime_if_loaded(self) -> Any:
+        return getattr(self, "_runtime", None)
+
+    _init_lock = threading.Lock()  # guards the lazy attributes below (cached_property does not)
+
+    @property
+    def generation_lock(self) -> threading.Lock:
+        """One generation at a time per runtime."""
+        with self._init_lock:
+            if "_generation_lock" not in self.__dict__:
+                self._generation_lock = threading.Lock()
+            return self._generation_lock
+
+    @property
+    def log(self) -> Any:
+        with self._init_lock:
+            if "_log" not in self.__dict__:
+                from gateway.answerlog import AnswerLog
+
+                self._log = AnswerLog(self.settings.db_path)
+            return self._log
+
+    def answer(self, question: str, **kwargs: Any) -> Any:
+        from gateway.pipeline import answer
+
+        return answer(self, question, **kwargs)
+
+    def answer_events(self, question: str, **kwargs: Any) -> Any:
+        from gateway.pipeline import answer_events
+
+        return answer_events(self, question, **kwargs)

@@ -1,0 +1,304 @@
+"""The answer log: one row per answer in gateway.db, written off the answering thread.
+
+`record()` only puts the row on a queue, so logging never slows a stream; one writer thread
+drains it in batches. Nothing is lost: `close()` (also registered with atexit) drains the queue,
+reads flush it first so that an answer can be looked up as soon as it is returned, and a row that
+SQLite refuses after retries goes to ``gateway.db.unwritten.jsonl`` beside the database.
+"""
+
+from __future__ import annotations
+
+import atexit
+import csv
+import io
+import json
+import logging
+import queue
+import re
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from gateway.db import connect, utcnow
+
+log = logging.getLogger(__name__)
+
+JSON_COLUMNS = ("scope", "flags", "citations", "passages", "generation_config", "timings")
+TIMING_COLUMNS = ("retrieval_ms", "embed_ms", "ttft_ms", "total_ms", "prompt_tokens", "output_tokens",
+                  "decode_tps")
+COLUMNS = ("id", "time", "question", "scope", "answer", "outcome", "mode", "flags", "citations",
+           "passages", "index_version", "chain_id", "profile", "generation_config", *TIMING_COLUMNS,
+           "timings", "client", "key_name", "error")
+OUTCOMES = ("answered", "not_found", "error", "cancelled")
+
+
+class LogError(ValueError):
+    """A log query or feedback that cannot be served (bad filter, unknown answer)."""
+
+
+def _compact_passage(p: dict[str, Any]) -> dict[str, Any]:
+    keep = ("chunk_id", "manual", "manual_sha256", "page", "score", "dense_score", "dense_rank",
+            "lexical_rank", "given")
+    return {k: p.get(k) for k in keep if k in p}
+
+
+def to_row(result: Any) -> dict[str, Any]:
+    """An AnswerResult (or its dict) as an `answers` row: JSON columns encoded, passages compacted."""
+    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    timings = dict(data.get("timings") or {})
+    row: dict[str, Any] = {c: data.get(c) for c in COLUMNS if c not in TIMING_COLUMNS}
+    row["passages"] = [_compact_passage(p) for p in data.get("passages") or []]
+    row["timings"] = timings
+    for c in TIMING_COLUMNS:
+        row[c] = timings.get(c)
+    for c in JSON_COLUMNS:
+        row[c] = json.dumps(row[c] if row[c] is not None else ([] if c != "generation_config" else {}),
+                            ensure_ascii=False, default=str)
+    row["time"] = row["time"] or utcnow()
+    row["answer"] = row["answer"] or ""
+    return row
+
+
+def from_row(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for c in JSON_COLUMNS:
+        if isinstance(out.get(c), str):
+            out[c] = json.loads(out[c])
+    return out
+
+
+_SINCE_RE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+
+
+def parse_since(since: str | datetime | None) -> str | None:
+    """'1h', '2d', '30m', an ISO date/time or a datetime -> ISO UTC string comparable with `time`."""
+    if since is None or since == "":
+        return None
+    if isinstance(since, datetime):
+        dt = since
+    else:
+        m = _SINCE_RE.match(since)
+        if m:
+            unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+            dt = datetime.now(timezone.utc) - timedelta(**{unit: int(m.group(1))})
+        else:
+            try:
+                dt = datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
+            except ValueError as exc:
+                raise LogError(f"since: {since!r} is neither an ISO date/time nor like 30m, 1h, 2d") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class AnswerLog:
+    def __init__(self, db_path: str | Path) -> None:
+        self.path = Path(db_path)
+        connect(self.path).conn.close()  # create and migrate now: a broken database fails at start
+        self._queue: queue.Queue[tuple[dict[str, Any], dict[str, Any] | None] | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        atexit.register(self.close)
+
+    # -- writing -------------------------------------------------------------------------------
+    def record(self, result: Any, chain: dict[str, Any] | None = None) -> str:
+        """Queue one answer (and its artifact chain JSON, stored once per chain id); returns its id."""
+        row = to_row(result)
+        if not row.get("id") or not row.get("question") or row.get("outcome") not in OUTCOMES:
+            raise LogError("an answer row needs an id, a question and an outcome in " + ", ".join(OUTCOMES))
+        with self._lock:
+            if self._closed:
+                self._write([(row, chain)])  # after close (e.g. during interpreter exit): write inline
+                return row["id"]
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="answerlog-writer", daemon=True)
+                self._thread.start()
+            self._queue.put((row, chain))
+        return row["id"]
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            while len(batch) < 200:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            rows = [b for b in batch if b is not None]
+            try:
+                if rows:
+                    self._write(rows)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+            if any(b is None for b in batch):
+                return
+
+    def _write(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
+        for attempt in range(5):
+            try:
+                db = connect(self.path)
+                try:
+                    with db.conn:
+                        db.conn.execute("BEGIN IMMEDIATE")
+                        for row, chain in rows:
+                            if row.get("chain_id"):
+                                db.conn.execute(
+                                    "INSERT INTO chains (chain_id, json, first_seen) VALUES (?, ?, ?)"
+                                    " ON CONFLICT(chain_id) DO UPDATE SET json = excluded.json"
+                                    " WHERE chains.json = '{}'",
+                                    (row["chain_id"], json.dumps(chain or {}, sort_keys=True, default=str),
+                                     utcnow()))
+                            cols = ", ".join(COLUMNS)
+                            marks = ", ".join("?" for _ in COLUMNS)
+                            db.conn.execute(f"INSERT OR REPLACE INTO answers ({cols}) VALUES ({marks})",
+                                            [row.get(c) for c in COLUMNS])
+                        db.conn.execute("COMMIT")
+                finally:
+                    db.conn.close()
+                return
+            except Exception as exc:  # noqa: BLE001 - keep the rows whatever SQLite says
+                last = exc
+                time.sleep(0.05 * (attempt + 1))
+        spill = self.path.with_name(self.path.name + ".unwritten.jsonl")
+        log.error("answer log: could not write %d row(s) to %s (%s); kept in %s", len(rows), self.path,
+                  last, spill)
+        with open(spill, "a", encoding="utf-8") as fh:
+            for row, chain in rows:
+                fh.write(json.dumps({"row": row, "chain": chain}, default=str) + "\n")
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every queued row is in the database; False if the timeout passed first."""
+        deadline = time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(left)
+        return True
+
+    @property
+    def pending(self) -> int:
+        return self._queue.unfinished_tasks
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+            if thread is not None and thread.is_alive():
+                self._queue.put(None)
+        if thread is not None:
+            thread.join(timeout=60)
+
+    # -- reading -------------------------------------------------------------------------------
+    def _read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        self.flush()
+        db = connect(self.path)
+        try:
+            cur = db.conn.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        finally:
+            db.conn.close()
+
+    def get(self, answer_id: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT * FROM answers WHERE id = ?", (answer_id,))
+        if not rows:
+            return None
+        out = from_row(rows[0])
+        out["feedback"] = self._read("SELECT thumbs, comment, time, key_name FROM feedback"
+                                     " WHERE answer_id = ? ORDER BY id", (answer_id,))
+        return out
+
+    def chain(self, chain_id: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT json, first_seen FROM chains WHERE chain_id = ?", (chain_id,))
+        if not rows:
+            return None
+        return {**json.loads(rows[0]["json"]), "chain_id": chain_id, "first_seen": rows[0]["first_seen"]}
+
+    def _where(self, since: str | datetime | None, outcome: str | None,
+               client: str | None) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        iso = parse_since(since)
+        if iso:
+            clauses.append("time >= ?")
+            params.append(iso)
+        if outcome:
+            if outcome not in OUTCOMES:
+                raise LogError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+            clauses.append("outcome = ?")
+            params.append(outcome)
+        if client:
+            clauses.append("client = ?")
+            params.append(client)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def query(self, since: str | datetime | None = None, outcome: str | None = None,
+              client: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """Newest first."""
+        if limit < 0 or offset < 0:
+            raise LogError("limit and offset must not be negative")
+        where, params = self._where(since, outcome, client)
+        rows = self._read(f"SELECT * FROM answers{where} ORDER BY id DESC LIMIT ? OFFSET ?",
+                          [*params, limit, offset])
+        return [from_row(r) for r in rows]
+
+    def count(self, since: str | datetime | None = None, outcome: str | None = None,
+              client: str | None = None) -> int:
+        where, params = self._where(since, outcome, client)
+        return int(self._read(f"SELECT count(*) AS n FROM answers{where}", params)[0]["n"])
+
+    def outcome_counts(self) -> dict[str, int]:
+        rows = self._read("SELECT outcome, count(*) AS n FROM answers GROUP BY outcome")
+        return {r["outcome"]: r["n"] for r in rows}
+
+    def export(self, fmt: str, out: IO[str], since: str | datetime | None = None,
+               outcome: str | None = None, client: str | None = None) -> int:
+        """Every matching row, oldest first, as JSON lines or CSV (JSON columns as JSON text)."""
+        if fmt not in ("jsonl", "csv"):
+            raise LogError(f"export format must be jsonl or csv, not {fmt!r}")
+        where, params = self._where(since, outcome, client)
+        rows = self._read(f"SELECT * FROM answers{where} ORDER BY id", params)
+        if fmt == "jsonl":
+            for r in rows:
+                out.write(json.dumps(from_row(r), ensure_ascii=False, default=str) + "\n")
+        else:
+            writer = csv.DictWriter(out, fieldnames=list(COLUMNS), extrasaction="ignore")
+            writer.writeheader()
+            for r in rows:
+                writer.writerow(r)
+        return len(rows)
+
+    def export_text(self, fmt: str, **filters: Any) -> str:
+        buf = io.StringIO()
+        self.export(fmt, buf, **filters)
+        return buf.getvalue()
+
+    # -- feedback ------------------------------------------------------------------------------
+    def add_feedback(self, answer_id: str, thumbs: int, comment: str = "",
+                     key_name: str | None = None) -> dict[str, Any]:
+        if thumbs not in (1, -1):
+            raise LogError("thumbs must be +1 or -1")
+        comment = (comment or "").strip()
+        if len(comment) > 2000:
+            raise LogError("comment is longer than 2000 characters")
+        self.flush()
+        db = connect(self.path)
+        try:
+            if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:
+                raise LogError(f"no answer with id {answer_id!r}")
+            entry = {"answer_id": answer_id, "thumbs": thumbs, "comment": comment, "time": utcnow(),
+                     "key_name": key_name}
+            with db.conn:
+                db.conn.execute("INSERT INTO feedback (answer_id, thumbs, comment, time, key_name)"
+                                " VALUES (:answer_id, :thumbs, :comment, :time, :key_name)", entry)
+            return entry
+        finally:
+            db.conn.close()

@@ -1,0 +1,185 @@
+"""Citations: parse [2], [2, 3], [2-3], [2][3] from an answer, keep only those pointing to passages
+that were given, and resolve each to its manual, page, passage, cited sentences and PDF link.
+
+A citation the model invents (a number beyond the passages given) is dropped and flagged, never
+shown as if it were a source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from retrieval.types import Hit
+
+# "[2]", "[2, 3]", "[2-3]", "[2–3]", "[ 2 ,3 ]"; not "[a]" or "[2.5]".
+CITATION_RE = re.compile(r"\[\s*(\d{1,4}(?:\s*(?:,|;|-|–|and)\s*\d{1,4})*)\s*\]")
+MAX_RANGE = 20  # "[1-9999]" is not a citation of 9999 passages
+
+_WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-_.]*[a-z0-9]|[a-z0-9]")
+# A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
+# before a bulleted / numbered list item.
+_SENTENCE_END_RE = re.compile(
+    r"[.!?](?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
+    r"|\n\s*\n|\n(?=\s*(?:[•\-*]|\d+[.)])\s)"
+)
+STOPWORDS = frozenset(
+    "a an the and or of to in on at for with by from is are was were be been it its this that these "
+    "those as if then than so do does did can could should would will i you he she we they my your "
+    "how what when where which who why there here not no yes into out up down over under about "
+    "also any all each some such only just may might must have has had use used using".split()
+)
+
+
+def pdf_url(manual_sha256: str, page: int) -> str:
+    return f"/api/v1/manuals/{manual_sha256}/file#page={page}"
+
+
+@dataclass
+class Citation:
+    n: int  # the number as it appears in the answer ([n] -> passage n of the prompt)
+    chunk_id: str
+    manual: str
+    title: str
+    manual_sha256: str
+    page: int
+    heading: str
+    passage: str
+    sentences: list[str] = field(default_factory=list)  # the cited sentences within the passage
+    spans: list[list[int]] = field(default_factory=list)  # their [start, end) in `passage`
+    pdf_url: str = ""
+    supporting: bool = False  # True: not cited by the answer, attached as the top passage
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def label(self) -> str:
+        return f"[{self.n}] {self.title or self.manual} p.{self.page}"
+
+
+def parse_citation_groups(text: str) -> list[tuple[int, int, list[int]]]:
+    """Each bracket group as (start, end, numbers), ranges expanded, in order of appearance."""
+    out = []
+    for m in CITATION_RE.finditer(text):
+        numbers: list[int] = []
+        for part in re.split(r"\s*(?:,|;|and)\s*", m.group(1)):
+            bounds = re.split(r"\s*[-–]\s*", part.strip())
+            if len(bounds) == 2:
+                lo, hi = int(bounds[0]), int(bounds[1])
+                if lo > hi or hi - lo >= MAX_RANGE:
+                    numbers.extend([lo, hi])
+                else:
+                    numbers.extend(range(lo, hi + 1))
+            elif bounds and bounds[0]:
+                numbers.extend(int(b) for b in bounds)
+        out.append((m.start(), m.end(), numbers))
+    return out
+
+
+def parse_citations(text: str) -> list[int]:
+    """Cited numbers in order of first appearance, without repeats."""
+    seen: list[int] = []
+    for _, _, numbers in parse_citation_groups(text):
+        for n in numbers:
+            if n not in seen:
+                seen.append(n)
+    return seen
+
+
+def validate(numbers: list[int], n_passages: int) -> tuple[list[int], list[int]]:
+    """(valid, dropped): a valid number points to one of the passages 1..n_passages given."""
+    valid = [n for n in numbers if 1 <= n <= n_passages]
+    dropped = [n for n in numbers if not 1 <= n <= n_passages]
+    return valid, dropped
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each sentence (or list item) in text, whitespace trimmed."""
+    spans, start = [], 0
+    for m in _SENTENCE_END_RE.finditer(text):
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            out.append((s, e))
+    return out
+
+
+def content_terms(text: str) -> set[str]:
+    terms = set()
+    for w in _WORD_RE.findall(text.lower()):
+        if w in STOPWORDS or len(w) < 2 and not w.isdigit():
+            continue
+        terms.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return terms
+
+
+def best_sentences(passage: str, claim: str, limit: int = 2) -> list[tuple[int, int]]:
+    """The passage sentences sharing the most content terms with the claim (the answer sentence)."""
+    want = content_terms(CITATION_RE.sub(" ", claim))
+    if not want:
+        return []
+    scored = []
+    for s, e in sentence_spans(passage):
+        have = content_terms(passage[s:e])
+        overlap = len(want & have)
+        if overlap:
+            scored.append((overlap / (len(have) ** 0.5 + 1.0), overlap, s, e))
+    if not scored:
+        return []
+    scored.sort(reverse=True)
+    top = scored[0][0]
+    chosen = [(s, e) for score, overlap, s, e in scored[:limit] if score >= 0.5 * top]
+    return sorted(chosen)
+
+
+def resolve(
+    answer: str, hits: list[Hit], supporting_fallback: bool = True
+) -> tuple[list[Citation], list[str]]:
+    """Citations of `answer` against the passages given (hits[0] is [1]), plus flags.
+
+    Flags: ``dropped_invalid_citations: [7, 9]`` and ``no_valid_citation`` (then, if asked, the top
+    passage is attached as a supporting passage so the reader still sees where to look).
+    """
+    flags: list[str] = []
+    valid, dropped = validate(parse_citations(answer), len(hits))
+    if dropped:
+        flags.append(f"dropped_invalid_citations: {dropped}")
+    # The claim behind a citation: the answer sentence(s) that contain the bracket.
+    claims: dict[int, list[str]] = {n: [] for n in valid}
+    sentences = sentence_spans(answer)
+    for start, _, numbers in parse_citation_groups(answer):
+        sentence = next((answer[s:e] for s, e in sentences if s <= start < e), answer)
+        for n in numbers:
+            if n in claims:
+                claims[n].append(sentence)
+    citations = []
+    for n in valid:
+        hit = hits[n - 1]
+        spans: list[tuple[int, int]] = []
+        for claim in claims[n]:
+            for span in best_sentences(hit.text, claim):
+                if span not in spans:
+                    spans.append(span)
+        citations.append(_citation(n, hit, sorted(spans)))
+    if not valid:
+        flags.append("no_valid_citation")
+        if supporting_fallback and hits:
+            spans = best_sentences(hits[0].text, answer)
+            citations.append(_citation(1, hits[0], spans, supporting=True))
+    return citations, flags
+
+
+def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool = False) -> Citation:
+    return Citation(n=n, chunk_id=hit.chunk_id, manual=hit.manual, title=hit.title,
+                    manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=hit.text,
+                    sentences=[hit.text[s:e] for s, e in spans], spans=[[s, e] for s, e in spans],
+                    pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting)

@@ -1,0 +1,398 @@
+"""The one answer function that the CLI, the HTTP API and replay all call.
+
+question -> retrieve from the (pinned) active index version -> weak evidence? not_found, no model
+-> prompt with fenced passages, fitted to the window -> stream from the runtime -> validate and
+resolve citations -> one row in the answer log -> final event.
+
+`answer_events()` yields {"type": "retrieval"}, {"type": "text"} (many) and exactly one
+{"type": "final", "result": AnswerResult}; `answer()` consumes it. Every path ends with a final
+event and a log row: failure before any text falls back to an extractive answer, failure after
+some text ends as "error", a cancel ends as "cancelled", and a runtime that stops responding is
+abandoned at the timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gateway.citations import Citation, resolve
+from gateway.db import new_id, utcnow
+from gateway.extractive import extractive_answer
+from gateway.prompting import fit_prompt
+from retrieval.types import Hit
+
+log = logging.getLogger(__name__)
+
+NOT_FOUND_TEXT = ("The manuals on this gateway do not cover this question. "
+                  "The closest passages are listed below; they may not answer it.")
+MAX_QUESTION_CHARS = 2000
+AGREE_TOP = 3  # dense and lexical "agree" when one passage is in the top 3 of both
+AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity still counts
+CANCEL_GRACE_S = 5.0  # how long a cancelled or timed-out runtime gets to stop by itself
+_DECLINE_RE = re.compile(
+    r"\b(?:do(?:es)? not (?:cover|contain|mention|say|include|provide)"
+    r"|not (?:covered|mentioned|provided|specified|found) in|no information"
+    r"|cannot (?:find|answer)|can't (?:find|answer)|unable to (?:find|answer))",
+    re.IGNORECASE)
+
+
+class AnswerInputError(ValueError):
+    """The question itself cannot be answered as given (empty, too long): a 4xx, not a log row."""
+
+
+@dataclass
+class AnswerResult:
+    id: str
+    time: str
+    question: str
+    scope: list[str]
+    answer: str = ""
+    outcome: str = "answered"  # answered | not_found | error | cancelled
+    mode: str = "generate"  # generate | extractive | extractive_fallback
+    citations: list[Citation] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    passages: list[dict[str, Any]] = field(default_factory=list)  # retrieved hits (+ n, given)
+    index_version: str | None = None
+    chain_id: str | None = None
+    profile: str | None = None
+    generation_config: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    client: str = "cli"
+    key_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["citations"] = [c.to_dict() for c in self.citations]
+        return data
+
+
+def evidence_is_strong(hits: Sequence[Hit], min_similarity: float) -> tuple[bool, dict[str, Any]]:
+    """Strong when the best cosine reaches min_similarity, or nearly so with dense and lexical agreeing."""
+    if not hits:
+        return False, {"best_similarity": None, "agree": False}
+    best = max((h.dense_score or 0.0) for h in hits)
+    agree = any(h.dense_rank is not None and h.lexical_rank is not None
+                and h.dense_rank <= AGREE_TOP and h.lexical_rank <= AGREE_TOP for h in hits[:AGREE_TOP])
+    strong = best >= min_similarity or (agree and best >= min_similarity - AGREE_RELIEF)
+    return strong, {"best_similarity": round(best, 4), "agree": agree}
+
+
+def _retrieve(gw: Any, question: str, manuals: list[str] | None,
+              version: str | None) -> tuple[list[Hit], dict[str, float], str]:
+    """Hits from one pinned index version (activation during an answer cannot mix versions)."""
+    from retrieval.search import search_with_timings
+    from retrieval.types import RetrievalError
+
+    version = version or gw.store.active_id()
+    if not version:
+        raise RetrievalError("no active index version: ingest manuals first (manualqa ingest PATH)")
+    s = gw.settings.search
+    k = max(s.k, gw.settings.answer.max_passages)
+    hits, timings = search_with_timings(gw.store, gw.embedder, question, k=k, manuals=manuals or None,
+                                        version=version, candidates=s.candidates, rrf_k=s.rrf_k)
+    return hits, timings, version
+
+
+def answer(gw: Any, question: str, **kwargs: Any) -> AnswerResult:
+    """The same as answer_events(), consumed: the final AnswerResult."""
+    result = None
+    for event in answer_events(gw, question, **kwargs):
+        if event["type"] == "final":
+            result = event["result"]
+    assert result is not None
+    return result
+
+
+def answer_events(
+    gw: Any,
+    question: str,
+    manuals: list[str] | None = None,
+    client: str = "cli",
+    key_name: str | None = None,
+    mode: str | None = None,
+    cancel: threading.Event | None = None,
+    version: str | None = None,
+    max_tokens: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    t0 = time.perf_counter()
+    if not isinstance(question, str) or not question.strip():
+        raise AnswerInputError("the question is empty")
+    question = question.strip()
+    if len(question) > MAX_QUESTION_CHARS:
+        raise AnswerInputError(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    settings = gw.settings.answer
+    mode = mode or settings.mode
+    if mode not in ("generate", "extractive"):
+        raise AnswerInputError("mode must be 'generate' or 'extractive'")
+    cancel = cancel or threading.Event()
+    res = AnswerResult(id=new_id(), time=utcnow(), question=question, scope=list(manuals or []),
+                       mode=mode, client=client, key_name=key_name)
+    chain: dict[str, Any] | None = None
+    try:
+        # 1. retrieve ---------------------------------------------------------------------------
+        try:
+            hits, rt, res.index_version = _retrieve(gw, question, manuals, version)
+        except Exception as exc:  # noqa: BLE001 - every failure ends as a logged outcome
+            res.outcome, res.error = "error", f"retrieval failed: {exc}"
+            res.answer = f"Could not search the manuals: {exc}"
+            res.timings["total_ms"] = _ms(t0)
+            yield {"type": "final", "result": _finish(gw, res, chain)}
+            return
+        res.timings.update(retrieval_ms=round(rt.get("total_ms", _ms(t0)), 3),
+                           embed_ms=round(rt.get("embed_ms", 0.0), 3))
+        strong, ev = evidence_is_strong(hits, settings.min_similarity)
+        res.timings["best_similarity"] = ev["best_similarity"]
+        given = hits[: settings.max_passages]
+        res.passages = [{**h.to_dict(), "n": i + 1, "given": False} for i, h in enumerate(hits)]
+        yield {"type": "retrieval", "id": res.id, "index_version": res.index_version,
+               "passages": [h.to_dict() for h in given], "evidence": ev}
+        try:
+            res.profile = gw.profile.name
+        except Exception as exc:  # noqa: BLE001 - reported again (and fallen back) if generation needs it
+            log.warning("no deployment profile: %s", exc)
+        runtime = _loaded_runtime(gw)
+        if runtime is not None:
+            chain = _chain(runtime)
+        res.chain_id = chain["chain_id"] if chain else None
+        if cancel.is_set():
+            res.outcome, res.timings["total_ms"] = "cancelled", _ms(t0)
+            yield {"type": "final", "result": _finish(gw, res, chain)}
+            return
+        # 2. weak evidence: say so, with the nearest passages; the model is not asked ---------
+        if not strong:
+            res.outcome, res.answer = "not_found", NOT_FOUND_TEXT
+            res.flags.append(f"weak_evidence: best similarity {ev['best_similarity']}")
+            res.timings["total_ms"] = _ms(t0)
+            yield {"type": "text", "text": res.answer}
+            yield {"type": "final", "result": _finish(gw, res, chain)}
+            return
+        # 3. extractive, by configuration ------------------------------------------------------
+        if mode == "extractive":
+            yield from _extractive(res, given, t0)
+            res.chain_id, chain = None, None  # no model took part
+            yield {"type": "final", "result": _finish(gw, res, chain)}
+            return
+        # 4. generate ---------------------------------------------------------------------------
+        chain = yield from _generate(gw, res, given, cancel, max_tokens, t0)
+        yield {"type": "final", "result": _finish(gw, res, chain)}
+    except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
+        cancel.set()
+        if getattr(res, "_logged", False):  # it left after the final event: nothing to undo
+            raise
+        if res.outcome == "answered":
+            res.outcome = "cancelled"
+            res.flags.append("consumer_closed")
+        res.timings.setdefault("total_ms", _ms(t0))
+        _finish(gw, res, chain)
+        raise
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _loaded_runtime(gw: Any) -> Any:
+    loaded = getattr(gw, "runtime_if_loaded", None)
+    return loaded() if callable(loaded) else None
+
+
+def _chain(runtime: Any) -> dict[str, Any] | None:
+    try:
+        return runtime.describe().to_dict()
+    except Exception as exc:  # noqa: BLE001 - an answer does not fail for want of a description
+        log.warning("runtime.describe() failed: %s", exc)
+        return None
+
+
+def _extractive(res: AnswerResult, given: list[Hit], t0: float) -> Iterator[dict[str, Any]]:
+    text = extractive_answer(res.question, given)
+    res.timings.setdefault("ttft_ms", _ms(t0))
+    yield {"type": "text", "text": text}
+    res.answer = text
+    for p in res.passages[: len(given)]:
+        p["given"] = True
+    res.citations, flags = resolve(text, given)
+    res.flags.extend(flags)
+    res.timings["total_ms"] = _ms(t0)
+
+
+def _fallback(res: AnswerResult, given: list[Hit], t0: float, why: str) -> Iterator[dict[str, Any]]:
+    """The runtime failed before any text: answer extractively and record why."""
+    res.mode, res.error = "extractive_fallback", why
+    res.flags.append("runtime_failed")
+    log.warning("answer %s: generation unavailable, extractive fallback: %s", res.id, why)
+    yield from _extractive(res, given, t0)
+
+
+def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Event,
+              max_tokens: int | None, t0: float) -> Iterator[dict[str, Any]]:
+    """Stream from the runtime into res; returns the artifact chain JSON (None if never loaded)."""
+    settings = gw.settings.answer
+    tl = time.perf_counter()
+    try:
+        profile = gw.profile
+        res.profile = profile.name
+        config = profile.generation_config()
+        runtime = gw.runtime  # loads on the first answer: load_ms, not pipeline overhead
+        res.timings["load_ms"] = _ms(tl)
+    except Exception as exc:  # noqa: BLE001 - a runtime that cannot load must not lose the answer
+        yield from _fallback(res, given, t0, f"runtime could not load: {exc}")
+        return None
+    chain = _chain(runtime)
+    res.chain_id = chain["chain_id"] if chain else None
+    cap = settings.max_answer_tokens
+    config.max_tokens = max(1, min(max_tokens or config.max_tokens, cap))
+    config.timeout_s = min(config.timeout_s, settings.timeout_s)
+    tp = time.perf_counter()
+    try:
+        plan = fit_prompt(res.question, given, runtime.count_tokens, runtime.context_length,
+                          config.max_tokens)
+    except Exception as exc:  # noqa: BLE001
+        yield from _fallback(res, given, t0, f"prompt could not be built: {exc}")
+        return chain
+    config.max_tokens = plan.max_tokens
+    res.generation_config = config.to_dict()
+    res.flags.extend(plan.flags)
+    for p in res.passages[: len(plan.hits)]:
+        p["given"] = True
+    res.timings.update(prompt_ms=_ms(tp), prompt_tokens_planned=plan.prompt_tokens)
+
+    pieces: list[str] = []
+    stats: Any = None
+    failure: str | None = None
+    timed_out = False
+    deadline = time.monotonic() + config.timeout_s
+    for kind, value in _pump(gw, runtime, plan.messages, config, cancel, deadline, res):
+        if kind == "text":
+            if not pieces:
+                res.timings["ttft_ms"] = _ms(t0)
+            pieces.append(value)
+            yield {"type": "text", "text": value}
+        elif kind == "stats":
+            stats = value
+        elif kind == "error":
+            failure = value
+        elif kind == "timeout":
+            timed_out = True
+    res.answer = "".join(pieces).strip()
+    if stats is not None:
+        res.timings.update(prompt_tokens=stats.prompt_tokens, output_tokens=stats.output_tokens,
+                           runtime_ttft_ms=stats.ttft_ms, decode_tps=stats.decode_tps,
+                           generation_ms=stats.total_ms, stop_reason=stats.stop_reason)
+        timed_out = timed_out or stats.stop_reason == "timeout"
+        if stats.stop_reason == "error" and failure is None:
+            failure = "the runtime reported an error"
+    if "ttft_ms" in res.timings and res.timings.get("runtime_ttft_ms") is not None:
+        t = res.timings  # question to first token, less what is not the pipeline's own work
+        own = t["ttft_ms"] - t["embed_ms"] - t["runtime_ttft_ms"] - t.get("queue_ms", 0) - t["load_ms"]
+        t["overhead_ms"] = round(own, 3)
+    if timed_out:
+        res.flags.append("timeout")
+        failure = failure or f"generation timed out after {config.timeout_s:g} s"
+    if cancel.is_set() and not timed_out:
+        res.outcome = "cancelled"
+    elif failure is not None and not pieces:
+        yield from _fallback(res, given, t0, failure)
+        return chain
+    elif failure is not None:
+        res.outcome, res.error = "error", failure
+    citations, flags = resolve(res.answer, plan.hits)
+    res.citations = citations
+    res.flags.extend(flags)
+    if res.outcome == "answered" and "no_valid_citation" in flags and _DECLINE_RE.search(res.answer):
+        res.outcome = "not_found"
+        res.flags.append("model_declined")
+    res.timings["total_ms"] = _ms(t0)
+    return chain
+
+
+def _pump(gw: Any, runtime: Any, messages: list[dict[str, str]], config: Any, cancel: threading.Event,
+          deadline: float, res: AnswerResult) -> Iterator[tuple[str, Any]]:
+    """Run runtime.stream in its own thread (holding the gateway's generation lock) and relay its
+    items, so that a cancel or the deadline is noticed even while the runtime is silent.
+
+    Yields ("text", str), ("stats", GenerationStats), ("error", message) or ("timeout", None).
+    """
+    from runtimes.base import GenerationStats
+
+    stop = threading.Event()  # what the runtime watches: set on cancel or timeout
+    lock = getattr(gw, "generation_lock", None) or threading.Lock()
+    tq = time.perf_counter()
+    while not lock.acquire(timeout=0.05):
+        if cancel.is_set():
+            return
+        if time.monotonic() > deadline:
+            yield "error", "the runtime stayed busy with other answers until the timeout"
+            yield "timeout", None
+            return
+    res.timings["queue_ms"] = _ms(tq)
+    items: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            for item in runtime.stream(messages, config, stop):
+                items.put(("stats", item) if isinstance(item, GenerationStats) else ("text", item))
+        except Exception as exc:  # noqa: BLE001 - relayed as the answer's error
+            items.put(("error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            lock.release()
+            items.put(("end", None))
+
+    thread = threading.Thread(target=run, name=f"generate-{res.id}", daemon=True)
+    thread.start()
+    try:
+        yield from _relay(items, runtime, stop, cancel, deadline)
+    finally:  # also when the consumer is closed mid-stream: the runtime must stop
+        if thread.is_alive():
+            stop.set()
+            _cancel_runtime(runtime)
+
+
+def _cancel_runtime(runtime: Any) -> None:
+    try:
+        runtime.cancel()
+    except Exception as exc:  # noqa: BLE001 - best effort; the stop event is the main signal
+        log.warning("runtime.cancel() failed: %s", exc)
+
+
+def _relay(items: queue.Queue[tuple[str, Any]], runtime: Any, stop: threading.Event,
+           cancel: threading.Event, deadline: float) -> Iterator[tuple[str, Any]]:
+    give_up: float | None = None
+    while True:
+        if give_up is None and (cancel.is_set() or time.monotonic() > deadline):
+            if not cancel.is_set():
+                yield "timeout", None
+            stop.set()
+            _cancel_runtime(runtime)
+            give_up = time.monotonic() + CANCEL_GRACE_S
+        try:
+            kind, value = items.get(timeout=0.05)
+        except queue.Empty:
+            if give_up is not None and time.monotonic() > give_up:
+                yield "error", "the runtime did not stop after cancel; abandoned"
+                return
+            continue
+        if kind == "end":
+            return
+        if kind == "text" and stop.is_set():
+            continue  # pieces that raced the cancel are not shown
+        yield kind, value
+
+
+def _finish(gw: Any, res: AnswerResult, chain: dict[str, Any] | None) -> AnswerResult:
+    """Log the answer (queued, never blocking the stream) and return it."""
+    res._logged = True  # type: ignore[attr-defined] - not a field: never serialised
+    try:
+        gw.log.record(res, chain=chain)
+    except Exception as exc:  # noqa: BLE001 - the answer is still returned; the flag tells
+        log.error("answer %s could not be logged: %s", res.id, exc)
+        res.flags.append("not_logged")
+    return res
