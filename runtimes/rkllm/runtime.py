@@ -1,0 +1,356 @@
+"""The `rkllm` backend: Rockchip's RKLLM runtime on the RK3588/RK3576/RK3562 NPU, behind the contract.
+
+Profile options (all optional except runtime_version):
+  runtime_version      the locked RKLLM runtime version ("1.2.3"); picks the struct layouts
+  lib_path             librkllmrt.so (else env RKLLM_LIB, ldconfig, /usr/lib/librkllmrt.so)
+  max_context_len      4096 by default; must not exceed the model's max_context_limit
+  max_new_tokens, n_keep, top_k, top_p, temperature, repeat_penalty   init-time parameters
+  enabled_cpus (list of CPU ids), base_domain_id, embed_flash           RKLLMExtendParam
+  chat_template        {"system": "...{system}...", "prefix": "...", "postfix": "..."} to replace the
+                       model's own template via rkllm_set_chat_template (default: the model's own)
+  isolate_version_check  True: run rkllm_init once in a child process first (crash-safe ABI check)
+  driver_root          root under which the kernel files are read ("/"; tests use a fake tree)
+  model_source         where the model came from, for the artifact chain
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runtimes.base import (
+    ArtifactChain,
+    GateCheck,
+    GenerationConfig,
+    GenerationError,
+    GenerationStats,
+    Runtime,
+    RuntimeUnavailable,
+)
+from runtimes.rkllm import layouts as L
+from runtimes.rkllm import probe
+from runtimes.rkllm.binding import (
+    RKLLMBinding,
+    RunOutcome,
+    preflight_in_subprocess,
+    unsupported_version_message,
+)
+
+BYTES_PER_TOKEN = 3  # conservative: real tokenizers average ~4 bytes of English per token
+_DONE = object()
+
+
+class RKLLMRuntime(Runtime):
+    backend = "rkllm"
+
+    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+        super().__init__(artifact, options)
+        self.binding: RKLLMBinding | None = None
+        self.lib_path: str | None = None
+        self.driver_root = str(self.options.get("driver_root", "/"))
+        self._busy = threading.Lock()
+        self._system_in_template: str | None = None
+        self._load_samples: list[dict[str, int]] = []
+        self._load_detail = ""
+        self._init_params: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ load / unload
+
+    @property
+    def declared_version(self) -> str:
+        version = self.options.get("runtime_version")
+        if not version:
+            raise RuntimeUnavailable("the rkllm backend needs runtime_version in the profile (the locked "
+                                     f"RKLLM runtime version; supported: {L.SUPPORTED_TEXT})")
+        return str(version)
+
+    def load(self) -> None:
+        version = self.declared_version
+        if L.abi_family(version) is None:
+            raise RuntimeUnavailable(unsupported_version_message(version))
+        lib, looked = probe.find_library(self.options.get("lib_path"))
+        if lib is None:
+            raise RuntimeUnavailable(probe.library_missing_message(looked))
+        if not Path(self.artifact).is_file():
+            raise RuntimeUnavailable(f"RKLLM model {self.artifact} not found (convert one with "
+                                     "rkllm-toolkit; see docs/rkllm.md)")
+        ctx = int(self.options.get("max_context_len", 4096))
+        if self.options.get("isolate_version_check", True):
+            preflight_in_subprocess(lib, version, str(self.artifact), ctx)
+        binding = RKLLMBinding(lib, version)
+        box = binding.default_param()
+        self._fill_param(box.param, ctx)
+        binding.init(box)  # raises on failure or on a printed version other than the declared one
+        self.binding, self.lib_path = binding, lib
+
+    def _fill_param(self, p: Any, ctx: int) -> None:
+        o, gen = self.options, GenerationConfig()
+        self._model_b = str(self.artifact).encode()
+        p.model_path = self._model_b
+        p.max_context_len = ctx
+        p.max_new_tokens = int(o.get("max_new_tokens", -1))
+        p.top_k = int(o.get("top_k", gen.top_k))
+        p.top_p = float(o.get("top_p", gen.top_p))
+        p.temperature = float(o.get("temperature", gen.temperature))
+        p.repeat_penalty = float(o.get("repeat_penalty", gen.repeat_penalty))
+        if "n_keep" in o:
+            p.n_keep = int(o["n_keep"])
+        p.skip_special_token = True
+        p.is_async = False
+        ext = p.extend_param
+        if "base_domain_id" in o:
+            ext.base_domain_id = int(o["base_domain_id"])
+        if "embed_flash" in o:
+            ext.embed_flash = int(bool(o["embed_flash"]))
+        cpus = o.get("enabled_cpus")
+        if cpus:
+            ext.enabled_cpus_num = len(cpus)
+            ext.enabled_cpus_mask = sum(1 << int(c) for c in cpus)
+        self._init_params = {name: getattr(p, name) for name in
+                             ("max_context_len", "max_new_tokens", "top_k", "n_keep", "repeat_penalty")}
+        self._init_params.update(top_p=round(p.top_p, 4), temperature=round(p.temperature, 4),
+                                 enabled_cpus_mask=ext.enabled_cpus_mask, base_domain_id=ext.base_domain_id,
+                                 embed_flash=ext.embed_flash)
+
+    def unload(self) -> None:
+        if self.binding is None:
+            return
+        if self.busy:
+            self.binding.abort()
+            with self._busy:  # wait for the run to come back before freeing the handle
+                pass
+        self.binding.destroy()
+        self.binding = None
+
+    # ------------------------------------------------------------ prompt
+
+    def count_tokens(self, text: str) -> int:
+        """No tokenizer is exposed by librkllmrt: a conservative estimate (3 UTF-8 bytes per token)."""
+        return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+
+    @property
+    def context_length(self) -> int:
+        ctx = int(self.options.get("max_context_len", 4096))
+        limit = self.binding.init_info.get("max_context_limit") if self.binding else None
+        return min(ctx, int(limit)) if limit else ctx
+
+    @property
+    def busy(self) -> bool:
+        return self._busy.locked()
+
+    def _prompt(self, messages: list[dict[str, str]]) -> tuple[str, str]:
+        """(system text, user prompt). The runtime applies the model's own chat template around the
+        prompt (since 1.2.0), so no template is applied here; earlier turns are folded in as text."""
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
+        turns = [m for m in messages if m.get("role") != "system"]
+        if not turns or turns[-1].get("role") != "user":
+            raise GenerationError("the last message must come from the user")
+        history = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in turns[:-1])
+        return system, history + turns[-1]["content"]
+
+    def _apply_system(self, system: str, prompt: str) -> str:
+        tpl = self.options.get("chat_template")
+        assert self.binding is not None
+        if not tpl:
+            return f"{system}\n\n{prompt}" if system else prompt
+        rendered = str(tpl.get("system", "{system}")).replace("{system}", system)
+        if rendered != self._system_in_template:
+            self.binding.set_chat_template(rendered, str(tpl.get("prefix", "")), str(tpl.get("postfix", "")))
+            self._system_in_template = rendered
+        return prompt
+
+    # ------------------------------------------------------------ generation
+
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        config: GenerationConfig,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[str | GenerationStats]:
+        if self.binding is None:
+            raise GenerationError("the rkllm runtime is not loaded (call load() first)")
+        binding = self.binding
+        system, prompt = self._prompt(messages)
+        est = self.count_tokens(system + prompt)
+        ctx = self.context_length
+        if est > ctx:
+            raise GenerationError(
+                f"prompt of about {est} tokens (estimated at {BYTES_PER_TOKEN} bytes per token) exceeds "
+                f"max_context_len {ctx} of this RKLLM model; send fewer or shorter passages")
+        if not self._busy.acquire(blocking=False):
+            raise GenerationError("the rkllm runtime is busy with another generation (one at a time)")
+        try:
+            yield from self._generate(binding, system, prompt, est, config, cancel)
+        finally:
+            self._busy.release()
+
+    def _generate(self, binding: RKLLMBinding, system: str, prompt: str, est: int, config: GenerationConfig,
+                  cancel: threading.Event | None) -> Iterator[str | GenerationStats]:
+        self._cancel.clear()
+        text = self._apply_system(system, prompt)
+        outcome = RunOutcome()
+        failure: list[BaseException] = []
+        sampling = {"top_k": config.top_k, "top_p": config.top_p, "temperature": config.temperature,
+                    "repeat_penalty": config.repeat_penalty}
+
+        def work() -> None:
+            try:
+                binding.run(text, outcome, max_new_tokens=config.max_tokens, sampling=sampling)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                failure.append(exc)
+            finally:
+                outcome.pieces.put(_DONE)
+
+        t0 = time.perf_counter()
+        deadline = t0 + config.timeout_s
+        first = last = None
+        stop_reason, aborted = "stop", False
+        held = ""
+        hold = max((len(s) for s in config.stop), default=1) - 1
+        self._load_samples, next_sample = [], 0.0
+        worker = threading.Thread(target=work, name="rkllm-run", daemon=True)
+        worker.start()
+        try:
+            while True:
+                now = time.perf_counter()
+                if now >= next_sample:
+                    self._sample_load()
+                    next_sample = now + 0.1
+                if not aborted and (self._cancel.is_set() or (cancel is not None and cancel.is_set())):
+                    binding.abort()
+                    stop_reason, aborted = "cancelled", True
+                elif not aborted and now > deadline:
+                    binding.abort()
+                    stop_reason, aborted = "timeout", True
+                try:
+                    item = outcome.pieces.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                if item is _DONE:
+                    break
+                if aborted:
+                    continue
+                held += item
+                cut = min((held.find(s) for s in config.stop if s and s in held), default=-1)
+                if cut >= 0:
+                    held, stop_reason, aborted = held[:cut], "stop", True
+                    binding.abort()
+                emit = held if aborted else held[: max(0, len(held) - hold)]
+                held = held[len(emit):]
+                if emit:
+                    first = first or time.perf_counter()
+                    last = time.perf_counter()
+                    yield emit
+        finally:
+            if worker.is_alive():  # the consumer left mid-stream: stop the run before releasing the handle
+                binding.abort()
+            worker.join()
+        if not aborted and (self._cancel.is_set() or (cancel is not None and cancel.is_set())):
+            stop_reason, aborted = "cancelled", True  # cancel() aborted the run before the loop saw it
+        self._sample_load()
+        if held and not aborted:
+            first = first or time.perf_counter()
+            last = time.perf_counter()
+            yield held
+        if failure:
+            raise GenerationError(f"rkllm_run failed: {failure[0]}") from failure[0]
+        if outcome.error and stop_reason not in ("cancelled", "timeout"):
+            raise GenerationError(f"{outcome.error}; rkllm_run returned {outcome.rc} "
+                                  f"(prompt about {est} tokens, max_context_len {self.context_length})")
+        if outcome.rc not in (0, None) and stop_reason not in ("cancelled", "timeout"):
+            raise GenerationError(f"rkllm_run returned {outcome.rc}")
+        if outcome.paused and stop_reason == "stop":
+            stop_reason = "length"
+        perf = outcome.perf
+        n_out = int(perf.get("generate_tokens") or outcome.tokens)
+        if stop_reason == "stop" and config.max_tokens and n_out >= config.max_tokens:
+            stop_reason = "length"
+        decode_tps = None
+        if first and last and last > first and n_out > 1:
+            decode_tps = (n_out - 1) / (last - first)
+        yield GenerationStats(
+            prompt_tokens=int(perf.get("prefill_tokens") or est),
+            output_tokens=n_out,
+            ttft_ms=(first - t0) * 1000 if first else None,
+            decode_tps=decode_tps,
+            total_ms=(time.perf_counter() - t0) * 1000,
+            stop_reason=stop_reason,
+            backend_perf={**perf, "rkllm_run_rc": outcome.rc, "callbacks_normal": outcome.tokens},
+        )
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self.binding is not None and self.busy:
+            self.binding.abort()
+
+    # ------------------------------------------------------------ provenance and gates
+
+    def _sample_load(self) -> None:
+        load, detail = probe.read_npu_load(self.driver_root)
+        self._load_detail = detail
+        if load is not None:
+            self._load_samples.append(load)
+
+    def describe(self) -> ArtifactChain:
+        info = self.binding.init_info if self.binding else {}
+        lib = self.lib_path or probe.find_library(self.options.get("lib_path"))[0]
+        drv, _ = probe.driver_version(self.driver_root)
+        art = Path(self.artifact)
+        tpl = self.options.get("chat_template")
+        data = {
+            "source": self.options.get("model_source"),
+            "conversion": {"tool": "rkllm-toolkit", "version": info.get("rkllm_toolkit_version")},
+            "quantization": {"dtype": info.get("model_dtype"),
+                             "target_platform": info.get("target_platform")},
+            "backend": self.backend,
+            "runtime": {
+                "rkllm_runtime_version": info.get("rkllm_runtime_version"),
+                "declared_runtime_version": self.options.get("runtime_version"),
+                "abi_family": L.abi_family(str(self.options.get("runtime_version", ""))),
+                "version_confirmed": bool(info.get("rkllm_runtime_version")),
+                "rknpu_driver_version": info.get("rknpu_driver_version") or drv,
+                "rknpu_driver_version_kernel": drv,
+                "platform": info.get("platform"),
+                "npu_core_num": info.get("npu_core_num"),
+                "max_context_limit": info.get("max_context_limit"),
+                "library": lib,
+                "library_sha256": probe.file_sha256(lib) if lib and Path(lib).is_file() else None,
+            },
+            "tokenizer": {"chat_template": "model's own template (applied by the runtime)" if not tpl
+                          else {"custom": {k: str(v) for k, v in tpl.items()}}},
+            "generation": self._init_params,
+            "artifact": {"path": str(art), "sha256": probe.file_sha256(art) if art.is_file() else None,
+                         "size": art.stat().st_size if art.is_file() else None},
+        }
+        return ArtifactChain(data)
+
+    def verify_backend(self) -> GateCheck:
+        drv, drv_file = probe.driver_version(self.driver_root)
+        evidence: dict[str, Any] = {"driver_version": drv, "driver_version_file": drv_file}
+        if drv is None:
+            return GateCheck(2, False, probe.driver_missing_message(self.driver_root), evidence)
+        if self.binding is None:
+            return GateCheck(2, False, f"RKNPU driver {drv} present, but the RKLLM model is not loaded",
+                             evidence)
+        if not self._load_samples:
+            # no smoke generation observed yet: run one, sampling the load file while it runs
+            for _ in self.stream([{"role": "user", "content": "Say OK."}], GenerationConfig(max_tokens=8)):
+                pass
+        evidence["npu_load_samples"] = self._load_samples[-20:]
+        if not self._load_samples:
+            return GateCheck(2, False, f"RKNPU driver {drv} present, but NPU load could not be observed "
+                             f"during the smoke prompt: {self._load_detail}", evidence)
+        peak = {core: max(s.get(core, 0) for s in self._load_samples) for core in self._load_samples[0]}
+        evidence["npu_load_peak"] = peak
+        if not any(peak.values()):
+            return GateCheck(2, False, "NPU load stayed at 0% on every core during the smoke prompt "
+                             f"({len(self._load_samples)} samples): the work did not run on the NPU",
+                             evidence)
+        busiest = max(peak, key=lambda c: peak[c])
+        return GateCheck(2, True, f"RKNPU driver {drv}; NPU load up to {peak[busiest]}% ({busiest}) "
+                         "during the smoke prompt", evidence)
