@@ -1,0 +1,1 @@
+"""Test doubles for the tests; never imported by the product."""
