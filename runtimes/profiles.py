@@ -78,6 +78,7 @@ class Profile:
     text: str = ""  # the TOML as read: stored verbatim when activated
     base_dir: Path | None = None  # where relative paths resolve (the original file's directory)
     rollback_file: Path | None = None  # frozen copy of the rollback profile (set by the store)
+    rollback_base_dir: Path | None = None  # where that copy's relative paths resolve
 
     @property
     def builtin(self) -> bool:
@@ -122,7 +123,7 @@ class Profile:
             raise ProfileError(f"profile {self.name!r} names no rollback profile (rollback = \"\")")
         if where == self.path or (not self.builtin and where.resolve() == self.path.resolve()):
             raise ProfileError(f"profile {self.name!r} names itself as its rollback profile")
-        return load_profile(where)
+        return load_profile(where, base_dir=self.rollback_base_dir if self.rollback_file else None)
 
     def generation_config(self) -> GenerationConfig:
         return GenerationConfig.from_dict(self.generation)
@@ -345,7 +346,15 @@ class ActiveProfile:
         else:
             profile = load_profile(target, base_dir=meta["base_dir"])
         if meta.get("rollback_file"):
-            profile.rollback_file = self.dir / meta["rollback_file"]
+            frozen = self.dir / meta["rollback_file"]
+            try:
+                rb_meta = json.loads(frozen.with_suffix(".json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                rb_meta = {"base_dir": str(frozen.parent)}  # gate 3 will say what is wrong with it
+            if rb_meta.get("base_dir"):
+                profile.rollback_file, profile.rollback_base_dir = frozen, Path(rb_meta["base_dir"])
+            else:  # a built-in profile: the code holds it
+                profile.rollback_file = BUILTIN_DIR / Path(rb_meta["source"]).name
         return profile
 
     def _read_history(self) -> list[dict[str, Any]]:
@@ -372,9 +381,13 @@ class ActiveProfile:
         stack = self._read_history()
         active = self.active_file()
         if stack and stack[-1]["file"] != active:  # a crash between the two writes: the pointer wins
-            stack = [e for e in stack if e["file"] != active]
-            if active:
+            files = [e["file"] for e in stack]
+            if active in files:  # entries above it were never committed
+                stack = stack[: len(files) - files[::-1].index(active)]
+            elif active:
                 stack.append({"file": active, "name": "?", "activated_at": ""})
+            else:
+                stack = []
         return stack
 
     def _commit(self, stack: list[dict[str, Any]]) -> None:
