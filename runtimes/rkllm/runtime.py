@@ -5,6 +5,7 @@ Profile options (all optional except runtime_version):
   lib_path             librkllmrt.so (else env RKLLM_LIB, ldconfig, /usr/lib/librkllmrt.so)
   max_context_len      4096 by default; must not exceed the model's max_context_limit
   max_new_tokens, n_keep, top_k, top_p, temperature, repeat_penalty   init-time parameters
+                       (sampling defaults come from options["generation"], the profile's [generation])
   enabled_cpus (list of CPU ids), base_domain_id, embed_flash           RKLLMExtendParam
   chat_template        {"system": "...{system}...", "prefix": "...", "postfix": "..."} to replace the
                        model's own template via rkllm_set_chat_template (default: the model's own)
@@ -89,7 +90,8 @@ class RKLLMRuntime(Runtime):
         self.binding, self.lib_path = binding, lib
 
     def _fill_param(self, p: Any, ctx: int) -> None:
-        o, gen = self.options, GenerationConfig()
+        o = self.options
+        gen = GenerationConfig.from_dict(o.get("generation") or {})  # the profile's [generation] table
         self._model_b = str(self.artifact).encode()
         p.model_path = self._model_b
         p.max_context_len = ctx
