@@ -80,7 +80,7 @@ def _running_lines(parsed: ParsedManual) -> set[str]:
     counts: Counter[str] = Counter()
     for page in pages:
         lines = [ln.strip() for ln in page.text.split("\n") if ln.strip()]
-        counts.update({_key(ln) for ln in lines[:3] + lines[-3:]})
+        counts.update({_key(ln) for ln in lines[:3] + lines[-3:] if len(ln) <= 100})
     threshold = max(3, int(0.3 * len(pages)))
     return {key for key, count in counts.items() if count >= threshold}
 
@@ -94,12 +94,13 @@ def _page_pieces(number: int, text: str, heading: str, furniture: set[str],
         if raw.strip():
             lines.append((pos, pos + len(raw), raw.strip()))
         pos += len(raw) + 1
-    while lines and _key(lines[0][2]) in furniture:
-        lines.pop(0)
-    while lines and _key(lines[-1][2]) in furniture:
-        lines.pop()
-    if not lines:
-        return [], heading
+    first, last = 0, len(lines)
+    while first < last and _key(lines[first][2]) in furniture:
+        first += 1
+    while last > first and _key(lines[last - 1][2]) in furniture:
+        last -= 1
+    if first < last:  # a page made only of "furniture" is kept whole rather than lost
+        lines = lines[first:last]
     sections: list[tuple[int, int, str]] = []  # (start, end, heading)
     start = lines[0][0]
     for i, (line_start, _end, line) in enumerate(lines):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import unicodedata
@@ -201,8 +202,10 @@ def _brief(exc: BaseException) -> str:
 
 
 def _limit_memory(memory_mb: int) -> None:
-    import resource
-
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: only the wall-clock limit applies
+        return
     cap = int(memory_mb) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
@@ -215,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
     out, sys.stdout = sys.stdout, sys.stderr
+    try:
+        os.nice(5)  # parsing yields the CPU to the gateway answering questions
+    except (AttributeError, OSError):
+        pass
     try:
         if args.memory_mb > 0:
             _limit_memory(args.memory_mb)

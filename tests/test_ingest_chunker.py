@@ -1,0 +1,181 @@
+"""Chunking: page-aware, heading-aware, size-bounded, stable; on the real manuals and on made-up ones."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ingest import Chunk, ChunkParams, PageText, ParsedManual, ParseLimits, chunk_manual, parse_pdf
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_manuals"
+SHA = "ab" * 32
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def manual(*pages: str, without: list[int] | None = None) -> ParsedManual:
+    return ParsedManual(sha256=SHA, file_name="x.pdf", title="X", page_count=len(pages), size_bytes=1,
+                        pages=[PageText(n, t) for n, t in enumerate(pages, 1)],
+                        pages_without_text=without or [])
+
+
+def containing(chunks: list[Chunk], phrase: str) -> Chunk:
+    found = [c for c in chunks if phrase in c.text]
+    assert found, f"no chunk contains {phrase!r}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def parsed() -> list[ParsedManual]:
+    return [parse_pdf(path, ParseLimits()) for path in sorted(SAMPLES.glob("*.pdf"))]
+
+
+PARAMS = [ChunkParams(), ChunkParams(max_chars=300, overlap_chars=60, min_chars=40),
+          ChunkParams(max_chars=1500, overlap_chars=0, min_chars=200)]
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=lambda p: f"max{p.max_chars}")
+def test_real_manual_chunks_stay_on_their_page_and_in_size(parsed: list[ParsedManual],
+                                                           params: ChunkParams) -> None:
+    for manual_ in parsed:
+        chunks = chunk_manual(manual_, params)
+        pages = {p.number: squash(p.text) for p in manual_.pages}
+        assert chunks
+        for chunk in chunks:
+            assert chunk.page in pages and chunk.page not in manual_.pages_without_text
+            assert squash(chunk.text) in pages[chunk.page], chunk.chunk_id
+            assert 0 < len(chunk.text) <= params.max_chars
+            assert chunk.manual_sha256 == manual_.sha256
+        assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+        assert [c.page for c in chunks] == sorted(c.page for c in chunks)
+        assert len({c.chunk_id for c in chunks}) == len(chunks)
+        for chunk in chunks:
+            n = sum(1 for c in chunks if c.page == chunk.page and c.ordinal < chunk.ordinal)
+            assert chunk.chunk_id == f"{manual_.sha256[:12]}-p{chunk.page:04d}-{n:03d}"
+
+
+def test_real_manual_headings(parsed: list[ParsedManual]) -> None:
+    noaa = next(m for m in parsed if m.file_name.startswith("noaa"))
+    chunks = chunk_manual(noaa, ChunkParams())
+    assert containing(chunks, "There are two LEDs").heading == "2.2. LEDs"
+    assert containing(chunks, "minimum requirement for compiling").heading == "4.1. Installation"
+    # running header "Piston-board – user manual" is neither a heading nor chunk text
+    assert not any("user manual" in c.heading.lower() for c in chunks)
+    assert not any(c.text.startswith("Piston-board – user manual") for c in chunks)
+    assert sum(1 for c in chunks if c.heading) >= 0.9 * len(chunks)
+
+
+def test_chunking_is_stable(parsed: list[ParsedManual]) -> None:
+    for manual_ in parsed:
+        assert chunk_manual(manual_, ChunkParams()) == chunk_manual(manual_, ChunkParams())
+
+
+SYNTHETIC = (
+    "1 Introduction\n"
+    "This manual describes the XR-200 pump. Read it fully before installing or using the pump.\n"
+    "2 Safety\n"
+    "WARNING\n"
+    "Disconnect mains power before opening the housing. Capacitors can hold a charge for minutes.",
+
+    "and must be discharged with an insulated tool before any work on the control board starts.\n"
+    "3.2 Wiring\n"
+    "Connect the L, N and PE terminals as shown in the diagram below. Use 1.5 mm2 copper wire.\n"
+    "TECHNICAL SPECIFICATIONS\n"
+    "Supply voltage 230 V AC, 50 Hz. Rated power 750 W. Protection class IP44. Weight 12 kg.",
+
+    "Maintenance Schedule\n"
+    "Clean the intake filter every 200 operating hours and replace it once a year.\n"
+    "1. Remove the four cover screws.\n"
+    "2. Lift the cover off the housing.\n"
+    "3. Pull out the filter cartridge.\n"
+    "Replacing the seal\n"
+    "The shaft seal wears with use. Order part 40-113 and fit it with the lip facing the pump side.",
+)
+
+
+def test_headings_detected_and_carried_across_pages() -> None:
+    chunks = chunk_manual(manual(*SYNTHETIC), ChunkParams(max_chars=900, overlap_chars=100, min_chars=10))
+    assert containing(chunks, "This manual describes").heading == "1 Introduction"
+    assert containing(chunks, "Disconnect mains power").heading == "2 Safety"  # WARNING is no heading
+    carried = containing(chunks, "discharged with an insulated tool")
+    assert carried.page == 2 and carried.heading == "2 Safety"
+    assert containing(chunks, "Connect the L, N and PE").heading == "3.2 Wiring"
+    assert containing(chunks, "Supply voltage 230 V").heading == "TECHNICAL SPECIFICATIONS"
+    steps = containing(chunks, "Remove the four cover screws")
+    assert steps.heading == "Maintenance Schedule"  # numbered steps are not headings
+    assert containing(chunks, "The shaft seal wears").heading == "Replacing the seal"
+    assert all(c.heading != "WARNING" for c in chunks)
+
+
+def test_heading_line_stays_in_text_verbatim() -> None:
+    chunks = chunk_manual(manual(*SYNTHETIC), ChunkParams(max_chars=900, overlap_chars=100, min_chars=10))
+    wiring = containing(chunks, "Connect the L, N and PE")
+    assert wiring.text.startswith("3.2 Wiring\nConnect the L, N and PE")
+
+
+def test_tiny_fragments_merge_on_the_same_page() -> None:
+    params = ChunkParams(max_chars=900, overlap_chars=100, min_chars=80)
+    chunks = chunk_manual(manual(*SYNTHETIC), params)
+    for chunk in chunks:
+        alone = sum(1 for c in chunks if c.page == chunk.page) == 1
+        assert len(chunk.text) >= params.min_chars or alone, chunk
+    assert {c.page for c in chunks} == {1, 2, 3}
+
+
+def test_long_text_splits_at_sentences_with_overlap() -> None:
+    sentences = [f"Step {i} tightens bolt number {i} to the specified torque of {i + 20} Nm." for i in range(60)]
+    page = " ".join(sentences)
+    params = ChunkParams(max_chars=400, overlap_chars=120, min_chars=40)
+    chunks = chunk_manual(manual(page), params)
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert len(chunk.text) <= 400
+        assert chunk.text.startswith("Step ") and chunk.text.endswith("Nm."), chunk.text
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        first_sentence = after.text.split(". ")[0] + "."
+        assert first_sentence in before.text  # the overlap repeats the previous chunk's last sentence
+    for sentence in sentences:  # nothing is lost
+        assert any(sentence in c.text for c in chunks), sentence
+
+
+def test_text_without_any_break_is_cut_at_words() -> None:
+    words = [f"w{i:04d}" for i in range(900)]
+    chunks = chunk_manual(manual(" ".join(words)), ChunkParams(max_chars=200, overlap_chars=30, min_chars=20))
+    for chunk in chunks:
+        assert len(chunk.text) <= 200
+        assert all(re.fullmatch(r"w\d{4}", w) for w in chunk.text.split()), chunk.text
+    assert {w for c in chunks for w in c.text.split()} == set(words)
+
+
+def test_pages_without_text_are_skipped() -> None:
+    chunks = chunk_manual(manual(SYNTHETIC[0], "12", SYNTHETIC[2], without=[2]), ChunkParams())
+    assert {c.page for c in chunks} == {1, 3}
+
+
+def test_running_headers_and_footers_are_left_out() -> None:
+    parts = ["Impeller", "Shaft Seal", "Bearings", "Motor", "Control Board", "Housing"]
+    body = ("{part} Check\nInspect the {low} for wear, cracks and corrosion at every service interval "
+            "of {n}00 hours, and replace it when in doubt.")
+    pages = [f"ACME XR-200 Service Manual\n{body.format(part=part, low=part.lower(), n=n)}\nPage {n} of 6"
+             for n, part in enumerate(parts, 1)]
+    chunks = chunk_manual(manual(*pages), ChunkParams())
+    assert len(chunks) == 6
+    for chunk, part in zip(chunks, parts, strict=True):
+        assert "ACME" not in chunk.text and "Page " not in chunk.text, chunk.text
+        assert chunk.heading == f"{part} Check"
+
+
+def test_identical_pages_are_not_mistaken_for_furniture() -> None:
+    page = "Torque Table\nM6 bolts: 10 Nm. M8 bolts: 25 Nm. M10 bolts: 49 Nm. Use a calibrated wrench."
+    chunks = chunk_manual(manual(page, page, page, page), ChunkParams())
+    assert [c.page for c in chunks] == [1, 2, 3, 4]
+    assert all("M8 bolts: 25 Nm" in c.text for c in chunks)
+
+
+def test_bad_params_are_refused() -> None:
+    with pytest.raises(ValueError):
+        chunk_manual(manual("text " * 50), ChunkParams(max_chars=200, overlap_chars=150, min_chars=10))

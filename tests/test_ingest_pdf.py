@@ -1,0 +1,242 @@
+"""Sandboxed PDF parsing on the real sample manuals and on broken, hostile and odd files made here."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+from pypdf import PdfWriter
+
+from ingest import IngestError, ParsedManual, ParseLimits, find_pdfs, parse_many, parse_pdf, sha256_file
+from ingest.pdf import choose_title, meaningful_title, normalise_text
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_manuals"
+NOAA = SAMPLES / "noaa_lcp_pistonboard_user_manual.pdf"
+VORON = SAMPLES / "voron0_setup_guide.pdf"
+
+
+def tiny_pdf(content: bytes, compress: bool = False) -> bytes:
+    """A one-page PDF written by hand around `content` (the page's content stream)."""
+    data = zlib.compress(content, 9) if compress else content
+    flt = b"/Filter /FlateDecode " if compress else b""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< " + flt + b"/Length " + str(len(data)).encode() + b" >>\nstream\n" + data + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+@pytest.fixture(scope="module")
+def samples() -> dict[str, ParsedManual]:
+    return {path.name: parse_pdf(path, ParseLimits()) for path in (NOAA, VORON)}
+
+
+def expect_error(path: Path, limits: ParseLimits, *fragments: str) -> str:
+    with pytest.raises(IngestError) as info:
+        parse_pdf(path, limits)
+    message = str(info.value)
+    assert message.startswith(f"{path.name}: "), message
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+# --- real manuals -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "pages"), [(NOAA.name, 21), (VORON.name, 18)])
+def test_sample_manual_parses(samples: dict[str, ParsedManual], name: str, pages: int) -> None:
+    parsed = samples[name]
+    path = SAMPLES / name
+    assert parsed.page_count == pages
+    assert [p.number for p in parsed.pages] == list(range(1, pages + 1))
+    assert parsed.file_name == name
+    assert parsed.size_bytes == path.stat().st_size
+    assert parsed.sha256 == hashlib.sha256(path.read_bytes()).hexdigest() == sha256_file(path)
+    assert parsed.title.strip() and parsed.title != path.stem
+    assert set(parsed.pages_without_text) <= set(range(1, pages + 1))
+    assert len(parsed.pages_without_text) < pages / 2
+    for page in parsed.pages:
+        assert "  " not in page.text and "\t" not in page.text
+        assert not page.text.startswith((" ", "\n")) and not page.text.endswith((" ", "\n"))
+
+
+def test_titles_come_from_the_cover_page(samples: dict[str, ParsedManual]) -> None:
+    # Neither sample has a /Title in its metadata; the title is the cover page's large text.
+    assert "Low Cost Profiler" in samples[NOAA.name].title
+    assert "SKR Mini E3" in samples[VORON.name].title
+
+
+def test_ligatures_are_unfolded(samples: dict[str, ParsedManual]) -> None:
+    text = "\n".join(p.text for p in samples[VORON.name].pages)
+    assert not any(ch in text for ch in "\ufb00\ufb01\ufb02\ufb03\ufb04")
+    assert "Configuration" in text  # printed with an "ﬁ" ligature in the PDF
+
+
+def test_normalise_text_joins_hyphenated_words_and_keeps_lines() -> None:
+    raw = "Connect the inter-\nface cable  to\tJ1.\nSee Piston-\nBoard notes\u00a0here.\n\n\n\nNext"
+    assert normalise_text(raw) == "Connect the interface\ncable to J1.\nSee Piston-\nBoard notes here.\n\nNext"
+    assert normalise_text("1. Introduction.......................4") == "1. Introduction ... 4"
+
+
+def test_meaningless_metadata_titles_are_ignored() -> None:
+    for bad in ("", "  ", "untitled", "Untitled-1", "Microsoft Word - pump_manual_v3.docx", "scan0001.pdf"):
+        assert meaningful_title(bad) == "", bad
+    assert meaningful_title("  XR-200 Pump\nService Manual ") == "XR-200 Pump Service Manual"
+    assert choose_title("Microsoft Word - x.docx", "", "4\nXR-200 Service Manual\nRev. B", "xr200") == \
+        "XR-200 Service Manual"
+    assert choose_title(None, "", "", "xr200_manual") == "xr200 manual"
+
+
+def test_metadata_title_wins_when_meaningful(tmp_path: Path) -> None:
+    writer = PdfWriter(clone_from=str(VORON))
+    writer.add_metadata({"/Title": "Voron 0 Electronics Setup"})
+    good = tmp_path / "titled.pdf"
+    writer.write(str(good))
+    writer.add_metadata({"/Title": "Microsoft Word - V0_Setup_Guide.docx"})
+    junk = tmp_path / "junk_title.pdf"
+    writer.write(str(junk))
+    assert parse_pdf(good, ParseLimits()).title == "Voron 0 Electronics Setup"
+    assert "SKR Mini E3" in parse_pdf(junk, ParseLimits()).title
+
+
+def test_owner_password_only_pdf_is_readable(tmp_path: Path) -> None:
+    # Many vendor manuals carry print/copy restrictions with an empty user password: not an error.
+    writer = PdfWriter(clone_from=str(VORON))
+    writer.encrypt(user_password="", owner_password="vendor", algorithm="AES-128")
+    path = tmp_path / "restricted.pdf"
+    writer.write(str(path))
+    parsed = parse_pdf(path, ParseLimits())
+    assert parsed.page_count == 18 and "Configuration" in parsed.pages[2].text
+
+
+def test_image_only_pages_are_listed_not_fatal(tmp_path: Path) -> None:
+    writer = PdfWriter()
+    writer.append(str(NOAA), pages=[4, 5])
+    writer.add_blank_page(width=612, height=792)
+    path = tmp_path / "mixed.pdf"
+    writer.write(str(path))
+    parsed = parse_pdf(path, ParseLimits())
+    assert parsed.page_count == 3 and parsed.pages_without_text == [3]
+    assert "Introduction" in parsed.pages[0].text and parsed.pages[2].text.strip() == ""
+
+
+# --- bad input: every failure is one clear line that names the file -----------------------------
+
+def test_truncated_manual(tmp_path: Path) -> None:
+    data = NOAA.read_bytes()
+    path = tmp_path / "truncated.pdf"
+    path.write_bytes(data[: int(len(data) * 0.4)])
+    expect_error(path, ParseLimits(), "truncated")
+
+
+def test_password_protected(tmp_path: Path) -> None:
+    writer = PdfWriter(clone_from=str(NOAA))
+    writer.encrypt(user_password="secret", owner_password="owner", algorithm="AES-256")
+    path = tmp_path / "locked.pdf"
+    writer.write(str(path))
+    expect_error(path, ParseLimits(), "password protected")
+
+
+def test_random_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "random.pdf"
+    path.write_bytes(random.Random(7).randbytes(50_000))
+    expect_error(path, ParseLimits(), "not a PDF")
+
+
+def test_zero_byte_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.pdf"
+    path.write_bytes(b"")
+    expect_error(path, ParseLimits(), "empty file")
+
+
+def test_pdf_header_with_garbage_body(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.pdf"
+    path.write_bytes(b"%PDF-1.7\n" + random.Random(3).randbytes(20_000) + b"\n%%EOF\n")
+    expect_error(path, ParseLimits(), "malformed")
+
+
+def test_missing_file_and_folder(tmp_path: Path) -> None:
+    expect_error(tmp_path / "nope.pdf", ParseLimits(), "no such file")
+    folder = tmp_path / "folder.pdf"
+    folder.mkdir()
+    expect_error(folder, ParseLimits(), "not a regular file")
+
+
+def test_no_text_layer_anywhere(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(tiny_pdf(b"0 0 1 rg 100 100 300 400 re f"))  # one drawn rectangle, no text
+    expect_error(path, ParseLimits(), "no text layer on any page", "OCR is not supported")
+
+
+def test_too_many_pages(tmp_path: Path) -> None:
+    expect_error(NOAA, ParseLimits(max_pages=5), "21 pages", "5-page limit")
+
+
+def test_file_too_large() -> None:
+    expect_error(VORON, ParseLimits(max_file_mb=1), "MB limit")
+
+
+def test_timeout_kills_a_slow_parse(tmp_path: Path) -> None:
+    # 70 MB of blanks in one content stream: within pypdf's limits, but seconds of parsing.
+    path = tmp_path / "slow.pdf"
+    path.write_bytes(tiny_pdf(b" " * 70_000_000, compress=True))
+    expect_error(path, ParseLimits(timeout_s=1.0), "longer than 1 s", "timeout")
+
+
+def test_memory_cap(tmp_path: Path) -> None:
+    # Inflating a 74 MB stream cannot fit in a 100 MB address space on top of the interpreter.
+    path = tmp_path / "hungry.pdf"
+    path.write_bytes(tiny_pdf(b" " * 74_000_000, compress=True))
+    expect_error(path, ParseLimits(memory_mb=100, timeout_s=60), "memory limit")
+
+
+def test_decompression_bomb_hits_pypdf_limits(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.pdf"
+    path.write_bytes(tiny_pdf(b" " * 200_000_000, compress=True))  # about 200 KB on disk
+    expect_error(path, ParseLimits(), "safety limits")
+
+
+def test_parse_many_isolates_a_bad_file(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(random.Random(1).randbytes(5_000))
+    results = list(parse_many([NOAA, bad, VORON], ParseLimits(), workers=2))
+    assert sorted(path.name for path, _ in results) == sorted([NOAA.name, bad.name, VORON.name])
+    by_name = {path.name: outcome for path, outcome in results}
+    assert isinstance(by_name[bad.name], IngestError) and "not a PDF" in str(by_name[bad.name])
+    assert isinstance(by_name[NOAA.name], ParsedManual) and by_name[NOAA.name].page_count == 21
+    assert isinstance(by_name[VORON.name], ParsedManual) and by_name[VORON.name].page_count == 18
+
+
+# --- discovery ------------------------------------------------------------------------------------
+
+def test_find_pdfs(tmp_path: Path) -> None:
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    a = tmp_path / "docs" / "a.pdf"
+    b = tmp_path / "docs" / "sub" / "B.PDF"
+    for path in (a, b):
+        path.write_bytes(b"%PDF-1.4")
+    (tmp_path / "docs" / "notes.txt").write_text("not a manual")
+    odd = tmp_path / "manual.bin"
+    odd.write_bytes(b"x")
+    missing = tmp_path / "missing"
+    found, problems = find_pdfs([tmp_path / "docs", str(a), odd, missing])
+    assert found == sorted([a, b, odd])
+    assert [path for path, _ in problems] == [missing]
+    assert "no such file" in problems[0][1]
