@@ -247,6 +247,17 @@ def test_abandoned_stream_aborts_and_frees_the_handle(stubs, model):
         rt.unload()
 
 
+def test_unload_during_a_run_aborts_it_first(stubs, model):
+    rt = make_rt(stubs["123"], model, "1.2.3")
+    gen = rt.stream([{"role": "user", "content": "/long"}], GenerationConfig(max_tokens=1000))
+    next(gen)
+    rt.unload()
+    assert rt.binding is None
+    assert list(gen)[-1].stop_reason == "cancelled"
+    with pytest.raises(GenerationError, match="not loaded"):
+        run(rt, "again")
+
+
 def test_external_cancel_event(stubs, model):
     rt = make_rt(stubs["123"], model, "1.2.3")
     ev = threading.Event()

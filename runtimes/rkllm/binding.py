@@ -77,6 +77,16 @@ def capture_process_output() -> Iterator[dict[str, str]]:
     Yields a dict whose "text" is filled on exit. C stdio buffers are flushed before the fds go
     back, otherwise a fully-buffered printf would land on the real stdout after the check.
     """
+    with _CAPTURE_LOCK:  # fds 1 and 2 are process-wide: one capture at a time
+        with _capture_fds() as box:
+            yield box
+
+
+_CAPTURE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _capture_fds() -> Iterator[dict[str, str]]:
     box: dict[str, str] = {"text": ""}
     libc = ctypes.CDLL(None)
     for stream in (sys.stdout, sys.stderr):

@@ -59,6 +59,7 @@ class RKLLMRuntime(Runtime):
         self._load_samples: list[dict[str, int]] = []
         self._load_detail = ""
         self._init_params: dict[str, Any] = {}
+        self._worker: threading.Thread | None = None
 
     # ------------------------------------------------------------ load / unload
 
@@ -122,10 +123,14 @@ class RKLLMRuntime(Runtime):
     def unload(self) -> None:
         if self.binding is None:
             return
-        if self.busy:
+        worker = self._worker
+        if worker is not None and worker.is_alive():
+            self._cancel.set()
             self.binding.abort()
-            with self._busy:  # wait for the run to come back before freeing the handle
-                pass
+            worker.join(timeout=30)  # the handle must not be freed under a running rkllm_run
+            if worker.is_alive():
+                raise GenerationError("rkllm_run did not return within 30 s of rkllm_abort; "
+                                      "the model stays loaded")
         self.binding.destroy()
         self.binding = None
 
@@ -215,7 +220,7 @@ class RKLLMRuntime(Runtime):
         held = ""
         hold = max((len(s) for s in config.stop), default=1) - 1
         self._load_samples, next_sample = [], 0.0
-        worker = threading.Thread(target=work, name="rkllm-run", daemon=True)
+        worker = self._worker = threading.Thread(target=work, name="rkllm-run", daemon=True)
         worker.start()
         try:
             while True:
@@ -341,8 +346,13 @@ class RKLLMRuntime(Runtime):
                              evidence)
         if not self._load_samples:
             # no smoke generation observed yet: run one, sampling the load file while it runs
-            for _ in self.stream([{"role": "user", "content": "Say OK."}], GenerationConfig(max_tokens=8)):
-                pass
+            try:
+                smoke = [{"role": "user", "content": "Say OK."}]
+                for _ in self.stream(smoke, GenerationConfig(max_tokens=8)):
+                    pass
+            except GenerationError as exc:
+                return GateCheck(2, False, f"RKNPU driver {drv} present, but the smoke prompt failed: {exc}",
+                                 evidence)
         evidence["npu_load_samples"] = self._load_samples[-20:]
         if not self._load_samples:
             return GateCheck(2, False, f"RKNPU driver {drv} present, but NPU load could not be observed "
