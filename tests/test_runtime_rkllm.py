@@ -192,6 +192,7 @@ def test_callback_pause_returns_from_run_without_finish(stubs, model):
     b.init(box)
     try:
         out = b.run("/long", RunOutcome(), max_new_tokens=2)
+        assert b.clear_kv_cache(keep_system_prompt=True) == 0
     finally:
         b.destroy()
     assert out.paused and not out.finished and out.rc == 0 and out.tokens == 2 and out.perf == {}
