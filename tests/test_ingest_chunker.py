@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -179,3 +180,23 @@ def test_identical_pages_are_not_mistaken_for_furniture() -> None:
 def test_bad_params_are_refused() -> None:
     with pytest.raises(ValueError):
         chunk_manual(manual("text " * 50), ChunkParams(max_chars=200, overlap_chars=150, min_chars=10))
+
+
+def test_invariants_hold_on_random_pages() -> None:
+    """Seeded fuzz: odd line lengths, blank lines, headings, huge tokens; chunks stay on page and in size."""
+    rng = random.Random(11)
+    vocab = ["pump", "valve", "Set", "the", "3.2", "WARNING", "Torque:", "M8", "25 Nm.", "(see", "fig. 4)",
+             "—", "•", "x" * 120, "Maintenance", "Schedule", "end.", "a", "?", "2.", "Wiring"]
+    for _ in range(40):
+        pages = []
+        for _page in range(rng.randint(1, 5)):
+            lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 18)))
+                     for _ in range(rng.randint(1, 40))]
+            pages.append("\n".join(lines).strip() or "filler text for an otherwise empty page")
+        parsed = manual(*pages)
+        for params in PARAMS:
+            chunks = chunk_manual(parsed, params)
+            assert chunk_manual(parsed, params) == chunks
+            for chunk in chunks:
+                assert 0 < len(chunk.text) <= params.max_chars
+                assert squash(chunk.text) in squash(pages[chunk.page - 1])
