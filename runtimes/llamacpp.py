@@ -258,7 +258,7 @@ class LlamaCppRuntime(Runtime):
         evidence = {**self.placement, "gpu_offload_supported": supports, "system_info": self.system_info(),
                     "n_gpu_layers": self.n_gpu_layers, "last_generation": dict(self._last_perf)}
         on_gpu, summary = llamacpp_log.gpu_evidence(self.placement)
-        if self.n_gpu_layers <= 0:
+        if self.n_gpu_layers == 0:  # -1 means "all layers" in llama.cpp
             detail = f"CPU backend as intended ({summary}); {evidence['system_info']}"
             return GateCheck(2, True, detail, evidence)
         if on_gpu and supports:
