@@ -137,7 +137,7 @@ def best_sentences(passage: str, claim: str, limit: int = 2) -> list[tuple[int, 
         return []
     scored.sort(reverse=True)
     top = scored[0][0]
-    chosen = [(s, e) for score, overlap, s, e in scored[:limit] if score >= 0.5 * top]
+    chosen = [(s, e) for score, overlap, s, e in scored[:limit] if score >= 0.6 * top]
     return sorted(chosen)
 
 
