@@ -62,8 +62,9 @@ def _chain_lines(chain: dict[str, Any], prefix: str = "") -> list[str]:
 def print_report(report: Any) -> None:
     data = report.to_dict()
     dev = data["device"]
-    gpu = dev["gpu"] if isinstance(dev["gpu"], str) else ", ".join(
-        f"{g.get('name')} (driver {g.get('driver_version')})" for g in dev["gpu"])
+    gpus = dev.get("gpu", "unknown")
+    gpu = gpus if isinstance(gpus, str) else ", ".join(
+        f"{g.get('name')} (driver {g.get('driver_version')})" for g in gpus)
     art = data["artifact"]
     locked = data["runtime"].get("locked", {})
     installed = data["runtime"].get("installed", {})
@@ -74,9 +75,9 @@ def print_report(report: Any) -> None:
     pairs: list[tuple[str, Any]] = [
         ("profile", f"{data['profile']['name']} [{data['profile']['path']}]"),
         ("target device", data["profile"]["target_device"]),
-        ("device", f"{dev['machine']}, {dev['cpu']}, {dev['cpu_count']} CPUs, "
-                   f"{dev['memory_mib']} MiB, {dev['system']}"
-                   + (f", board {dev['board']}" if dev.get("board") else "")),
+        ("device", dev["error"] if "error" in dev else
+         f"{dev['machine']}, {dev['cpu']}, {dev['cpu_count']} CPUs, {dev['memory_mib']} MiB, {dev['system']}"
+         + (f", board {dev['board']}" if dev.get("board") else "")),
         ("gpu", gpu),
         ("backend", data["backend"]),
         ("artifact", art.get("path") or art.get("declared") or "-"),
@@ -128,8 +129,7 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
     else:
         print_report(report)
     if not report.passed:
-        ctx_exit = click.get_current_context()
-        ctx_exit.exit(1)
+        click.get_current_context().exit(1)
 
 
 @click.group()

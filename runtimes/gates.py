@@ -279,10 +279,14 @@ def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback
     active = {"role": "active", "name": profile.name, "path": str(profile.path), "backend": profile.backend,
               "artifact_path": found.artifact.get("path", ""), "sha256": found.artifact.get("sha256", ""),
               "chain_id": found.chain.get("chain_id", "")}
+    try:
+        device = describe_device()
+    except Exception as exc:  # noqa: BLE001 - the record says so instead of crashing
+        device = {"error": _error(exc)}
     return DoctorReport(
         profile={"name": profile.name, "path": str(profile.path), "description": profile.description,
                  "target_device": profile.target_device, "content_sha256": profile.content_hash},
-        device=describe_device(),
+        device=device,
         artifact=found.artifact,
         backend=profile.backend,
         runtime=found.versions,

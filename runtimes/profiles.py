@@ -242,6 +242,10 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
     owners_table = _table(data, "owners", where, required=True)
     owners = {k: _string(owners_table, k, where, label=f"owners.{k}") for k in _OWNER_KEYS}
     embedding = _table(data, "embedding", where)
+    for section, table, allowed in (("owners", owners_table, set(_OWNER_KEYS)), ("embedding", embedding, {"model"})):
+        extra = sorted(set(table) - allowed)
+        if extra:
+            raise ProfileError(f"{where}: unknown key(s) {section}.{f', {section}.'.join(extra)}")
     return Profile(
         name=name,
         description=_string(data, "description", where, required=False),

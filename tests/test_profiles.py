@@ -118,6 +118,8 @@ def test_missing_file_and_bad_toml_are_clear(tmp_path: Path) -> None:
     (lambda t: t.replace('llama_cpp_python = "0.3.36"', "llama_cpp_python = 0.3"), "runtime.llama_cpp_python"),
     (lambda t: t.replace('path = "model.gguf"', 'path = ""'), "artifact.path must not be empty"),
     (lambda t: t.replace("[owners]", "[owner]"), "unknown key(s) owner"),
+    (lambda t: t.replace('integration = "integration team"', 'integration = "i"\nsales = "s"'),
+     "unknown key(s) owners.sales"),
 ])
 def test_validation_errors_name_the_key(tmp_path: Path, edit, message: str) -> None:
     text = edit(write(tmp_path, "p.toml").read_text(encoding="utf-8"))
