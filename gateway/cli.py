@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
@@ -73,6 +72,3 @@ def _register() -> None:
 
 _register()
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -51,3 +51,11 @@ def embedder() -> Any:
     from retrieval.embeddings import Embedder
 
     return Embedder()
+
+
+@pytest.fixture(scope="session")
+def sample_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
+    """A data directory with the two sample manuals ingested once per session (copy before writing)."""
+    from tests.support.server import built_index
+
+    return built_index(tmp_path_factory.mktemp("sample-data") / "data", embedder)

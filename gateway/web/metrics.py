@@ -87,8 +87,7 @@ def counting_middleware(metrics: Metrics) -> Callable[[Any], Any]:
             try:
                 await app(scope, receive, send_wrapper)
             finally:
-                handler = scope.get("route_handler")
-                route = sorted(handler.paths)[0] if handler is not None and handler.paths else "unmatched"
+                route = scope.get("path_template") or "unmatched"
                 metrics.request(scope.get("method", "GET"), route, status[0])
 
         return middleware

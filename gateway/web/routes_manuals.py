@@ -17,6 +17,8 @@ from litestar.response import File
 
 from gateway.web.errors import ApiError
 from gateway.web.security import admin_guard, reader_guard
+from ingest.models import IngestError
+from ingest.sandbox import parse_pdf
 
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 SAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -85,10 +87,6 @@ class ManualsController(Controller):
             with target.open("rb") as fh:
                 if not fh.read(1024).lstrip().startswith(b"%PDF-"):
                     raise ApiError(415, "unsupported_media_type", f"{name} is not a PDF file")
-            from ingest.sandbox import parse_pdf
-
-            from ingest.models import IngestError
-
             try:
                 parsed = await sync_to_thread(parse_pdf, target, state.gw.parse_limits)
             except IngestError as exc:

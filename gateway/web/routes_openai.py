@@ -45,7 +45,7 @@ class OpenAIController(Controller):
     @get("/models", summary="The gateway as one model (OpenAI format)")
     async def models(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
         gw = request.app.state.gw
-        runtime = gw.__dict__.get("runtime")
+        runtime = gw.runtime_if_loaded()
         meta = {"index_version": gw.store.active_id()}
         if runtime is not None:
             meta["chain_id"] = runtime.describe().chain_id

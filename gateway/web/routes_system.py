@@ -45,7 +45,7 @@ def deployment_record(state: Any) -> dict[str, Any]:
         record["profile"] = profile.to_dict()
     except Exception as exc:  # a broken profile is reported, not fatal
         record["profile_error"] = str(exc)
-    runtime = gw.__dict__.get("runtime")  # only if already loaded: never load from here
+    runtime = gw.runtime_if_loaded()  # only if already loaded: never load from here
     if runtime is not None:
         chain = runtime.describe()
         record["chain_id"] = chain.chain_id
