@@ -33,7 +33,8 @@ def _load(path: str) -> Any:
 
 def _in_force(ctx: Ctx) -> tuple[Any, str]:
     """(profile, where it comes from): settings runtime.profile, the activated one, or built-in."""
-    from runtimes.profiles import ActiveProfile, ProfileError
+    from runtimes.profile_store import ActiveProfile
+    from runtimes.profiles import ProfileError
 
     override = ctx.settings.runtime.profile
     if override:
@@ -170,7 +171,7 @@ def _override_warning(ctx: Ctx) -> None:
 
 
 def _store(ctx: Ctx) -> Any:
-    from runtimes.profiles import ActiveProfile
+    from runtimes.profile_store import ActiveProfile
 
     return ActiveProfile(ctx.settings.data_dir)
 

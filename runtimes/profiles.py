@@ -3,16 +3,13 @@
 A profile names the target device, the backend, the artifact (+ expected sha256), the locked
 runtime/driver versions, the generation config, the embedding model, the owners and the rollback
 profile. `manualqa doctor` (runtimes.gates) checks it; ActiveProfile switches the active
-one atomically (ActiveProfile below). Relative paths inside a profile are relative to the profile file.
+one atomically (runtimes.profile_store.ActiveProfile). Relative paths inside a profile are relative to the profile file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,144 +283,10 @@ def builtin_default_profile() -> Profile:
     return load_profile(BUILTIN_DIR / "x86-cpu.toml")
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:64] or "profile"
+def __getattr__(name: str) -> Any:
+    """ActiveProfile and resolve_profile live in runtimes.profile_store; reachable from here too."""
+    if name in ("ActiveProfile", "resolve_profile"):
+        from runtimes import profile_store
 
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write temp, fsync, rename, fsync dir: a crash leaves the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-class ActiveProfile:
-    """The active profile of one gateway: data_dir/profiles/ACTIVE names a stored, frozen copy.
-
-    Activating stores the profile text (and its rollback profile's) under a content-addressed
-    name, pushes it on a history stack, then replaces the pointer atomically. With no pointer the
-    built-in default is active. Rollback pops the stack, as index versions roll back.
-    """
-
-    def __init__(self, data_dir: str | Path) -> None:
-        self.dir = Path(data_dir) / "profiles"
-        self.pointer = self.dir / "ACTIVE"
-        self.history_file = self.dir / "history.json"
-
-    def _store(self, profile: Profile, freeze_rollback: bool = True) -> str:
-        """Copy the profile (and, one level deep, its rollback) into the store; returns its name."""
-        stem = f"{_safe(profile.name)}-{profile.content_hash[:12]}"
-        base = profile.base_dir or profile.path.parent
-        meta: dict[str, Any] = {"name": profile.name, "source": str(profile.path),
-                                "base_dir": "" if profile.builtin else str(base.resolve()),
-                                "rollback_file": ""}
-        if profile.rollback and freeze_rollback:
-            try:
-                meta["rollback_file"] = self._store(profile.load_rollback(), freeze_rollback=False)
-            except ProfileError:
-                pass  # stored unfrozen: doctor reports the missing rollback at gate 3
-        target = self.dir / f"{stem}.toml"
-        if freeze_rollback or not target.exists():
-            _write_atomic(target.with_suffix(".json"), json.dumps(meta, indent=2).encode())
-        if not target.exists():
-            _write_atomic(target, profile.text.encode("utf-8"))
-        return target.name
-
-    def _load_stored(self, file_name: str) -> Profile:
-        target = self.dir / file_name
-        meta_path = target.with_suffix(".json")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ProfileError(f"stored profile {target} has no readable {meta_path.name}: {exc}") from exc
-        text = target.read_text(encoding="utf-8")
-        if not meta.get("base_dir"):  # a built-in profile: resolve as one
-            profile = parse_profile(text, BUILTIN_DIR / Path(meta["source"]).name)
-        else:
-            profile = load_profile(target, base_dir=meta["base_dir"])
-        if meta.get("rollback_file"):
-            frozen = self.dir / meta["rollback_file"]
-            try:
-                rb_meta = json.loads(frozen.with_suffix(".json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                rb_meta = {"base_dir": str(frozen.parent)}  # gate 3 will say what is wrong with it
-            if rb_meta.get("base_dir"):
-                profile.rollback_file, profile.rollback_base_dir = frozen, Path(rb_meta["base_dir"])
-            else:  # a built-in profile: the code holds it
-                profile.rollback_file = BUILTIN_DIR / Path(rb_meta["source"]).name
-        return profile
-
-    def _read_history(self) -> list[dict[str, Any]]:
-        try:
-            data = json.loads(self.history_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError) as exc:
-            raise ProfileError(f"{self.history_file}: unreadable: {exc}") from exc
-        return data if isinstance(data, list) else []
-
-    def active_file(self) -> str:
-        try:
-            return self.pointer.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return ""
-
-    def current(self) -> Profile:
-        name = self.active_file()
-        return self._load_stored(name) if name else builtin_default_profile()
-
-    def history(self) -> list[dict[str, Any]]:
-        """Activation stack, oldest first; the last entry is the active one."""
-        stack = self._read_history()
-        active = self.active_file()
-        if stack and stack[-1]["file"] != active:  # a crash between the two writes: the pointer wins
-            files = [e["file"] for e in stack]
-            if active in files:  # entries above it were never committed
-                stack = stack[: len(files) - files[::-1].index(active)]
-            elif active:
-                stack.append({"file": active, "name": "?", "activated_at": ""})
-            else:
-                stack = []
-        return stack
-
-    def _commit(self, stack: list[dict[str, Any]]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.history_file, json.dumps(stack, indent=2).encode())
-        if stack:
-            _write_atomic(self.pointer, (stack[-1]["file"] + "\n").encode())
-        elif self.pointer.exists():
-            self.pointer.unlink()
-
-    def activate(self, path: str | Path) -> Profile:
-        profile = load_profile(path)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        file_name = self._store(profile)
-        stack = self.history()
-        stack.append({"file": file_name, "name": profile.name,
-                      "activated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        self._commit(stack)
-        return self._load_stored(file_name)
-
-    def rollback(self) -> Profile:
-        """Re-activate the previously active profile (the built-in default below the first)."""
-        stack = self.history()
-        if not stack:
-            raise ProfileError("nothing to roll back: the built-in default profile is active")
-        stack.pop()
-        self._commit(stack)
-        return self.current()
-
-
-def resolve_profile(data_dir: str | Path, override_path: str = "") -> Profile:
-    """The profile in force: runtime.profile from settings wins, else the activated one."""
-    if override_path:
-        return load_profile(override_path)
-    return ActiveProfile(data_dir).current()
+        return getattr(profile_store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

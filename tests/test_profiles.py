@@ -9,14 +9,8 @@ import pytest
 
 from runtimes.builtin_profiles import BUILTIN_PROFILES
 from runtimes.defaults import default_gguf_path
-from runtimes.profiles import (
-    ActiveProfile,
-    ProfileError,
-    builtin_default_profile,
-    load_profile,
-    parse_profile,
-    resolve_profile,
-)
+from runtimes.profile_store import ActiveProfile, resolve_profile
+from runtimes.profiles import ProfileError, builtin_default_profile, load_profile, parse_profile
 
 REPO = Path(__file__).resolve().parent.parent
 PROFILES = REPO / "profiles"
@@ -209,6 +203,14 @@ def test_crash_while_replacing_the_pointer_keeps_the_old_profile(tmp_path: Path,
     assert [e["name"] for e in store.history()] == ["alpha"]
     assert store.activate(write(tmp_path, "b.toml", name="beta")).name == "beta"
     assert store.rollback().name == "alpha"
+
+
+def test_store_is_reachable_from_runtimes_profiles_too() -> None:
+    import runtimes.profiles as profiles
+
+    assert profiles.ActiveProfile is ActiveProfile and profiles.resolve_profile is resolve_profile
+    with pytest.raises(AttributeError):
+        profiles.NoSuchThing  # noqa: B018
 
 
 def test_settings_override_wins(tmp_path: Path) -> None:
