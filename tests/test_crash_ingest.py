@@ -1,6 +1,6 @@
 """kill -9 in the middle of `manualqa ingest`: the previous version stays active and intact.
 
-The ingest runs as a real subprocess (`python -m gateway.cli ingest`); MANUALQA_TEST_PAUSE_AT makes
+The ingest runs as a real subprocess (`manualqa ingest`, via gateway.cli.main); MANUALQA_TEST_PAUSE_AT makes
 it stop at a chosen stage of building the new version, where it is killed with SIGKILL.
 """
 
@@ -22,6 +22,7 @@ from retrieval.versions import IndexStore
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = ["How do I flash the firmware?", "power supply voltage"]
+CLI = "import sys; from gateway.cli import main; sys.argv[0] = \"manualqa\"; main()"
 
 
 def results(store: IndexStore, embedder: Any) -> list[list[tuple]]:
@@ -41,7 +42,7 @@ def base(tmp_path_factory: pytest.TempPathFactory, sample_pdfs: list[Path], embe
 def _ingest_and_kill(data: Path, pdf: Path, stage: str, log: Path) -> None:
     env = dict(os.environ, MANUALQA_DATA=str(data), MANUALQA_TEST_PAUSE_AT=stage, HF_HUB_OFFLINE="1")
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "ingest", "--json", str(pdf)],
+        proc = subprocess.Popen([sys.executable, "-c", CLI, "ingest", "--json", str(pdf)],
                                 cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
     try:
