@@ -78,7 +78,7 @@ class Gateway:
                 from runtimes.registry import create_runtime
 
                 p = self.profile
-                rt = create_runtime(p.backend, p.artifact_path(), p.options)
+                rt = create_runtime(p.backend, p.artifact_path(), p.runtime_options())
                 rt.load()
                 self._runtime = rt
             return self._runtime
