@@ -1,0 +1,280 @@
+"""The answer pipeline end to end on a real index of the sample manuals (real PDFs, FAISS, SQLite),
+with the scripted test runtime standing in for the model: citations, not_found, context fitting,
+extractive mode and fallback, failure, cancel, timeout, concurrent logging, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gateway import pipeline
+from gateway.config import Settings
+from gateway.context import Gateway
+from gateway.prompting import SYSTEM_PROMPT, fit_prompt
+from retrieval.types import Hit
+from tests.support.scripted import ScriptedRuntime
+
+FLASH_Q = "How do I flash the firmware onto the piston board?"
+OFF_TOPIC_Q = "What tyre pressure does a 2015 Honda Civic need in winter?"
+
+
+def scripted(**options: Any) -> ScriptedRuntime:
+    rt = ScriptedRuntime("scripted.bin", options)
+    rt.load()
+    return rt
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any, sample_pdfs: list[Path]) -> Gateway:
+    data = tmp_path_factory.mktemp("pipeline") / "data"
+    g = Gateway(Settings(data_dir=data))
+    g.__dict__["embedder"] = embedder  # one model load per session (tests/conftest.py)
+    g.ingest(sample_pdfs)
+    yield g
+    g.log.close()
+
+
+def test_answer_with_valid_citation_is_logged_with_provenance(gw: Gateway) -> None:
+    rt = scripted(script="Use the MSP-FET emulation tool and run make flash [1].")
+    gw.runtime = rt
+    events = list(gw.answer_events(FLASH_Q, client="api", key_name="tech1"))
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "retrieval" and kinds[-1] == "final" and kinds.count("final") == 1
+    assert "".join(e["text"] for e in events if e["type"] == "text") == "".join(rt.pieces)
+    res = events[-1]["result"]
+    assert res.outcome == "answered" and res.mode == "generate"
+    assert res.answer == "Use the MSP-FET emulation tool and run make flash [1]."
+    assert [c.n for c in res.citations] == [1] and not res.citations[0].supporting
+    cite = res.citations[0]
+    top = res.passages[0]
+    assert (cite.chunk_id, cite.page, cite.manual) == (top["chunk_id"], top["page"], top["manual"])
+    assert cite.manual == "noaa_lcp_pistonboard_user_manual.pdf"
+    assert cite.pdf_url.endswith(f"/file#page={cite.page}") and cite.sentences
+    assert res.index_version == gw.store.active_id()
+    assert res.chain_id == rt.describe().chain_id
+    # The model received the fenced passages; the system message is the fixed instruction.
+    messages = rt.received[-1]
+    assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert f'<passage id=1 manual="{cite.title}" page="{cite.page}"' in messages[1]["content"]
+    assert FLASH_Q in messages[1]["content"]
+    row = gw.log.get(res.id)
+    assert row["outcome"] == "answered" and row["client"] == "api" and row["key_name"] == "tech1"
+    assert row["index_version"] == res.index_version and row["chain_id"] == res.chain_id
+    assert gw.log.chain(res.chain_id)["backend"] == "scripted"
+    assert row["citations"][0]["page"] == cite.page
+    assert [p["chunk_id"] for p in row["passages"]] == [p["chunk_id"] for p in res.passages]
+    assert row["retrieval_ms"] > 0 and row["ttft_ms"] > 0 and row["output_tokens"] == len(rt.pieces)
+    assert row["generation_config"]["max_tokens"] == gw.settings.answer.max_answer_tokens
+
+
+def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Gateway) -> None:
+    gw.runtime = scripted(script="Run make flash [1] as shown in [17].")
+    res = gw.answer(FLASH_Q)
+    assert [c.n for c in res.citations] == [1]
+    assert "dropped_invalid_citations: [17]" in res.flags
+    gw.runtime = scripted(script="Just run make flash.")
+    res = gw.answer(FLASH_Q)
+    assert res.outcome == "answered" and "no_valid_citation" in res.flags
+    assert len(res.citations) == 1 and res.citations[0].supporting
+    assert "no_valid_citation" in gw.log.get(res.id)["flags"]
+
+
+def test_weak_evidence_is_not_found_without_asking_the_model(gw: Gateway) -> None:
+    rt = scripted(script="Invented answer [1].")
+    gw.runtime = rt
+    res = gw.answer(OFF_TOPIC_Q)
+    assert res.outcome == "not_found" and rt.received == []
+    assert "do not cover" in res.answer and res.passages  # the nearest passages are still shown
+    assert res.citations == []
+    assert gw.log.get(res.id)["outcome"] == "not_found"
+
+
+def test_model_that_declines_ends_not_found(gw: Gateway) -> None:
+    gw.runtime = scripted(script="The manuals do not cover this.")
+    res = gw.answer(FLASH_Q)
+    assert res.outcome == "not_found" and "model_declined" in res.flags
+
+
+def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Gateway) -> None:
+    rt = scripted(script="Run make flash [1].", context_length=700)
+    gw.runtime = rt
+    res = gw.answer(FLASH_Q)
+    given = [p for p in res.passages if p["given"]]
+    assert given and len(given) < len(res.passages)
+    assert given == res.passages[: len(given)]  # a prefix: the lowest-ranked went first
+    assert any(f.startswith("passages_dropped_to_fit") for f in res.flags)
+    prompt_tokens = sum(rt.count_tokens(m["content"]) for m in rt.received[-1])
+    assert prompt_tokens + rt.configs[-1].max_tokens <= rt.context_length
+
+
+def _hit(n: int, words: int) -> Hit:
+    return Hit(chunk_id=f"c{n}", manual="m.pdf", title="T", manual_sha256="0" * 64, page=n, heading="",
+               text=" ".join(f"w{n}x{i}" for i in range(words)), score=1 / n, dense_rank=n,
+               lexical_rank=None, dense_score=0.5)
+
+
+@pytest.mark.parametrize("context", [260, 300, 400, 1000, 5000])
+def test_fit_prompt_budget(context: int) -> None:
+    def count(s: str) -> int:
+        return len(s.split())
+
+    hits = [_hit(1, 60), _hit(2, 60), _hit(3, 60), _hit(4, 600)]
+    plan = fit_prompt("How far?", hits, count, context, max_tokens=64)
+    rendered = sum(count(m["content"]) for m in plan.messages)
+    assert rendered <= plan.prompt_tokens <= context - plan.max_tokens
+    assert plan.hits == hits[: len(plan.hits)]
+    if context == 260:  # only a cut version of the top passage fits
+        assert plan.truncated and plan.hits == hits[:1] and "w1x0" in plan.messages[1]["content"]
+    if context == 5000:
+        assert plan.hits == hits and plan.dropped == 0
+
+
+def test_fit_prompt_refuses_a_window_smaller_than_the_question() -> None:
+    from gateway.prompting import PromptTooLong
+
+    with pytest.raises(PromptTooLong, match="window is 100 tokens"):
+        fit_prompt("How far?", [_hit(1, 10)], lambda s: len(s.split()), 100, max_tokens=64)
+
+
+def test_extractive_mode_needs_no_model(gw: Gateway) -> None:
+    rt = scripted()
+    gw.runtime = rt
+    res = gw.answer(FLASH_Q, mode="extractive")
+    assert res.outcome == "answered" and res.mode == "extractive" and rt.received == []
+    assert res.citations and all(not c.supporting for c in res.citations)
+    assert all(1 <= c.n <= 5 for c in res.citations) and "flash" in res.answer.lower()
+    assert res.chain_id is None  # no model took part
+
+
+def test_runtime_that_cannot_load_falls_back_to_extractive(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: Any) -> Any:
+        raise RuntimeError("libllama.so: cannot open shared object file")
+
+    monkeypatch.setattr(Gateway, "runtime", property(broken))
+    res = gw.answer(FLASH_Q)
+    assert res.outcome == "answered" and res.mode == "extractive_fallback"
+    assert "cannot open shared object" in res.error and "runtime_failed" in res.flags
+    row = gw.log.get(res.id)
+    assert row["mode"] == "extractive_fallback" and "cannot open shared object" in row["error"]
+
+
+def test_generation_error_before_text_falls_back_after_text_is_error(gw: Gateway) -> None:
+    gw.runtime = scripted(script="Run make flash now please [1].", fail_after=0)
+    res = gw.answer(FLASH_Q)
+    assert res.mode == "extractive_fallback" and res.outcome == "answered" and "scripted failure" in res.error
+    gw.runtime = scripted(script="Run make flash now please [1].", fail_after=3)
+    res = gw.answer(FLASH_Q)
+    assert res.outcome == "error" and "scripted failure" in res.error and res.answer == "Run make flash"
+    assert gw.log.get(res.id)["outcome"] == "error"
+
+
+def test_cancel_ends_cancelled_and_logged(gw: Gateway) -> None:
+    rt = scripted(script=" ".join(["word"] * 200), token_delay_s=0.02)
+    gw.runtime = rt
+    cancel = threading.Event()
+    events = gw.answer_events(FLASH_Q, cancel=cancel)
+    texts = 0
+    final = None
+    for e in events:
+        if e["type"] == "text":
+            texts += 1
+            if texts == 3:
+                cancel.set()
+        if e["type"] == "final":
+            final = e["result"]
+    assert final.outcome == "cancelled" and texts < 10
+    assert gw.log.get(final.id)["outcome"] == "cancelled"
+    # A consumer that goes away mid-stream (client disconnect) cancels the same way.
+    gen = gw.answer_events(FLASH_Q)
+    first_text = next(e for e in gen if e["type"] == "text")
+    assert first_text["text"]
+    gen.close()
+    newest = gw.log.query(limit=1)[0]
+    assert newest["outcome"] == "cancelled" and "consumer_closed" in newest["flags"]
+    time.sleep(0.1)
+    assert not gw.generation_lock.locked()  # the runtime stopped and released the slot
+
+
+class SilentRuntime(ScriptedRuntime):
+    """A runtime that hangs in prefill and ignores cancel: the pipeline must not hang with it."""
+
+    def stream(self, messages: Any, config: Any, cancel: Any = None) -> Any:
+        self.received.append(messages)
+        time.sleep(3)
+        yield from ()
+
+
+def test_timeout_never_hangs(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gw.settings.answer, "timeout_s", 0.5)
+    monkeypatch.setattr(pipeline, "CANCEL_GRACE_S", 0.3)
+    gw.runtime = scripted(script=" ".join(["slow"] * 100), token_delay_s=0.05)
+    t0 = time.perf_counter()
+    res = gw.answer(FLASH_Q)
+    assert "timeout" in res.flags and res.outcome == "error" and res.answer.startswith("slow")
+    rt = SilentRuntime("silent.bin", {})
+    rt.load()
+    gw.runtime = rt
+    res = gw.answer(FLASH_Q)  # nothing streamed before the timeout: extractive fallback
+    assert "timeout" in res.flags and res.mode == "extractive_fallback" and res.outcome == "answered"
+    assert time.perf_counter() - t0 < 5
+    time.sleep(3)  # let the abandoned thread finish before other tests use the lock
+
+
+def test_concurrent_answers_give_one_row_each(gw: Gateway) -> None:
+    gw.runtime = scripted(script="Run make flash [1].")
+    before = gw.log.count()
+    n = 50
+    results: list[Any] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(n)
+
+    def ask(i: int) -> None:
+        barrier.wait()
+        r = gw.answer(FLASH_Q if i % 2 else OFF_TOPIC_Q, client="replay")
+        with lock:
+            results.append(r)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == n
+    assert gw.log.count() - before == n
+    ids = {r.id for r in results}
+    assert len(ids) == n
+    assert {r["id"] for r in gw.log.query(client="replay", limit=1000)} >= ids
+
+
+def test_cli_ask_json_and_log_show(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.cli import main
+
+    monkeypatch.setenv("MANUALQA_DATA", str(gw.settings.data_dir))
+    runner = CliRunner()
+    out = runner.invoke(main, ["ask", "How do I flash the firmware?", "--extractive", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["outcome"] == "answered" and data["index_version"] == gw.store.active_id()
+    assert data["citations"] and data["citations"][0]["page"] >= 1
+    text = runner.invoke(main, ["ask", "How do I flash the firmware?", "--extractive"])
+    assert text.exit_code == 0
+    assert "Low Cost Profiler (LCP) User Manual Piston-board p." in text.output
+    show = runner.invoke(main, ["log", "show", data["id"], "--json"])
+    assert show.exit_code == 0, show.output
+    shown = json.loads(show.output)
+    assert shown["index"]["id"] == data["index_version"] and shown["index"]["available"]
+    assert shown["index"]["manuals"] and shown["citations"] == data["citations"]
+    listing = runner.invoke(main, ["log", "--outcome", "answered", "--limit", "3"])
+    assert data["id"] in listing.output
+    exported = runner.invoke(main, ["log", "export", "--format", "jsonl"])
+    assert data["id"] in exported.output
+    missing = runner.invoke(main, ["log", "show", "NOPE"])
+    assert missing.exit_code != 0 and "no answer" in missing.output
+    bad = runner.invoke(main, ["log", "--since", "last tuesday"])
+    assert bad.exit_code != 0 and "since" in bad.output
