@@ -1,0 +1,150 @@
+"""QA replay and the upgrade gate, on the real sample index (extractive mode: deterministic, no LLM)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gateway.cli import main
+from gateway.compare import DEFAULT_GATE, GateError, compare_runs, load_gate
+from gateway.config import Settings
+from gateway.context import Gateway
+from gateway.replay import ReplayError, get_run, list_runs, load_questions, local_answerer, run_replay
+from gateway.replay_metrics import compute_metrics, percentile
+from gateway.report import render_report
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path, embedder: Any) -> Gateway:
+    data = tmp_path_factory.mktemp("replay") / "data"
+    shutil.copytree(sample_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
+    settings = Settings(data_dir=data)
+    settings.answer.mode = "extractive"
+    gateway = Gateway(settings)
+    gateway.__dict__["embedder"] = embedder
+    return gateway
+
+
+@pytest.fixture(scope="module")
+def qfile(tmp_path_factory: pytest.TempPathFactory, questions: list[dict[str, Any]]) -> Path:
+    """A subset across both manuals and the unanswerable set, plus lines replay must report."""
+    pick = [q for q in questions if q["id"].startswith("voron")][:6]
+    pick += [q for q in questions if q["id"].startswith("lcp")][:6]
+    pick += [q for q in questions if not q["answerable"]][:3]
+    path = tmp_path_factory.mktemp("q") / "questions.jsonl"
+    lines = [json.dumps({**q, "extra_field": "ignored"}) for q in pick]
+    lines.insert(2, "{not json")
+    lines.insert(5, json.dumps({"id": "", "question": "no id"}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_load_questions_reports_bad_lines_with_numbers(qfile: Path) -> None:
+    qs = load_questions(qfile)
+    assert len(qs.questions) == 15
+    assert any(p.startswith("line 3:") and "not JSON" in p for p in qs.problems)
+    assert any(p.startswith("line 6:") and "id" in p for p in qs.problems)
+    assert qs.questions[0]["extra_field"] == "ignored"  # unknown fields are carried, not fatal
+
+
+def test_load_questions_refuses_a_file_with_nothing_usable(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("[1, 2]\n\n{oops\n", encoding="utf-8")
+    with pytest.raises(ReplayError, match="no usable question"):
+        load_questions(bad)
+    with pytest.raises(ReplayError, match="not found"):
+        load_questions(tmp_path / "missing.jsonl")
+
+
+def test_metrics_on_hand_made_items() -> None:
+    q = {"id": "a", "question": "x", "manual": "m.pdf", "pages": [3], "answerable": True, "answer": ""}
+    none = {"id": "b", "question": "y", "manual": None, "pages": [], "answerable": False, "answer": ""}
+    items = [
+        {"question": q, "result": {"outcome": "answered", "timings": {"total_ms": 10}},
+         "citations": [{"manual": "m.pdf", "page": 3}, {"manual": "m.pdf", "page": 9}],
+         "retrieved": [{"manual": "m.pdf", "page": 9}, {"manual": "m.pdf", "page": 3}]},
+        {"question": none, "result": {"outcome": "answered", "timings": {"total_ms": 30}},
+         "citations": [], "retrieved": []},
+    ]
+    m = compute_metrics(items)
+    assert (m["hit_at_1"], m["hit_at_5"], m["mrr"]) == (0.0, 1.0, 0.5)
+    assert m["citation_precision"] == 0.5 and m["citation_coverage"] == 1.0
+    assert m["false_answer_rate"] == 1.0 and m["false_refusal_rate"] == 0.0
+    assert percentile([10, 30], 50) == 20.0
+
+
+def _replay(gw: Gateway, qfile: Path, label: str, version: str | None = None) -> dict[str, Any]:
+    return run_replay(local_answerer(gw, version=version), load_questions(qfile), gw.settings.db_path,
+                      label=label, source=str(qfile), embed=gw.embedder.encode)
+
+
+def test_replay_same_deployment_twice_passes_the_gate(gw: Gateway, qfile: Path) -> None:
+    a = _replay(gw, qfile, "base")
+    b = _replay(gw, qfile, "again")
+    assert b["metrics"]["hit_at_5"] == a["metrics"]["hit_at_5"]
+    assert a["metrics"]["questions"] == 15 and a["skipped_lines"]
+    assert a["deployment"]["index_version"] == gw.store.active_id()
+    assert a["metrics"]["hit_at_5"] is not None and a["metrics"]["hit_at_5"] >= 0.8
+    assert a["metrics"]["answer_similarity"] is not None
+    cmp = compare_runs(get_run(gw.settings.db_path, "base"), get_run(gw.settings.db_path, "again"))
+    assert cmp.changed == []
+    assert cmp.passed, cmp.violations
+    assert {r["label"] for r in list_runs(gw.settings.db_path)} >= {"base", "again"}
+
+
+def test_degraded_index_fails_the_gate_and_report_shows_it(gw: Gateway, qfile: Path, tmp_path: Path) -> None:
+    base_version = gw.store.active_id()
+    report = gw.store.remove("voron0_setup_guide.pdf", gw.embedder)
+    worse = report.version
+    assert worse and worse != base_version
+    try:
+        _replay(gw, qfile, "full", version=base_version)
+        _replay(gw, qfile, "no-voron", version=worse)
+    finally:
+        gw.store.activate(base_version)
+    cmp = compare_runs(get_run(gw.settings.db_path, "full"), get_run(gw.settings.db_path, "no-voron"))
+    assert not cmp.passed
+    assert any("hit_at_5 dropped" in v for v in cmp.violations)
+    assert any("lost their gold citation" in v for v in cmp.violations)
+    changed_ids = {c["question_id"] for c in cmp.changed}
+    assert any(i.startswith("voron") for i in changed_ids)
+    html = render_report(cmp)
+    assert "GATE FAILED" in html and "<svg" in html and "voron-" in html
+    assert not re.search(r"(src|href)=\"https?://", html)  # self-contained: nothing fetched
+
+    runner = CliRunner()
+    env = {"MANUALQA_DATA": str(gw.settings.data_dir)}
+    out = tmp_path / "report.html"
+    res = runner.invoke(main, ["replay", "compare", "full", "no-voron", "--report", str(out)], env=env)
+    assert res.exit_code == 1, res.output
+    assert "GATE FAILED" in res.output and out.is_file()
+    res = runner.invoke(main, ["replay", "compare", "base", "again", "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["gate"]["passed"] is True
+
+
+def test_gate_file_is_validated(tmp_path: Path) -> None:
+    good = tmp_path / "gate.toml"
+    good.write_text("lost_gold_citation = false\n[metrics.hit_at_1]\nmax_drop = 0.1\n", encoding="utf-8")
+    assert load_gate(good)["metrics"] == {"hit_at_1": {"max_drop": 0.1}}
+    assert load_gate(None) is DEFAULT_GATE
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[metrics.speediness]\nmax_drop = 1\n", encoding="utf-8")
+    with pytest.raises(GateError, match="unknown metric"):
+        load_gate(bad)
+
+
+def test_cli_replay_list_and_unknown_run(gw: Gateway) -> None:
+    runner = CliRunner()
+    env = {"MANUALQA_DATA": str(gw.settings.data_dir)}
+    res = runner.invoke(main, ["replay", "show", "no-such-run"], env=env)
+    assert res.exit_code != 0 and "no replay run" in res.output
+    res = runner.invoke(main, ["replay", "list", "--json"], env=env)
+    assert res.exit_code == 0
+    assert isinstance(json.loads(res.output), list)
