@@ -1,6 +1,7 @@
 """CLI: `ingest`, `remove`, `index ...` (versions) and `search`.
 
 Library errors (RetrievalError, IngestError) become one-line click errors with a non-zero exit.
+gateway.cli is imported inside the register helpers: it imports this module while it initialises.
 """
 
 from __future__ import annotations
@@ -8,13 +9,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gateway.cli import Ctx, emit_json, pass_ctx
 from ingest.models import IngestError
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:
+    from gateway.cli import Ctx
 
 
 @contextmanager
@@ -69,6 +72,8 @@ def _print_report(report: Any) -> None:
 
 
 def _ingest_cmd(group: click.Group) -> None:
+    from gateway.cli import emit_json, pass_ctx
+
     @group.command("ingest")
     @click.argument("paths", nargs=-1, required=True, type=click.Path())
     @click.option("--rebuild", is_flag=True,
@@ -105,6 +110,8 @@ def _ingest_cmd(group: click.Group) -> None:
 
 
 def _index_group(group: click.Group) -> None:
+    from gateway.cli import emit_json, pass_ctx
+
     @group.group("index")
     def index() -> None:
         """Index versions: list, show, activate, rollback, diff, verify, gc."""
@@ -235,6 +242,8 @@ def _index_group(group: click.Group) -> None:
 
 
 def _search_cmd(group: click.Group) -> None:
+    from gateway.cli import emit_json, pass_ctx
+
     @group.command("search")
     @click.argument("question")
     @click.option("--k", "k", type=click.IntRange(min=1, max=100), default=None, help="Passages (default 5).")
