@@ -15,7 +15,7 @@ from litestar.openapi import OpenAPIConfig
 from gateway import __version__
 from gateway.config import Settings
 from gateway.jobs import JobRunner
-from gateway.web.errors import EXCEPTION_HANDLERS, ApiError
+from gateway.web.errors import EXCEPTION_HANDLERS, ApiError, ErrorShapeJson
 from gateway.web.metrics import Metrics, counting_middleware
 from gateway.web.routes_answers import AnswersController
 from gateway.web.routes_ask import AskController
@@ -89,7 +89,8 @@ def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Li
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins)
         if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(title="manualqa", version=__version__, path="/api/v1/schema",
-                                     render_plugins=[OfflineDocs(path="/")],
+                                     render_plugins=[OfflineDocs(path="/"), ErrorShapeJson(
+                                         streaming=("/api/v1/ask", "/v1/chat/completions"))],
                                      description="Offline answers from equipment manuals, with citations."),
         debug=False,
     )

@@ -11,7 +11,19 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from litestar.response import ServerSentEvent
+
 _DONE = object()
+
+
+class EventStream(ServerSentEvent):
+    """Server-Sent Events that keep their Content-Type: Litestar lets the handler's own media type
+    (JSON, for handlers that also answer plain JSON) override the response's, so SSE clients and
+    browsers would see application/json."""
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["media_type"] = "text/event-stream"
+        return super().to_asgi_response(*args, **kwargs)
 
 
 async def stream_events(

@@ -7,8 +7,10 @@ from typing import Any
 
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from gateway.answerlog import LogError
 from ingest.models import IngestError
 from retrieval.types import RetrievalError
 
@@ -57,9 +59,59 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
         return _response(409 if "no index" in str(exc) else 400, "retrieval_error", str(exc))
     if isinstance(exc, IngestError):
         return _response(422, "ingest_error", str(exc))
+    if isinstance(exc, LogError):  # a bad filter or feedback value (e.g. since=yesterday-ish)
+        return _response(400, "invalid_request", str(exc))
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
     return _response(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error",
                      f"internal error ({type(exc).__name__}); see the server log")
 
 
 EXCEPTION_HANDLERS = {Exception: handle_exception}
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["error"], "description": "The one error shape of every endpoint",
+    "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+        "code": {"type": "string"}, "message": {"type": "string"},
+        "details": {"type": ["array", "null"], "items": {}}}}}}
+
+
+def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """Put the real error shape into the OpenAPI document (Litestar documents its own 400 shape).
+
+    Every operation gets it as its 400 response and as its `default` response (401, 403, 404,
+    413, 415, 422, 429, 503...); responses a handler documents itself (other than 400) are kept.
+    """
+    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    for item in schema.get("paths", {}).values():
+        for method, operation in item.items():
+            if method not in {"get", "put", "post", "delete", "patch"} or not isinstance(operation, dict):
+                continue
+            responses = operation.setdefault("responses", {})
+            responses["400"] = {"description": "Invalid request", **ref}
+            responses.setdefault("default", {"description": "Error (see error.code)", **ref})
+    return schema
+
+
+def document_streams(schema: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+    """Operations answering `stream: true` with Server-Sent Events say so in their 200 response."""
+    event = {"type": "object", "required": ["data"], "description": "One Server-Sent Event; data is JSON "
+             "(/api/v1/ask: events retrieval, token, final, error; /v1: chat.completion.chunk, then [DONE])",
+             "properties": {"event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}}}
+    sse = {"schema": event}
+    for path in paths:
+        operation = schema.get("paths", {}).get(path, {}).get("post")
+        if operation and "200" in operation.get("responses", {}):
+            operation["responses"]["200"].setdefault("content", {})["text/event-stream"] = sse
+    return schema
+
+
+class ErrorShapeJson(JsonRenderPlugin):
+    """Serves openapi.json with the real error shape and the SSE responses documented."""
+
+    def __init__(self, streaming: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.streaming = streaming
+
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return self.render_json(request, document_streams(document_errors(openapi_schema), self.streaming))

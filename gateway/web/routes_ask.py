@@ -10,9 +10,8 @@ from typing import Any
 
 from litestar import Controller, Request, post
 from litestar.concurrency import sync_to_thread
-from litestar.response import ServerSentEvent
 
-from gateway.web.bridge import stream_events
+from gateway.web.bridge import EventStream, stream_events
 from gateway.web.errors import ApiError
 from gateway.web.schemas import AskRequest, SearchRequest
 from gateway.web.security import client_id, principal_of, reader_guard
@@ -63,7 +62,7 @@ class AskController(Controller):
         produce = answer_producer(state, data.question.strip(), data.manuals, data.mode, data.max_tokens,
                                   "api", key_name_of(request))
         if data.stream:
-            return ServerSentEvent(_sse(produce), headers={"Cache-Control": "no-store",
+            return EventStream(_sse(produce), headers={"Cache-Control": "no-store",
                                                             "X-Accel-Buffering": "no"})
         result = None
         async for event in stream_events(produce):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,6 +40,13 @@ def find_manual(state: Any, manual_id: str) -> dict[str, Any]:
     raise ApiError(404, "not_found", f"no manual {manual_id} in the active index version")
 
 
+@dataclass
+class UploadForm:
+    """multipart/form-data with the PDF in the field `data` (a form without it is a 400)."""
+
+    data: UploadFile
+
+
 def safe_file_name(name: str | None) -> str:
     """The upload's base name with anything odd removed; never a path."""
     base = Path((name or "").replace("\\", "/")).name
@@ -63,22 +71,23 @@ class ManualsController(Controller):
           summary="Upload a PDF manual; starts an ingest job")
     async def upload(
         self, request: Request[Any, Any, Any],
-        data: Annotated[UploadFile, Body(media_type=RequestEncodingType.MULTI_PART)],
+        data: Annotated[UploadForm, Body(media_type=RequestEncodingType.MULTI_PART)],
     ) -> dict[str, Any]:
+        upload = data.data
         state = request.app.state
         settings = state.settings
         cap = settings.server.max_upload_mb * 1024 * 1024
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > cap + 64 * 1024:
             raise ApiError(413, "payload_too_large", f"upload exceeds {settings.server.max_upload_mb} MB")
-        name = safe_file_name(data.filename)
+        name = safe_file_name(upload.filename)
         folder = settings.data_dir / "uploads" / secrets.token_hex(8)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / name
         size = 0
         try:
             with target.open("wb") as out:
-                while chunk := await data.read(1024 * 1024):
+                while chunk := await upload.read(1024 * 1024):
                     size += len(chunk)
                     if size > cap:
                         raise ApiError(413, "payload_too_large",

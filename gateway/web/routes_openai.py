@@ -12,9 +12,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Controller, Request, get, post
-from litestar.response import ServerSentEvent
 
-from gateway.web.bridge import stream_events
+from gateway.web.bridge import EventStream, stream_events
 from gateway.web.errors import ApiError
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
 from gateway.web.schemas import ChatCompletionRequest
@@ -62,7 +61,7 @@ class OpenAIController(Controller):
         produce = answer_producer(state, question, None, None, data.max_tokens, "api", key_name_of(request))
         completion_id = "chatcmpl-" + str(int(time.time() * 1000))
         if data.stream:
-            return ServerSentEvent(_chunks(produce, completion_id), headers={"Cache-Control": "no-store"})
+            return EventStream(_chunks(produce, completion_id), headers={"Cache-Control": "no-store"})
         result = None
         async for event in stream_events(produce):
             if event["type"] == "final":

@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar import Controller, MediaType, Request, Response, get
 from litestar.concurrency import sync_to_thread
+from litestar.openapi import ResponseSpec
 
 from gateway.web.security import reader_guard
 
@@ -14,7 +15,8 @@ class SystemController(Controller):
     path = "/api/v1"
     tags = ["system"]
 
-    @get("/health", summary="200 when the index and runtime are ready, 503 while loading")
+    @get("/health", summary="200 when the index and runtime are ready, 503 while loading",
+         responses={503: ResponseSpec(dict[str, Any], description='Still loading: {"status": "loading"}')})
     async def health(self, request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
         state = request.app.state
         body: dict[str, Any] = {"status": "ok" if state.ready.is_set() else "loading",
