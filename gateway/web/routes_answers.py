@@ -33,9 +33,12 @@ class AnswersController(Controller):
 
     @get("/{answer_id:str}", guards=[reader_guard], summary="One answer with its full provenance")
     async def show(self, request: Request[Any, Any, Any], answer_id: str) -> dict[str, Any]:
-        row = await sync_to_thread(request.app.state.gw.log.get, answer_id)
+        log = request.app.state.gw.log
+        row = await sync_to_thread(log.get, answer_id)
         if row is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")
+        # provenance: the artifact chain itself, not only its id
+        row["chain"] = await sync_to_thread(log.chain, row["chain_id"]) if row.get("chain_id") else None
         return row
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
