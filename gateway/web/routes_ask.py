@@ -95,7 +95,8 @@ async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:
                 yield {"event": "final", "data": json.dumps(event["result"].to_dict(), default=str)}
             elif kind == "retrieval":
                 yield {"event": "retrieval", "data": json.dumps(
-                    {"passages": [p.to_dict() if hasattr(p, "to_dict") else p
+                    {"id": event.get("id"), "index_version": event.get("index_version"),
+                     "passages": [p.to_dict() if hasattr(p, "to_dict") else p
                                   for p in event.get("passages", [])]}, default=str)}
     except ApiError as exc:
         yield {"event": "error", "data": json.dumps({"error": {"code": exc.code, "message": exc.message}})}

@@ -1,0 +1,185 @@
+"""Load and cancellation: one generation at a time, a bounded queue (503 + Retry-After beyond it),
+a client that disconnects cancels its generation, search never waits behind generation, and the
+per-request token cap. A real server with a slow scripted runtime (0.2 s per piece).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.server import SCRIPTED_PROFILE, GatewayServer
+
+pytestmark = pytest.mark.slow
+
+DELAY_S = 0.2
+WORDS = 60  # a full answer takes WORDS * DELAY_S = 12 s
+SCRIPT = " ".join(f"word{i}" for i in range(WORDS - 1)) + " [1]."
+QUESTION = "What input voltage range does the piston board accept?"
+QUEUE_SIZE = 2
+
+
+@pytest.fixture(scope="module")
+def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    config = (f"[server]\nqueue_size = {QUEUE_SIZE}\nrate_limit_per_minute = 1000\n"
+              "[answer]\nmax_answer_tokens = 256\n")
+    profile = SCRIPTED_PROFILE.format(script=SCRIPT, delay=DELAY_S).replace("max_tokens = 64",
+                                                                            "max_tokens = 128")
+    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("web-load"), config=config, profile=profile)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def ask(url: str, **body: Any) -> tuple[httpx.Response, float]:
+    t0 = time.perf_counter()
+    r = httpx.post(url + "/api/v1/ask", json={"question": QUESTION, **body}, timeout=120)
+    return r, time.perf_counter() - t0
+
+
+def queue_depth(url: str) -> int:
+    text = httpx.get(url + "/api/v1/metrics", timeout=10).text
+    return int(re.search(r"^manualqa_queue_depth (\d+)$", text, re.M).group(1))
+
+
+def test_max_tokens_is_honoured(server: GatewayServer) -> None:
+    r, _ = ask(server.url, max_tokens=5)
+    body = r.json()
+    assert r.status_code == 200 and body["outcome"] == "answered"
+    assert body["answer"] == "word0 word1 word2 word3 word4"
+    assert body["timings"]["output_tokens"] == 5
+    assert body["timings"]["stop_reason"] == "length"
+    assert body["generation_config"]["max_tokens"] == 5
+    row = httpx.get(f"{server.url}/api/v1/answers/{body['id']}").json()
+    assert row["generation_config"]["max_tokens"] == 5
+
+
+def test_queue_full_gets_503_with_retry_after(server: GatewayServer) -> None:
+    n = 1 + QUEUE_SIZE + 3
+    depths: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            depths.append(queue_depth(server.url))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    barrier = threading.Barrier(n)
+
+    def one(_: int) -> tuple[httpx.Response, float]:
+        barrier.wait()
+        return ask(server.url, max_tokens=8)
+
+    with ThreadPoolExecutor(n) as pool:
+        results = list(pool.map(one, range(n)))
+    done.set()
+    watcher.join(5)
+    ok = [r for r, _ in results if r.status_code == 200]
+    busy = [r for r, _ in results if r.status_code == 503]
+    assert len(ok) == 1 + QUEUE_SIZE, [r.status_code for r, _ in results]
+    assert len(busy) == 3
+    for r in busy:
+        assert r.headers["retry-after"].isdigit() and int(r.headers["retry-after"]) > 0
+        assert r.json()["error"]["code"] == "busy" and r.json()["error"]["message"]
+    for r in ok:
+        assert r.json()["outcome"] == "answered" and r.json()["timings"]["output_tokens"] == 8
+    # The refused ones were refused at once, not after waiting in line.
+    slowest_refusal = max(t for r, t in results if r.status_code == 503)
+    slowest_answer = max(t for r, t in results if r.status_code == 200)
+    assert slowest_refusal < slowest_answer
+    assert max(depths) == 1 + QUEUE_SIZE, depths
+    assert queue_depth(server.url) == 0
+
+
+def _sse_tokens_then_close(url: str, n_tokens: int) -> str:
+    """Open a stream, read n token events, then hang up; returns the answer id (retrieval event)."""
+    answer_id = ""
+    seen = 0
+    with httpx.Client(timeout=60) as c, c.stream("POST", url + "/api/v1/ask",
+                                                 json={"question": QUESTION, "stream": True}) as r:
+        assert r.status_code == 200
+        event = ""
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event == "retrieval":
+                answer_id = json.loads(line[5:])["id"]
+            elif line.startswith("data:") and event == "token":
+                seen += 1
+                if seen >= n_tokens:
+                    break
+            elif line.startswith("data:") and event == "final":
+                raise AssertionError("the stream finished before the client hung up")
+    return answer_id
+
+
+def test_disconnect_cancels_generation_and_frees_the_slot(server: GatewayServer) -> None:
+    answer_id = _sse_tokens_then_close(server.url, 2)
+    assert answer_id
+    t_closed = time.perf_counter()
+
+    # The next question is served promptly: it does not wait for the rest of the 12 s script.
+    r, took = ask(server.url, max_tokens=2)
+    assert r.status_code == 200 and r.json()["outcome"] == "answered"
+    assert took < WORDS * DELAY_S / 2, f"next answer took {took:.1f} s: the cancelled one still ran"
+
+    deadline = time.monotonic() + 15
+    cancelled: list[str] = []
+    while time.monotonic() < deadline and answer_id not in cancelled:
+        rows = httpx.get(server.url + "/api/v1/answers", params={"outcome": "cancelled"}).json()["answers"]
+        cancelled = [a["id"] for a in rows]
+        time.sleep(0.2)
+    assert answer_id in cancelled, "the disconnected stream should be logged as cancelled"
+    row = httpx.get(f"{server.url}/api/v1/answers/{answer_id}").json()
+    assert row["question"] == QUESTION
+    assert row["answer"].startswith("word0 word1")
+    produced = row["timings"].get("output_tokens")
+    assert produced is not None and produced < WORDS / 2, f"runtime kept going: {produced} pieces"
+    assert time.perf_counter() - t_closed < WORDS * DELAY_S
+    assert queue_depth(server.url) == 0
+    metrics = httpx.get(server.url + "/api/v1/metrics").text
+    assert int(re.search(r'manualqa_answers_total\{outcome="cancelled"\} (\d+)', metrics).group(1)) >= 1
+
+
+def test_search_does_not_wait_behind_generation(server: GatewayServer) -> None:
+    result: dict[str, Any] = {}
+
+    def generate() -> None:
+        result["response"], result["took"] = ask(server.url)  # the full 12 s script
+
+    gen = threading.Thread(target=generate)
+    gen.start()
+    time.sleep(1.0)  # let it take the slot and start streaming
+    assert queue_depth(server.url) == 1
+    timings = []
+    for q in ("bed leveling probe", "power supply voltage", "hall effect sensor calibration"):
+        t0 = time.perf_counter()
+        r = httpx.post(server.url + "/api/v1/search", json={"query": q, "k": 3}, timeout=60)
+        timings.append(time.perf_counter() - t0)
+        assert r.status_code == 200 and len(r.json()["hits"]) == 3
+    still_generating = gen.is_alive()
+    gen.join(60)
+    assert result["response"].status_code == 200
+    gen_took = result["took"]
+    assert gen_took > WORDS * DELAY_S * 0.9
+    assert still_generating, "the searches should have finished while the answer was still streaming"
+    assert sum(timings) < gen_took / 2, (timings, gen_took)
+
+
+def test_stream_events_are_valid_json(server: GatewayServer) -> None:
+    """A short streamed answer (token cap) ends with its final event; every data line is JSON."""
+    with httpx.Client(timeout=60) as c:
+        r = c.post(server.url + "/api/v1/ask", json={"question": QUESTION, "stream": True, "max_tokens": 3})
+    datas = [line[5:].strip() for line in r.text.splitlines() if line.startswith("data:")]
+    parsed = [json.loads(d) for d in datas]
+    assert parsed[-1]["timings"]["output_tokens"] == 3 and parsed[-1]["outcome"] == "answered"
