@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,10 +239,16 @@ def summarise(profile: Profile, label: str, runs: list[dict[str, Any]]) -> dict[
         "errors": [r.get("error") for r in runs if not r["ok"]],
         "figures": {k: spread([r.get(k) for r in ok]) for k in RUN_FIGURES},
         "peak_rss_mb_wait4": spread([r.get("peak_rss_mb_wait4") for r in ok]),
-        "quality": quality, "outcomes": first.get("metrics", {}).get("outcomes"),
+        "quality": quality, "outcomes": _count(ok, "outcome"), "modes": _count(ok, "mode"),
+        "stop_reasons": _count(ok, "stop_reason"),
         "runs": [{k: v for k, v in r.items() if k not in ("chain", "thermal_before_c", "thermal_after_c")}
                  for r in runs],
     }
+
+
+def _count(runs: list[dict[str, Any]], key: str) -> dict[str, int]:
+    """How often each value of an answer field occurred, over all answers of all runs."""
+    return dict(Counter(str(a.get(key)) for r in runs for a in r.get("answers", [])))
 
 
 # -- notes ------------------------------------------------------------------------------------
@@ -289,7 +296,15 @@ def condition_notes(profiles: list[dict[str, Any]], runs: list[dict[str, Any]]) 
             notes.append(f"{p['label']} declares temperature {p['declared_temperature']}; bench ran it at 0")
         if p["runs_failed"]:
             notes.append(f"{p['label']}: {p['runs_failed']} run(s) failed: {p['errors'][0]}")
-    if any(r["ok"] and r.get("generated", 0) < r.get("questions", 0) for r in runs):
-        notes.append("some questions were answered without the model (not found: weak evidence, or a "
-                     "fallback); TTFT and tokens/s count generated answers only")
+        without = [(r["repeat"], r["questions"] - r["generated"]) for r in runs
+                   if r["label"] == p["label"] and r["ok"] and r.get("generated", 0) < r.get("questions", 0)]
+        if without:
+            notes.append(f"{p['label']}: some answers did not come from the model (repeat, count: {without}; "
+                         f"outcomes {p['outcomes']}, modes {p['modes']}); TTFT and tokens/s count "
+                         "generated answers only")
+        varied = [f"{k} {q['min']:g}-{q['max']:g}" for k, q in p["quality"].items()
+                  if q["n"] > 1 and q["min"] != q["max"]]
+        if varied:
+            notes.append(f"{p['label']}: answer quality varied between repeats at temperature 0 ({', '.join(varied)}; "
+                         f"stop reasons {p['stop_reasons']}): compare the runs' answers in the JSON")
     return notes
