@@ -24,7 +24,7 @@ from gateway.web.routes_manuals import ManualsController
 from gateway.web.routes_openai import OpenAIController
 from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
 from gateway.web.routes_system import SystemController
-from gateway.web.security import RateLimiter, Sessions
+from gateway.web.security import RateLimiter, Sessions, allowed_hosts_middleware
 from gateway.web.slots import GenerationSlots
 
 log = logging.getLogger("manualqa.web")
@@ -81,11 +81,12 @@ def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Li
                         SystemController, OpenAIController, PagesController, static_router],
         state=state,
         on_startup=[start],
-        middleware=[counting_middleware(state.metrics)],
+        middleware=[counting_middleware(state.metrics)]
+        + ([allowed_hosts_middleware(settings.server.allowed_hosts)] if "*" not in settings.server.allowed_hosts
+           else []),
         before_request=limit_json,
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.server.max_upload_mb * 1024 * 1024 + 1024 * 1024,
-        allowed_hosts=settings.server.allowed_hosts if settings.server.allowed_hosts != ["*"] else None,
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins)
         if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(title="manualqa", version=__version__, path="/api/v1/schema",

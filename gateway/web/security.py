@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +15,7 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
 from gateway.keys import KeyStore, Principal
-from gateway.web.errors import ApiError
+from gateway.web.errors import ApiError, error_body
 
 SESSION_COOKIE = "mqa_session"
 CSRF_HEADER = "x-csrf-token"
@@ -124,3 +126,49 @@ def client_id(request: Request[Any, Any, Any]) -> str:
     if principal is not None:
         return f"key:{principal.name}"
     return f"ip:{request.client.host if request.client else 'unknown'}"
+
+
+def _hostname(host: str) -> str:
+    """A Host header (or an allowed_hosts entry) without its port: "[::1]:8080" -> "[::1]"."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.split(":", 1)[0]
+
+
+def host_allowed(host: str, allowed: list[str]) -> bool:
+    """server.allowed_hosts: exact names or addresses, "*.example.org", or "*"; any port."""
+    name = _hostname(host)
+    if not name:
+        return False
+    for entry in allowed:
+        entry = _hostname(entry) if entry != "*" else entry
+        if entry == "*" or name == entry or (entry.startswith("*.") and name.endswith(entry[1:])):
+            return True
+    return False
+
+
+def allowed_hosts_middleware(allowed: list[str]) -> Callable[[Any], Any]:
+    """Refuse requests for other Host names (DNS rebinding) with 400 in the one error shape.
+
+    Litestar's own allowed-hosts check compares the Host header including its port, so "127.0.0.1"
+    would refuse "127.0.0.1:8080", and it answers in another shape; hence this one.
+    """
+
+    def factory(app: Any) -> Any:
+        async def middleware(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+                if not host_allowed(host, allowed):
+                    body = json.dumps(error_body("invalid_host", f"host {host!r} is not served here "
+                                                 "(server.allowed_hosts)")).encode()
+                    await send({"type": "http.response.start", "status": 400,
+                                "headers": [(b"content-type", b"application/json"),
+                                            (b"content-length", str(len(body)).encode())]})
+                    await send({"type": "http.response.body", "body": body})
+                    return
+            await app(scope, receive, send)
+
+        return middleware
+
+    return factory
