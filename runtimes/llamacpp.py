@@ -112,8 +112,14 @@ class LlamaCppRuntime(Runtime):
     def unload(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None:
-            with self._gen_lock:
+            # wait briefly for a generation in flight; an abandoned stream must not block unload forever
+            self._cancel.set()
+            got = self._gen_lock.acquire(timeout=30)
+            try:
                 llm.close()
+            finally:
+                if got:
+                    self._gen_lock.release()
 
     def _require(self) -> Any:
         if self._llm is None:

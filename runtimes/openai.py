@@ -192,7 +192,8 @@ class OpenAIRuntime(Runtime):
         if usage:
             prompt, output = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", pieces))
         else:  # servers that do not report usage while streaming: one content chunk per token
-            prompt = sum(self.count_tokens(m.get("content", "")) + 4 for m in messages)
+            joined = "\n".join(m.get("content", "") for m in messages)
+            prompt = self.count_tokens(joined) + 4 * len(messages)  # + role markers, roughly
             output = pieces
         tps = (output - 1) / (last - first) if first and last and last > first and output > 1 else None
         yield GenerationStats(
