@@ -46,8 +46,8 @@ class ParseLimits:
 
 @dataclass(frozen=True)
 class ChunkParams:
-    max_chars: int = 900
-    overlap_chars: int = 150
+    max_chars: int = 600  # measured: bench/chunking.py
+    overlap_chars: int = 100
     min_chars: int = 80
 
     def to_dict(self) -> dict[str, int]:
