@@ -51,6 +51,8 @@ class IngestReport:
     pages: int = 0  # pages parsed by this run
     seconds: float = 0.0
     parent: str | None = None
+    # where the time went: parse_wait (embedding idle, waiting for a parse), embed, write, activate
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -61,6 +63,7 @@ class IngestReport:
         data["failed"] = [{"file": f, "error": m} for f, m in self.failed]
         data["status"] = self.status
         data["seconds"] = round(self.seconds, 3)
+        data["timings"] = {k: round(v, 3) for k, v in self.timings.items()}
         return data
 
 
@@ -114,6 +117,7 @@ class Embedding:
         self.progress = progress
         self.done = 0
         self.total = 0
+        self.seconds = 0.0
 
     def entry(self, parsed: ParsedManual, params: ChunkParams, source: Path | None) -> Entry:
         from ingest.chunker import chunk_manual
@@ -129,7 +133,9 @@ class Embedding:
             if self.progress:
                 self.progress("embed", before + n, self.total)
 
+        started = time.perf_counter()
         vectors = self.embedder.encode([passage_text(c.heading, c.text) for c in chunks], progress=tick)
+        self.seconds += time.perf_counter() - started
         self.done += len(chunks)
         return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32), source)
 
@@ -297,7 +303,10 @@ def collect_entries(
     embedding = Embedding(embedder, progress)
     fresh: dict[str, Entry] = {}
     done = 0
+    waited = time.perf_counter()
+    to_parse.sort(key=lambda p: p.stat().st_size)  # the first, smallest parse starts the model soonest
     for path, result in parse_in_background(to_parse, limits, workers):
+        report.timings["parse_wait"] = report.timings.get("parse_wait", 0.0) + time.perf_counter() - waited
         done += 1
         if progress:
             progress("parse", done, len(to_parse))
@@ -310,6 +319,7 @@ def collect_entries(
             entry = embedding.entry(result, chunk_params, Path(path))
         except (IngestError, ValueError) as exc:
             report.failed.append(failure(path, str(exc)))
+            waited = time.perf_counter()
             continue
         fresh[entry.parsed.sha256] = entry
         report.pages += entry.parsed.page_count
@@ -317,6 +327,7 @@ def collect_entries(
             report.changed.append(entry.parsed.file_name)
         else:
             report.added.append(entry.parsed.file_name)
+        waited = time.perf_counter()
     pause_point("after_parse")
 
     if not fresh and not reprocess_kept:
@@ -334,5 +345,6 @@ def collect_entries(
                 raise RetrievalError(f"cannot re-chunk {info['file_name']}: {exc}") from exc
         entries.append(kept)
     report.embedded = embedding.done
+    report.timings["embed"] = embedding.seconds
     entries.sort(key=lambda e: (e.parsed.file_name, e.parsed.sha256))
     return entries, report

@@ -273,8 +273,12 @@ class IndexStore:
                  chunk_params: ChunkParams, entries: Sequence[Any]) -> IngestReport:
         self.indexes_dir.mkdir(parents=True, exist_ok=True)
         version = self._new_version_id(*(e.parsed.sha256 for e in entries))
+        started = time.perf_counter()
         manifest = write_version(self.indexes_dir, version, parent, embedding, chunk_params, entries)
+        written = time.perf_counter()
         self._activate(version)
+        report.timings["write"] = written - started
+        report.timings["verify_activate"] = time.perf_counter() - written
         report.version = version
         report.chunks = int(manifest["chunk_count"])
         return report
