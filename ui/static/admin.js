@@ -47,6 +47,8 @@ async function loadVersions() {
   const data = await api("GET", "/api/v1/index/versions");
   const tb = $("versions").querySelector("tbody"); tb.innerHTML = "";
   const a = $("diff-a"), b = $("diff-b"); a.innerHTML = ""; b.innerHTML = "";
+  // Newest first, whatever order the API lists them in; "diff from" the previous to the newest.
+  data.versions.sort((x, y) => String(y.created_at).localeCompare(String(x.created_at)));
   for (const v of data.versions) {
     const active = v.id === data.active;
     const tr = document.createElement("tr");
@@ -75,7 +77,7 @@ async function loadLog() {
   const tb = $("answers").querySelector("tbody"); tb.innerHTML = "";
   for (const r of data.answers) {
     const tr = document.createElement("tr"); tr.tabIndex = 0; tr.style.cursor = "pointer";
-    const fb = (r.feedback || []).map((f) => (f.thumbs > 0 ? "👍" : "👎") + (f.comment ? " " + f.comment : "")).join("; ");
+    const fb = (r.feedback || []).map((f) => (f.thumbs > 0 ? "helpful" : "not helpful") + (f.comment ? " " + f.comment : "")).join("; ");
     tr.innerHTML = `<td>${esc(r.time)}</td><td>${esc(r.question)}</td><td>${esc(r.outcome)}</td><td>${esc(r.client)}</td><td>${esc(fb)}</td>`;
     const show = async () => { $("provenance").textContent = JSON.stringify(await api("GET", `/api/v1/answers/${r.id}`), null, 2); };
     tr.addEventListener("click", show); tr.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });

@@ -5,11 +5,31 @@ const RECENT_KEY = "manualqa.recent";
 let controller = null;
 let currentAnswerId = null;
 
+let csrf = null;  // set when this browser also holds an admin session (its cookie rides along)
+
 function headers(extra) {
   const h = Object.assign({}, extra || {});
   const key = localStorage.getItem("manualqa.key");
   if (key) h["Authorization"] = "Bearer " + key;
+  if (csrf) h["X-CSRF-Token"] = csrf;
   return h;
+}
+
+// POST JSON; an admin logged in on /admin in this browser sends its session cookie, and the
+// gateway then wants that session's CSRF token: fetch it once and retry.
+async function postJson(url, body, extra, signal) {
+  const send = () => fetch(url, {method: "POST", signal, headers: headers(Object.assign(
+    {"Content-Type": "application/json"}, extra || {})), body: JSON.stringify(body)});
+  let r = await send();
+  if (r.status === 403 && !csrf) {
+    let code = null;
+    try { code = (await r.clone().json()).error.code; } catch {}
+    if (code === "csrf_failed") {
+      const s = await fetch("/admin/session", {credentials: "same-origin"});
+      if (s.ok) { csrf = (await s.json()).csrf; r = await send(); }
+    }
+  }
+  return r;
 }
 
 function escapeHtml(s) {
@@ -70,10 +90,24 @@ function renderRecent() {
 }
 
 function resetResult() {
-  $("result").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
+  $("result").hidden = false; $("answer").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
   $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
   $("meta").textContent = "searching the manuals"; currentAnswerId = null;
+}
+
+// Flags in words a technician can act on; the raw flag stays in the answer log for QA.
+const FLAG_NOTES = {
+  no_valid_citation: "The answer cites no passage; check it against the closest passage below.",
+  dropped_invalid_citations: "Some citations did not match a passage and were removed.",
+  timeout: "The answer was cut off by the time limit.",
+  runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
+  consumer_closed: "", weak_evidence: "", model_declined: "",
+  max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
+};
+function flagNote(flag) {
+  const name = String(flag).split(":")[0];
+  return name in FLAG_NOTES ? FLAG_NOTES[name] : String(flag);
 }
 
 function showFinal(r) {
@@ -84,13 +118,14 @@ function showFinal(r) {
   const t = r.timings || {};
   $("meta").textContent = [r.mode, t.total_ms ? `${Math.round(t.total_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : ""]
     .filter(Boolean).join(" · ");
-  if (r.flags && r.flags.length) $("flags").textContent = "Note: " + r.flags.join("; ");
+  const notes = (r.flags || []).map(flagNote).filter(Boolean);
+  if (notes.length) $("flags").textContent = "Note: " + notes.join(" ");
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
-    $("notfound").hidden = false;
+    $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
   } else {
-    for (const c of r.citations || []) cards.appendChild(card(c, `[${c.n}]`));
+    for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? "Closest passage:" : `[${c.n}]`));
   }
   $("feedback").hidden = !r.id;
 }
@@ -103,9 +138,8 @@ async function ask() {
   $("ask").disabled = true; $("stop").hidden = false;
   controller = new AbortController();
   try {
-    const r = await fetch("/api/v1/ask", {method: "POST", signal: controller.signal,
-      headers: headers({"Content-Type": "application/json", "Accept": "text/event-stream"}),
-      body: JSON.stringify({question, manuals: manual ? [manual] : null, stream: true})});
+    const r = await postJson("/api/v1/ask", {question, manuals: manual ? [manual] : null, stream: true},
+      {"Accept": "text/event-stream"}, controller.signal);
     if (!r.ok) {
       let msg = r.statusText;
       try { msg = (await r.json()).error.message; } catch {}
@@ -144,9 +178,8 @@ async function ask() {
 
 async function feedback(thumbs) {
   if (!currentAnswerId) return;
-  const r = await fetch(`/api/v1/answers/${currentAnswerId}/feedback`, {method: "POST",
-    headers: headers({"Content-Type": "application/json"}),
-    body: JSON.stringify({thumbs, comment: $("comment").value || null})});
+  const r = await postJson(`/api/v1/answers/${currentAnswerId}/feedback`,
+    {thumbs, comment: $("comment").value || null});
   $("fb-status").textContent = r.ok ? "Thank you — feedback saved." : "Could not save feedback.";
 }
 

@@ -1,0 +1,256 @@
+"""The technician and admin pages in a real browser (Debian's chromium driven by Playwright) against
+a real gateway server: ask and watch the answer stream in, open the cited page, see "not in the
+manuals", ask by keyboard only, use it on a phone-size screen; log in as admin, upload a manual and
+watch it finish, find it by search, roll back. Screenshots of the main pages go to docs/screenshots/.
+
+Most tests use the scripted runtime (deterministic text with a valid citation, streamed slowly
+enough to see the stream); the technician screenshot uses the real default model (SmolLM2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.server import REPO_ROOT, SCRIPTED_PROFILE, GatewayServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+SHOTS = REPO_ROOT / "docs" / "screenshots"
+MAX_SHOT_BYTES = 300 * 1024
+SCRIPT = "Run BED_SCREWS_ADJUST, then adjust each bed screw with the paper test under the nozzle [1]."
+QUESTION = "How do I level the bed on the Voron 0?"
+UNANSWERABLE = "What is the airspeed velocity of an unladen swallow?"
+UPLOAD_TITLE = "Pump P-200 Service Manual"
+UPLOAD_NAME = "pump-p200-service.pdf"
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
+                    "(`make browser` installs it with apt-get)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("browser"),
+                        profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.12))
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    context.close()
+
+
+def shot(pg: Any, name: str, full_page: bool = False) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / name
+    pg.screenshot(path=str(path), full_page=full_page)
+    assert path.stat().st_size < MAX_SHOT_BYTES, f"{name} is {path.stat().st_size} bytes"
+    return path
+
+
+def ask(pg: Any, url: str, question: str) -> None:
+    pg.goto(url + "/")
+    pg.fill("#question", question)
+    pg.click("#ask")
+
+
+def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: GatewayServer) -> None:
+    ask(page, server.url, QUESTION)
+    # Streaming: text is on the page while the final event has not arrived yet.
+    page.wait_for_function("document.getElementById('answer').textContent.length > 0"
+                           " && document.getElementById('outcome').textContent === '…'")
+    partial = page.inner_text("#answer")
+    assert partial and partial != SCRIPT
+    page.wait_for_selector("#outcome.answered")
+    assert page.inner_text("#answer").strip() == SCRIPT
+    cards = page.locator("#cards .card")
+    assert cards.count() >= 1
+    first = cards.first
+    assert "Voron Design SKR Mini E3 Setup Guide" in first.locator("h3").inner_text()
+    page_no = re.search(r"page (\d+)", first.locator(".meta").inner_text())
+    assert page_no, first.inner_text()
+    assert first.locator("blockquote mark").count() >= 1  # the cited sentences are highlighted
+    link = first.locator("a.open-page")
+    assert link.inner_text().strip() == f"Open page {page_no.group(1)}"
+    href = link.get_attribute("href")
+    assert re.fullmatch(rf"/api/v1/manuals/[0-9a-f]{{64}}/file#page={page_no.group(1)}", href), href
+    assert link.get_attribute("target") == "_blank"
+    pdf = page.request.get(server.url + href)
+    assert pdf.status == 200 and pdf.headers["content-type"] == "application/pdf"
+    assert pdf.body()[:5] == b"%PDF-"
+    with page.context.expect_page() as popup:  # clicking opens a tab at that URL
+        link.click()
+    assert popup.value.url == server.url + href
+    page.bring_to_front()
+    assert page.locator("#stop").is_hidden()  # the Stop button goes away once the answer is final
+    page.click("#up")
+    page.wait_for_function("document.getElementById('fb-status').textContent.includes('saved')")
+
+
+def test_not_found_is_plain(page: Any, server: GatewayServer) -> None:
+    ask(page, server.url, UNANSWERABLE)
+    page.wait_for_selector("#outcome.not_found")
+    banner = page.locator("#notfound")
+    assert banner.is_visible()
+    assert "Not in the manuals" in banner.inner_text()
+    assert page.locator("#cards .card").count() >= 1  # the nearest passages, shown as such
+    assert page.locator("#answer").is_hidden()
+    shot(page, "technician-not-found.png")
+
+
+def test_keyboard_only_ask(page: Any, server: GatewayServer) -> None:
+    page.goto(server.url + "/")
+    for _ in range(10):  # Tab from the top of the page to the question box
+        if page.evaluate("document.activeElement && document.activeElement.id") == "question":
+            break
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "question"
+    page.keyboard.type(QUESTION)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#outcome.answered")
+    assert page.locator("#cards .card").count() >= 1
+    page.keyboard.press("Tab")  # focus moves on to a control, with a visible outline
+    assert page.evaluate("document.activeElement.tagName") in ("SELECT", "BUTTON", "A", "INPUT", "SUMMARY")
+
+
+def test_phone_viewport(browser: Any, server: GatewayServer) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                                  is_mobile=True, has_touch=True)
+    try:
+        pg = context.new_page()
+        pg.goto(server.url + "/")
+        for sel in ("#question", "#ask"):
+            box = pg.locator(sel).bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (sel, box)
+            assert box["y"] + box["height"] <= 844, (sel, box)
+            assert pg.locator(sel).is_visible()
+        assert pg.locator("#ask").bounding_box()["height"] >= 40  # a touch target
+        pg.fill("#question", QUESTION)
+        pg.locator("#ask").tap()
+        pg.wait_for_selector("#outcome.answered", timeout=60_000)
+        width = pg.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert width[0] <= width[1], f"horizontal scroll on a phone: {width}"
+        shot(pg, "technician-phone.png")
+    finally:
+        context.close()
+
+
+def _upload_pdf(target: Path) -> Path:
+    from pypdf import PdfReader, PdfWriter
+
+    reader = PdfReader(REPO_ROOT / "sample_manuals" / "noaa_lcp_pistonboard_user_manual.pdf")
+    writer = PdfWriter()
+    for p in reader.pages[:5]:
+        writer.add_page(p)
+    writer.add_metadata({"/Title": UPLOAD_TITLE})
+    with target.open("wb") as fh:
+        writer.write(fh)
+    return target
+
+
+def _active_row(pg: Any) -> str:
+    row = pg.locator("#versions tbody tr", has_text="(active)")
+    assert row.count() == 1
+    return row.locator("code").first.inner_text().strip()
+
+
+def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path: Path) -> None:
+    key = server.admin_key("browser-admin")
+    pdf = _upload_pdf(tmp_path / UPLOAD_NAME)
+    page.goto(server.url + "/admin")
+    page.fill("#admin-key", "wrong-key")
+    page.click("#login")
+    page.wait_for_function("document.getElementById('login-msg').textContent.length > 0")
+    assert page.locator("#admin").is_hidden()
+    page.fill("#admin-key", key)
+    page.click("#login")
+    page.wait_for_selector("#admin:not([hidden])")
+    page.wait_for_selector("#versions tbody tr")
+    before = _active_row(page)
+
+    page.set_input_files("#file", str(pdf))
+    page.click("#upload")
+    page.wait_for_function("document.getElementById('upload-msg').textContent.startsWith('Done')",
+                           timeout=240_000)
+    assert page.eval_on_selector("#upload-progress", "p => p.value") == 100
+    msg = page.inner_text("#upload-msg")
+    new_version = re.search(r"index version (\S+) is active", msg)
+    assert new_version, msg
+    page.wait_for_selector(f"#manuals tbody tr:has-text('{UPLOAD_TITLE}')")
+    page.wait_for_function(f"document.querySelector('#versions').textContent.includes('{new_version.group(1)}')")
+    assert _active_row(page) == new_version.group(1) != before
+    shot(page, "admin.png", full_page=True)
+
+    # Find it by search (API) and on the technician page, scoped to the new manual.
+    hits = httpx.post(server.url + "/api/v1/search", json={"query": "piston board linear actuator", "k": 3,
+                                                            "manuals": [UPLOAD_NAME]}).json()["hits"]
+    assert hits and all(h["title"] == UPLOAD_TITLE for h in hits)
+    tech = page.context.new_page()
+    tech.goto(server.url + "/")
+    tech.wait_for_selector(f"#manual option:has-text('{UPLOAD_TITLE}')", state="attached")
+    tech.select_option("#manual", UPLOAD_NAME)
+    tech.fill("#question", "How is the linear actuator of the piston board driven?")
+    tech.click("#ask")
+    tech.set_default_timeout(60_000)
+    tech.wait_for_selector("#result:not([hidden])")
+    tech.wait_for_function("['answered', 'not found', 'error'].includes("
+                           "document.getElementById('outcome').textContent)")
+    assert tech.inner_text("#outcome") != "error", tech.inner_text("#answer")
+    titles = tech.locator("#cards .card h3").all_inner_texts()
+    assert titles and all(UPLOAD_TITLE in t for t in titles), titles
+    tech.close()
+
+    # Roll back from the admin page: the previous version is active again, the upload is gone.
+    page.bring_to_front()
+    page.click("#rollback")
+    page.wait_for_function("document.getElementById('index-msg').textContent.startsWith('Rolled back')")
+    assert before in page.inner_text("#index-msg")
+    page.wait_for_function(f"!document.querySelector('#manuals').textContent.includes('{UPLOAD_TITLE}')")
+    assert _active_row(page) == before
+    versions = httpx.get(server.url + "/api/v1/index/versions").json()
+    assert versions["active"] == before
+
+
+def test_real_model_screenshot(browser: Any, sample_data_dir: Path,
+                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The technician page answering with the real default model (SmolLM2 via the default profile)."""
+    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("browser-real"))
+    srv.start()
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(240_000)
+        ask(pg, srv.url, "Is it OK to unplug a stepper motor from the SKR board while the printer is on?")
+        pg.wait_for_selector("#outcome.answered, #outcome.not_found, #outcome.error")
+        deployment = httpx.get(srv.url + "/api/v1/deployment").json()
+        assert deployment["chain"]["backend"] == "llamacpp", deployment.get("chain")
+        assert pg.inner_text("#answer").strip() or pg.locator("#notfound").is_visible()
+        assert pg.locator("#cards .card").count() >= 1
+        shot(pg, "technician-answer.png")
+    finally:
+        context.close()
+        srv.stop()
