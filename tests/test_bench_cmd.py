@@ -129,15 +129,17 @@ def test_two_profiles_interleaved_with_medians_chains_and_quantization_note(
             assert s["median"] > 0
         # each run's answers came from its own scripted runtime, on the real index
         run = p["runs"][0]
-        assert run["questions"] == 3 and run["generated"] == 3
-        assert all(a["outcome"] == "answered" for a in run["answers"])
+        # (a question with weak evidence ends not_found without the model, by the pipeline's design)
+        answered = [a for a in run["answers"] if a["outcome"] == "answered"]
+        assert run["questions"] == 3 and run["generated"] == len(answered) >= 1
+        assert all(a["outcome"] in ("answered", "not_found") for a in run["answers"])
+        # one output limit for all (beta's 5, though alpha allows 64): the 6-piece script is cut at 5
+        assert all(a["output_tokens"] == 5 and a["stop_reason"] == "length" for a in answered)
         assert p["quality"]["hit_at_5"]["median"] is not None
         assert p["chain"]["quantization"]["name"] == ("Q4_1" if label == "alpha" else "Q8_0")
         assert p["chain_id"] == p["chain"]["chain_id"]
     assert len(pids) == 4  # every run in its own process
-    # one output limit for all: the smallest any profile allows (beta's 5)
     assert report["conditions"]["output_limit_tokens"] == 5
-    assert all(a["output_tokens"] <= 5 for p in by.values() for r in p["runs"] for a in r["answers"])
     assert by["alpha"]["chain_id"] != by["beta"]["chain_id"]
     cond = report["conditions"]
     assert cond["temperature"] == 0.0 and cond["concurrency"] == 1
