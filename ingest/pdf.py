@@ -62,7 +62,7 @@ def check_file(path: Path, max_file_mb: float) -> int:
     if b"%PDF-" not in head:
         raise IngestError("not a PDF file (no %PDF header at the start)")
     if b"%%EOF" not in tail:
-        raise IngestError("PDF is truncated or damaged (no %%EOF end marker); re-download or re-export it")
+        raise IngestError("PDF is truncated or damaged (no %EOF end marker); re-download or re-export it")
     return size
 
 
