@@ -231,6 +231,13 @@ def write_version(
     return manifest
 
 
+def _warm_up(embedder: Any) -> None:
+    try:
+        embedder.encode(["warm-up"])
+    except Exception:  # noqa: BLE001 - the real encode reports the same error where it matters
+        pass
+
+
 def _same_model(base_embedding: dict[str, Any], embedder: Any) -> bool:
     return (base_embedding.get("model_id") == embedder.model_id
             and base_embedding.get("model_hash") == embedder.model_hash)
@@ -301,6 +308,8 @@ def collect_entries(
         return None, report
 
     embedding = Embedding(embedder, progress)
+    if to_parse:  # load the model while the first parse runs, not after it
+        threading.Thread(target=_warm_up, args=(embedder,), name="manualqa-warm", daemon=True).start()
     fresh: dict[str, Entry] = {}
     done = 0
     waited = time.perf_counter()
