@@ -195,6 +195,29 @@ class ChunkStore:
         rows = self._query("SELECT text FROM pages WHERE manual_sha256 = ? AND page = ?", (sha, page))
         return rows[0][0] if rows else None
 
+    def _scope_filter(self, shas: list[str]) -> tuple[str | None, list[Any]]:
+        """A rowid filter for FTS5 that never becomes one full-text query per allowed row.
+
+        ``rowid IN (subquery)`` makes SQLite run the MATCH once per listed rowid (seconds at 100k
+        chunks). Manuals are stored as contiguous row ranges, so one range goes to FTS5 as a rowid
+        range it can seek; several ranges, or rows that are not contiguous, are applied as a plain
+        filter (the leading ``+`` keeps SQLite from handing the constraint to FTS5).
+        """
+        if not shas:
+            return None, []
+        marks = ",".join("?" * len(shas))
+        ranges = self._query(
+            f"SELECT MIN(row), MAX(row), COUNT(*) FROM chunks WHERE manual_sha256 IN ({marks})"
+            " GROUP BY manual_sha256 ORDER BY 1", shas)
+        if not ranges:
+            return None, []
+        if any(hi - lo + 1 != count for lo, hi, count in ranges):
+            return f" AND +rowid IN (SELECT row FROM chunks WHERE manual_sha256 IN ({marks}))", list(shas)
+        if len(ranges) == 1:
+            return " AND rowid BETWEEN ? AND ?", [ranges[0][0], ranges[0][1]]
+        return (" AND (" + " OR ".join("+rowid BETWEEN ? AND ?" for _ in ranges) + ")",
+                [v for lo, hi, _count in ranges for v in (lo, hi)])
+
     def lexical(self, query: str, n: int, manual_shas: list[str] | None = None) -> list[tuple[int, float]]:
         """BM25 over heading+text: (row, score) best first; score is positive, higher is better."""
         match = build_match(query)
@@ -204,11 +227,11 @@ class ChunkStore:
                " FROM chunks_fts WHERE chunks_fts MATCH ?")
         params: list[Any] = [match]
         if manual_shas is not None:
-            if not manual_shas:
+            scope_sql, scope_params = self._scope_filter(list(manual_shas))
+            if scope_sql is None:
                 return []
-            sql += (" AND rowid IN (SELECT row FROM chunks WHERE manual_sha256 IN ("
-                    + ",".join("?" * len(manual_shas)) + "))")
-            params += list(manual_shas)
+            sql += scope_sql
+            params += scope_params
         sql += " ORDER BY s LIMIT ?"
         params.append(int(n))
         try:

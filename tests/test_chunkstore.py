@@ -154,3 +154,15 @@ def test_readonly_refuses_writes_and_create_refuses_overwrite(store: ChunkStore,
         ChunkStore.create(tmp_path / "chunks.db")
     with pytest.raises(RetrievalError, match="does not exist"):
         ChunkStore(tmp_path / "nope.db", readonly=True)
+
+
+def test_lexical_scope_with_several_and_interleaved_manuals(store: ChunkStore) -> None:
+    sha_c = "c" * 64
+    store.add_manual(manual(sha_c, "mixer.pdf", "Mixer", ["Mixer"]))
+    store.add_chunks([chunk(sha_c, 1, 0, "Mixer firmware flashing over USB.")])  # row 6
+    both = {r for r, _ in store.lexical("firmware flashing", 10, [SHA_B, sha_c])}  # two ranges
+    assert both == {3, 6}
+    store.add_chunks([chunk(SHA_B, 2, 3, "Pump firmware notes.")])  # row 7: SHA_B no longer contiguous
+    assert {r for r, _ in store.lexical("firmware flashing", 10, [SHA_B])} == {3, 7}
+    assert {r for r, _ in store.lexical("firmware flashing", 10, [SHA_A])} == {0}
+    assert store.lexical("firmware", 10, ["f" * 64]) == []

@@ -1,5 +1,7 @@
 """Hybrid search on a real index version built from the sample PDFs (real model, FAISS, SQLite).
 
+The `embedder` fixture (the packaged MiniLM model) comes from tests/conftest.py.
+
 The version is built here with ChunkStore + VectorIndex (the same parts retrieval.versions uses),
 and a tiny store object exposes it through `open(version)`, the only store method search uses.
 """
@@ -15,7 +17,7 @@ import pytest
 
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.chunkstore import ChunkStore
-from retrieval.embeddings import Embedder
+from retrieval.embeddings import Embedder, passage_text
 from retrieval.search import fuse, search, search_with_timings
 from retrieval.types import RetrievalError
 from retrieval.vectors import VectorIndex
@@ -45,7 +47,7 @@ class OneVersionStore:
             chunks = chunk_manual(parsed, ChunkParams())
             chunks_db.add_manual(parsed)
             chunks_db.add_chunks(chunks)
-            all_vectors.append(embedder.encode([c.text for c in chunks]))
+            all_vectors.append(embedder.encode([passage_text(c.heading, c.text) for c in chunks]))
         chunks_db.commit()
         chunks_db.close()
         VectorIndex.build(np.vstack(all_vectors)).save(vdir / "vectors.faiss")
@@ -61,11 +63,6 @@ class OneVersionStore:
         if version not in (None, "v-test"):
             raise RetrievalError(f"no index version {version!r}")
         return self._version
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder()
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +108,8 @@ def test_hybrid_ordered_by_fused_score_and_every_hit_has_cosine(store: OneVersio
         expected = sum(1 / (60 + r) for r in (h.dense_rank, h.lexical_rank) if r is not None)
         assert h.score == pytest.approx(expected)
         assert h.dense_score is not None
-        assert h.dense_score == pytest.approx(float(embedder.encode([h.text])[0] @ qv), abs=1e-4)
+        passage = embedder.encode([passage_text(h.heading, h.text)])[0]
+        assert h.dense_score == pytest.approx(float(passage @ qv), abs=1e-4)
     assert any(h.dense_rank and h.lexical_rank for h in hits)
 
 
