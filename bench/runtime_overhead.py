@@ -83,7 +83,8 @@ def worker(side: str, max_tokens: int, threads: int) -> None:
     else:
         import llama_cpp
 
-        llm = llama_cpp.Llama(model_path=str(path), n_ctx=2048, n_threads=threads, verbose=False,
+        llm = llama_cpp.Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads,
+                              verbose=False,
                               chat_format="chat_template.default")
     load_ms = (time.perf_counter() - started) * 1000
     print(json.dumps({"load_ms": load_ms}), flush=True)
@@ -199,8 +200,9 @@ def bench_openai(rounds: int, max_tokens: int) -> dict[str, Any]:
         timed(direct_pieces(-1)), timed(contract_pieces(-2))  # warm-up
         for r in range(rounds):
             order = [("direct", direct_pieces), ("contract", contract_pieces)]
-            for side, fn in order if r % 2 == 0 else order[::-1]:
-                rows[side].append(timed(fn(100 + r)))
+            for i, (side, fn) in enumerate(order if r % 2 == 0 else order[::-1]):
+                # one server, one KV cache: each side gets its own prompt so neither reuses the other's
+                rows[side].append(timed(fn(100 + 2 * r + i)))
         rt.unload()
         client.close()
     finally:
@@ -215,7 +217,7 @@ def med(rows: list[dict], key: str) -> float:
     return statistics.median(vals) if vals else float("nan")
 
 
-def table(name: str, res: dict[str, Any], rss: bool) -> list[str]:
+def table(name: str, res: dict[str, Any], rss: bool, same_prompts: bool = True) -> list[str]:
     d, c = res["rows"]["direct"], res["rows"]["contract"]
     same = sum(a["text"] == b["text"] for a, b in zip(d, c, strict=False))
     tps_ratio = med(c, "tps") / med(d, "tps")
@@ -235,7 +237,11 @@ def table(name: str, res: dict[str, Any], rss: bool) -> list[str]:
     if rss:
         lines.append(f"| peak RSS (MiB) | {max(r['peak_rss_mib'] for r in d):.0f} "
                      f"| {max(r['peak_rss_mib'] for r in c):.0f} | |")
-    lines += ["", f"Identical text on both sides in {same} of {len(d)} rounds (greedy decoding).", ""]
+    if same_prompts:
+        lines += ["", f"Identical text on both sides in {same} of {len(d)} rounds (greedy decoding).", ""]
+    else:
+        lines += ["", "Each request had its own session number, so the server's prefix cache favoured neither side.",
+                  ""]
     return lines
 
 
@@ -289,10 +295,16 @@ def main() -> None:
         "KV-cache reuse), the same sampling settings, and the same measurement: TTFT from request start to the",
         "first non-empty text piece; decode tokens/s = (pieces - 1) / (last piece - first piece).", "",
         *table("llamacpp: LlamaCppRuntime vs llama-cpp-python directly (one process per side)", llama, True),
-        *table("openai: OpenAIRuntime vs httpx streaming from llama_cpp.server directly", upstream, False),
+        *table("openai: OpenAIRuntime vs httpx streaming from llama_cpp.server directly", upstream, False, False),
         "Load for the contract includes reading the GGUF header and the (cached) sha256 of the file; for the",
         "openai backend it is GET /models plus a probe of /props (404 on llama-cpp-python's server).", "",
     ]
+    if os.getloadavg()[0] > (os.cpu_count() or 1):
+        lines += [
+            f"**Caution:** the load average ({os.getloadavg()[0]:.1f}) exceeded the {os.cpu_count()} CPUs during "
+            "this run; differences of a few per cent or tens of ms between the sides are within run-to-run noise "
+            "here (they changed sign between reruns). Rerun on an idle machine to judge the targets.", "",
+        ]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -52,6 +52,9 @@ class LlamaCppRuntime(Runtime):
         super().__init__(artifact, options)
         self.n_ctx = int(self.options.get("n_ctx", 2048))
         self.n_threads = int(self.options.get("n_threads") or physical_cores())
+        # llama-cpp-python would use every logical CPU for prompt batches; oversubscribed OpenMP
+        # threads spin against each other, so prompts default to the same thread count as decode.
+        self.n_threads_batch = int(self.options.get("n_threads_batch") or self.n_threads)
         self.n_batch = int(self.options.get("n_batch", 512))
         self.n_gpu_layers = int(self.options.get("n_gpu_layers", 0))
         self.use_mmap = bool(self.options.get("use_mmap", True))
@@ -82,7 +85,8 @@ class LlamaCppRuntime(Runtime):
         except GGUFError as exc:
             raise RuntimeUnavailable(f"model file is not a usable GGUF: {exc}") from exc
         kwargs: dict[str, Any] = {
-            "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": min(self.n_batch, self.n_ctx),
+            "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch,
+            "n_batch": min(self.n_batch, self.n_ctx),
             "n_gpu_layers": self.n_gpu_layers, "use_mmap": self.use_mmap, "verbose": False,
         }
         if self.seed is not None:
