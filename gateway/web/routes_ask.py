@@ -25,12 +25,18 @@ def require_ready(state: Any) -> None:
 
 def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
                     max_tokens: int | None, client: str, key_name: str | None):
-    """A function cancel -> pipeline events, holding the generation slot while it runs."""
+    """A function cancel -> pipeline events, holding the generation slot while it runs.
+
+    The queue place is reserved here, in the request handler, so that a full queue is a 503 before
+    any response starts (also for streams).
+    """
     from gateway.pipeline import answer_events
+
+    reservation = state.slots.reserve()
 
     def produce(cancel: threading.Event) -> Iterator[dict[str, Any]]:
         # When the client left while queued, cancel is already set: the pipeline ends "cancelled".
-        with state.slots.run(cancel):
+        with state.slots.run(reservation, cancel):
             events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
                                    mode=mode, cancel=cancel, max_tokens=max_tokens)
             for event in events:
@@ -58,7 +64,6 @@ class AskController(Controller):
         state = request.app.state
         require_ready(state)
         state.rate.check(client_id(request))
-        state.slots.check()
         produce = answer_producer(state, data.question.strip(), data.manuals, data.mode, data.max_tokens,
                                   "api", key_name_of(request))
         if data.stream:

@@ -57,7 +57,6 @@ class OpenAIController(Controller):
         require_ready(state)
         question = _question(data)
         state.rate.check(client_id(request))
-        state.slots.check()
         produce = answer_producer(state, question, None, None, data.max_tokens, "api", key_name_of(request))
         completion_id = "chatcmpl-" + str(int(time.time() * 1000))
         if data.stream:

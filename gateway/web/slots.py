@@ -26,25 +26,25 @@ class GenerationSlots:
         return ApiError(503, "busy", f"the generator is busy ({self._admitted} requests running or "
                         f"queued); retry later", {"Retry-After": str(self.retry_after_s)})
 
-    def check(self) -> None:
-        """Refuse at once (503 + Retry-After) when running + queued requests fill the queue."""
-        if self._admitted >= 1 + self.queue_size:
-            raise self._busy()
+    def reserve(self) -> Reservation:
+        """Take a place in the queue now, or refuse at once (503 + Retry-After).
 
-    def _admit(self) -> None:
+        The place is given back when its generation ends (run()), or, if the request never gets
+        to run (a stream the client dropped before it started), when the reservation is collected.
+        """
         with self._count_lock:
             if self._admitted >= 1 + self.queue_size:
                 raise self._busy()
             self._admitted += 1
+        return Reservation(self)
 
     def release(self) -> None:
         with self._count_lock:
             self._admitted = max(0, self._admitted - 1)
 
     @contextmanager
-    def run(self, cancel: threading.Event | None = None) -> Iterator[bool]:
-        """Queue for, then hold, the single generation slot. Yields False if cancelled while waiting."""
-        self._admit()
+    def run(self, reservation: Reservation, cancel: threading.Event | None = None) -> Iterator[bool]:
+        """Wait for, then hold, the single generation slot. Yields False if cancelled while waiting."""
         try:
             acquired = False
             while not acquired:
@@ -57,4 +57,23 @@ class GenerationSlots:
             finally:
                 self._run_lock.release()
         finally:
-            self.release()
+            reservation.release()
+
+
+class Reservation:
+    """A place in the generation queue, released exactly once."""
+
+    def __init__(self, slots: GenerationSlots) -> None:
+        self._slots = slots
+        self._released = False
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self._slots.release()
+
+    def __del__(self) -> None:  # a request that never ran must not keep its place forever
+        self.release()
