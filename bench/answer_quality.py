@@ -110,6 +110,8 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, default=REPO / "sample_manuals" / "questions.jsonl")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (0: all)")
     ap.add_argument("--no-generate", action="store_true", help="skip the default-model run")
+    ap.add_argument("--generate-limit", type=int, default=0,
+                    help="default-model run on a stratified subset of N questions (0: all)")
     args = ap.parse_args()
 
     from gateway.config import Settings
@@ -134,7 +136,14 @@ def main() -> None:
         t = time.perf_counter()
         _ = gw.runtime
         load_s = time.perf_counter() - t
-        results.append(score(gw, questions, "generate"))
+        subset = questions
+        if args.generate_limit:  # every k-th answerable and every k-th unanswerable question
+            ans = [q for q in questions if q["answerable"]]
+            una = [q for q in questions if not q["answerable"]]
+            n_una = max(2, round(args.generate_limit * len(una) / len(questions)))
+            n_ans = args.generate_limit - n_una
+            subset = ans[:: max(1, len(ans) // n_ans)][:n_ans] + una[:: max(1, len(una) // n_una)][:n_una]
+        results.append(score(gw, subset, "generate"))
         results[-1]["load_s"] = load_s
     n_ans = sum(q["answerable"] for q in questions)
     print(f"## Answer quality (bench/answer_quality.py)\n\n{len(questions)} questions "
@@ -149,7 +158,8 @@ def main() -> None:
           "false refusals | answered w/o valid citation | outcomes | total p50 ms |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        label = "extractive" if r["mode"] == "extractive" else "generate (SmolLM2-135M Q4_1, llama.cpp)"
+        label = ("extractive" if r["mode"] == "extractive"
+                 else f"generate (SmolLM2-135M Q4_1, llama.cpp; {r['questions']} questions)")
         print(f"| {label} | {r['citation_precision']:.3f} | {r['answerable_with_gold_citation']:.3f} | "
               f"{r['unanswerable_not_found']:.3f} | {r['false_refusals']:.3f} | "
               f"{r['answered_without_valid_citation']} | {json.dumps(r['outcomes'])} | {r['total_ms_p50']:.0f} |")
