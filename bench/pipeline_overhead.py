@@ -98,7 +98,8 @@ def measure(gw: Any, questions: list[str], repeats: int) -> dict[str, Any]:
                 own.append(t["overhead_ms"] - search[-1])
     gw.log.flush()
     return {"n": len(over), "p50": statistics.median(over), "p95": pct(over, 0.95),
-            "search_p50": statistics.median(search), "own_p50": statistics.median(own), "own_p95": pct(own, 0.95), "prompt_p50": statistics.median(prompt),
+            "search_p50": statistics.median(search), "own_p50": statistics.median(own),
+            "own_p95": pct(own, 0.95), "prompt_p50": statistics.median(prompt),
             "outcomes": outcomes}
 
 
