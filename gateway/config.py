@@ -69,7 +69,7 @@ class AnswerSettings:
     max_passages: int = 5
     # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,
     # or when it is found by both the dense and the lexical side (see gateway.pipeline).
-    min_similarity: float = 0.525  # calibrated by bench/answer_quality.py (docs/bench/answers.md)
+    min_similarity: float = 0.5  # calibrated by bench/answer_quality.py (docs/bench/answers.md)
     max_answer_tokens: int = 256
     timeout_s: float = 120.0
 
