@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ingest.models import Chunk, ParsedManual
-from retrieval.fts import build_match, normalize
+from retrieval.fts import match_units, normalize
 from retrieval.types import RetrievalError
 
 SCHEMA = """
@@ -56,6 +56,16 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(
 # worth a little less than the passage itself.
 BM25_WEIGHTS = (0.5, 1.0)
 
+# FTS5 computes bm25 for every row that matches any OR-ed term before it sorts (~1.5 µs a row), so a
+# question made of words found in tens of thousands of chunks costs tens of milliseconds. Only rows
+# with one of the question's rarer terms are scored: terms are taken rarest first while the rows
+# they match add up to at most LEXICAL_ROW_BUDGET. The next RESCORE_TERMS terms still count in the
+# score of those rows (each costs a pass over its doclist); the rest, found in a large share of the
+# chunks, have a small IDF. See docs/bench/search_latency.md for the cost/quality trade-off.
+LEXICAL_ROW_BUDGET = 5_000
+RESCORE_TERMS = 3
+_DF_CACHE_MAX = 50_000
+
 _ROW_COLUMNS = ("c.row, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text,"
                 " m.file_name, m.title")
 _ROW_KEYS = ("row", "chunk_id", "manual_sha256", "page", "ordinal", "heading", "text", "file_name", "title")
@@ -73,6 +83,10 @@ class ChunkStore:
         else:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False)
         self._lock = threading.Lock()  # one connection shared by the HTTP worker threads
+        self.row_budget = LEXICAL_ROW_BUDGET
+        self.rescore_terms = RESCORE_TERMS
+        self._df: dict[tuple[str, int], int] = {}  # (phrase, cap) -> min(document frequency, cap)
+        self._rows: int | None = None  # row count, cached once nothing can change it
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -122,6 +136,7 @@ class ChunkStore:
                 "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
                 [(r, normalize(c.heading), normalize(c.text)) for r, c in zip(rows, chunks, strict=True)],
             )
+            self._df.clear()
         return rows
 
     def commit(self) -> None:
@@ -195,47 +210,123 @@ class ChunkStore:
         rows = self._query("SELECT text FROM pages WHERE manual_sha256 = ? AND page = ?", (sha, page))
         return rows[0][0] if rows else None
 
-    def _scope_filter(self, shas: list[str]) -> tuple[str | None, list[Any]]:
+    def _scope_filter(self, shas: list[str]) -> tuple[str | None, list[Any], int]:
         """A rowid filter for FTS5 that never becomes one full-text query per allowed row.
 
         ``rowid IN (subquery)`` makes SQLite run the MATCH once per listed rowid (seconds at 100k
         chunks). Manuals are stored as contiguous row ranges, so one range goes to FTS5 as a rowid
         range it can seek; several ranges, or rows that are not contiguous, are applied as a plain
-        filter (the leading ``+`` keeps SQLite from handing the constraint to FTS5).
+        filter (the leading ``+`` keeps SQLite from handing the constraint to FTS5). The third value
+        is the number of rows in scope.
         """
         if not shas:
-            return None, []
+            return None, [], 0
         marks = ",".join("?" * len(shas))
         ranges = self._query(
             f"SELECT MIN(row), MAX(row), COUNT(*) FROM chunks WHERE manual_sha256 IN ({marks})"
             " GROUP BY manual_sha256 ORDER BY 1", shas)
         if not ranges:
-            return None, []
+            return None, [], 0
+        total = sum(count for _lo, _hi, count in ranges)
         if any(hi - lo + 1 != count for lo, hi, count in ranges):
-            return f" AND +rowid IN (SELECT row FROM chunks WHERE manual_sha256 IN ({marks}))", list(shas)
+            return (f" AND +rowid IN (SELECT row FROM chunks WHERE manual_sha256 IN ({marks}))", list(shas),
+                    total)
         if len(ranges) == 1:
-            return " AND rowid BETWEEN ? AND ?", [ranges[0][0], ranges[0][1]]
+            return " AND rowid BETWEEN ? AND ?", [ranges[0][0], ranges[0][1]], total
         return (" AND (" + " OR ".join("+rowid BETWEEN ? AND ?" for _ in ranges) + ")",
-                [v for lo, hi, _count in ranges for v in (lo, hi)])
+                [v for lo, hi, _count in ranges for v in (lo, hi)], total)
+
+    def _row_total(self) -> int:
+        if self._rows is not None:
+            return self._rows
+        total = self._query("SELECT COALESCE(MAX(row) + 1, 0) FROM chunks")[0][0]  # rows are 0..n-1
+        if self.readonly:
+            self._rows = total
+        return total
+
+    def _doc_freqs(self, units: list[str], cap: int) -> dict[str, int]:
+        """Rows matching each unit over the whole store, counted up to ``cap`` (bounded cost), cached.
+
+        Counting through FTS5 itself stems and tokenises exactly as the index did, and needs no
+        extra table, so versions written before this existed work unchanged (and stay read-only).
+        """
+        out: dict[str, int] = {}
+        for unit in units:
+            key = (unit, cap)
+            if key not in self._df:
+                if len(self._df) >= _DF_CACHE_MAX:
+                    self._df.clear()
+                self._df[key] = self._query(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+                    (unit, cap))[0][0]
+            out[unit] = self._df[key]
+        return out
+
+    def lexical_plan(self, units: list[str], searchable: int) -> list[list[str]]:
+        """Groups of MATCH expressions to try in turn; the first group that finds rows is used.
+
+        Within a group, each row keeps its best score. Up to ``row_budget`` searchable rows the one
+        expression OR-s every unit. Beyond, the "rare" units are taken rarest first while the rows
+        they match add up to at most the budget (the rarest always: the question's most specific
+        part number, pin name or board-name phrase is never dropped), and the next
+        ``rescore_terms`` are "common". Only rows with a rare unit are scored, by bm25 over rare +
+        common units: ``rare`` scores rows without a common unit exactly, ``(rare) AND (common)``
+        scores the others exactly (bm25 sums over every phrase of the expression, and a phrase's
+        IDF does not depend on the others), so the best of the two per row is the score of
+        ``rare OR common`` without FTS5 scoring the rows that match common units alone. Units
+        beyond those are left out. When even the rarest unit is in more rows than the budget, every
+        word of the question is common here and only their co-occurrence is informative: the units
+        are AND-ed, and the most frequent one is let go until some row matches.
+        """
+        if not units:
+            return []
+        if searchable <= self.row_budget:
+            return [[" OR ".join(units)]]
+        df = self._doc_freqs(units, self.row_budget + 1)
+        present = sorted((u for u in units if df[u]), key=lambda u: df[u])  # stable: phrases first
+        if not present:
+            return []
+        if df[present[0]] > self.row_budget:
+            return [[" AND ".join(present[:i])] for i in range(len(present), 0, -1)]
+        rare, total = [], 0
+        for unit in present:
+            if rare and total + df[unit] > self.row_budget:
+                break
+            rare.append(unit)
+            total += df[unit]
+        common = present[len(rare):len(rare) + self.rescore_terms]
+        rare_or = " OR ".join(rare)
+        if not common:
+            return [[rare_or]]
+        return [[rare_or, f"({rare_or}) AND ({' OR '.join(common)})"]]
 
     def lexical(self, query: str, n: int, manual_shas: list[str] | None = None) -> list[tuple[int, float]]:
-        """BM25 over heading+text: (row, score) best first; score is positive, higher is better."""
-        match = build_match(query)
-        if match is None or n <= 0:
+        """BM25 over heading+text: (row, score) best first; score is positive, higher is better.
+
+        On large stores the words found in a large share of the chunks are left out of the query
+        (see :meth:`lexical_plan`), which bounds the rows FTS5 has to score.
+        """
+        units = match_units(query)
+        if not units or n <= 0:
             return []
-        sql = (f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]}) AS s"
-               " FROM chunks_fts WHERE chunks_fts MATCH ?")
-        params: list[Any] = [match]
+        scope_sql, scope_params = "", []
         if manual_shas is not None:
-            scope_sql, scope_params = self._scope_filter(list(manual_shas))
-            if scope_sql is None:
+            scope, scope_params, searchable = self._scope_filter(list(manual_shas))
+            if scope is None:
                 return []
-            sql += scope_sql
-            params += scope_params
-        sql += " ORDER BY s LIMIT ?"
-        params.append(int(n))
+            scope_sql = scope
+        else:
+            searchable = self._row_total()
+        sql = (f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]}) AS s"
+               f" FROM chunks_fts WHERE chunks_fts MATCH ?{scope_sql} ORDER BY s LIMIT ?")
         try:
-            rows = self._query(sql, params)
-        except sqlite3.OperationalError as exc:  # build_match makes this a bug, not user error
+            for group in self.lexical_plan(units, searchable):
+                best: dict[int, float] = {}
+                for match in group:
+                    for r, s in self._query(sql, [match, *scope_params, int(n)]):
+                        best[int(r)] = max(best.get(int(r), -float("inf")), -float(s))
+                if best:
+                    return sorted(best.items(), key=lambda rs: (-rs[1], rs[0]))[:n]
+        except sqlite3.OperationalError as exc:  # match_units makes this a bug, not user error
             raise RetrievalError(f"full-text search failed for {query!r}: {exc}") from exc
-        return [(int(r), -float(s)) for r, s in rows]
+        return []

@@ -54,7 +54,13 @@ def _is_technical(word: str) -> bool:
 
 
 def build_match(query: str) -> str | None:
-    """Return an FTS5 MATCH expression (terms OR-ed, bm25 ranks them) or None if nothing is left.
+    """Return an FTS5 MATCH expression (terms OR-ed, bm25 ranks them) or None if nothing is left."""
+    units = match_units(query)
+    return " OR ".join(units) if units else None
+
+
+def match_units(query: str) -> list[str]:
+    """The quoted phrases and terms :func:`build_match` OR-s together, phrases first, no repeats.
 
     A whitespace-separated word that splits into several tokens ("ERR_42", "foo:bar", "X-STOP")
     becomes a phrase, so exact technical tokens stay exact. Runs of adjacent capitalised or
@@ -62,7 +68,7 @@ def build_match(query: str) -> str | None:
     contain the whole name without hiding those that contain only part of it.
     """
     if not isinstance(query, str):
-        return None
+        return []
     terms: list[list[str]] = []
     run: list[list[str]] = []
     phrases: list[list[str]] = []
@@ -97,4 +103,4 @@ def build_match(query: str) -> str | None:
             out.append(q)
         if len(out) >= MAX_TERMS:
             break
-    return " OR ".join(out) if out else None
+    return out

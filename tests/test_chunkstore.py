@@ -166,3 +166,97 @@ def test_lexical_scope_with_several_and_interleaved_manuals(store: ChunkStore) -
     assert {r for r, _ in store.lexical("firmware flashing", 10, [SHA_B])} == {3, 7}
     assert {r for r, _ in store.lexical("firmware flashing", 10, [SHA_A])} == {0}
     assert store.lexical("firmware", 10, ["f" * 64]) == []
+
+
+# -- term pruning on large stores (forced here with a small row budget) --------------------------
+
+COMMON = ["printer", "board", "firmware", "power", "cable", "motor", "screw", "frame"]
+FILLER = [f"word{i}" for i in range(60)]
+
+
+@pytest.fixture()
+def big(tmp_path: Path) -> ChunkStore:
+    """1,200 chunks where the common words are in most chunks and a few chunks hold exact tokens."""
+    rng = random.Random(11)
+    s = ChunkStore.create(tmp_path / "big.db")
+    s.add_manual(manual(SHA_A, "big.pdf", "Big", ["x"]))
+    texts = [" ".join(rng.choice(COMMON) if rng.random() < 0.3 else rng.choice(FILLER) for _ in range(30))
+             for _ in range(1200)]
+    texts[700] += " The status LED is on pin PA13 next to the SKR Mini E3 power jumper."
+    texts[701] += " Error ERR_42 means the impeller is blocked."
+    texts[702] += " The SKR board and the E3 fuse; a Mini cable."
+    s.add_chunks([chunk(SHA_A, 1, i, t) for i, t in enumerate(texts)])
+    s.commit()
+    s.row_budget = 150
+    yield s
+    s.close()
+
+
+def _full_bm25(s: ChunkStore, match: str) -> dict[int, float]:
+    sql = ("SELECT rowid, bm25(chunks_fts, 0.5, 1.0) FROM chunks_fts WHERE chunks_fts MATCH ?")
+    return {r: -sc for r, sc in s._db.execute(sql, (match,)).fetchall()}
+
+
+def test_pruned_lexical_keeps_exact_tokens(big: ChunkStore) -> None:
+    for query, row in [("what is PA13 on the printer board", 700), ("ERR_42 on the board firmware", 701),
+                       ("SKR Mini E3 power jumper", 700), ("printer board firmware PA13 cable motor", 700)]:
+        assert big.lexical(query, 5)[0][0] == row, query
+    plan = big.lexical_plan(['"skr mini e3"', '"printer"', '"pa13"'], big.chunk_count())
+    assert plan and '"printer"' not in plan[0][0]  # the common word is not OR-ed with the rare ones
+
+
+def test_pruned_scores_equal_full_bm25_over_rows_with_a_rare_term(big: ChunkStore) -> None:
+    big.rescore_terms = 99  # every common unit re-scored: the scores must be bm25 of the full question
+    for query in ["SKR Mini E3 power jumper", "PA13 printer board", "impeller ERR_42 firmware cable motor"]:
+        from retrieval.fts import match_units
+
+        units = match_units(query)
+        plan = big.lexical_plan(units, big.chunk_count())
+        rare = plan[0][0]
+        assert len(plan) == 1 and rare != " OR ".join(units)  # pruning did happen
+        full = _full_bm25(big, " OR ".join(units))
+        eligible = {r: sc for r, sc in full.items() if r in _full_bm25(big, rare)}
+        expected = sorted(eligible.items(), key=lambda rs: (-rs[1], rs[0]))[:10]
+        got = big.lexical(query, 10)
+        assert [r for r, _ in got] == [r for r, _ in expected], query
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+
+
+def test_only_common_words_asks_for_their_co_occurrence(big: ChunkStore) -> None:
+    got = big.lexical("printer board firmware", 20)
+    texts = {r["row"]: r["text"].split() for r in big.get_rows([r for r, _ in got])}
+    assert got and all({"printer", "board", "firmware"} <= set(texts[r]) for r, _ in got)
+    assert big.lexical("printer", 5)  # one common word alone still finds rows
+    assert big.lexical("zzzunknownword", 5) == []
+
+
+def test_small_stores_and_small_scopes_are_not_pruned(big: ChunkStore) -> None:
+    units = ['"pa13"', '"printer"']
+    assert big.lexical_plan(units, 150) == [['"pa13" OR "printer"']]
+    scoped = big.lexical("printer PA13", 500, [SHA_A])  # whole store in scope: pruned like unscoped
+    assert scoped == big.lexical("printer PA13", 500)
+    big.row_budget = 10_000
+    assert len(big.lexical("printer PA13", 2000)) > 300  # unpruned: every row with "printer"
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise_when_pruned(big: ChunkStore, query: str) -> None:
+    assert isinstance(big.lexical(query, 5), list)
+    assert isinstance(big.lexical(query, 5, [SHA_A]), list)
+
+
+def test_doc_freq_cache_follows_new_chunks_and_readonly_file_is_untouched(big: ChunkStore,
+                                                                          tmp_path: Path) -> None:
+    import hashlib
+
+    assert big.lexical("zzzunknownword", 5) == []
+    big.add_chunks([chunk(SHA_A, 1, 2000, "zzzunknownword appears now")])
+    big.commit()
+    assert big.lexical("zzzunknownword", 5) == [(1200, pytest.approx(big.lexical("zzzunknownword", 5)[0][1]))]
+    big.close()
+    digest = hashlib.sha256((tmp_path / "big.db").read_bytes()).hexdigest()
+    ro = ChunkStore(tmp_path / "big.db", readonly=True)
+    ro.row_budget = 150
+    assert ro.lexical("PA13 printer board", 3)[0][0] == 700 and ro.lexical("printer board", 3)
+    ro.close()
+    assert hashlib.sha256((tmp_path / "big.db").read_bytes()).hexdigest() == digest
