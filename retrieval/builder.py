@@ -119,14 +119,27 @@ class Embedding:
         self.total = 0
         self.seconds = 0.0
 
-    def entry(self, parsed: ParsedManual, params: ChunkParams, source: Path | None) -> Entry:
+    def entries(self, items: Sequence[tuple[ParsedManual, Path | None]], params: ChunkParams
+                ) -> list[Entry | IngestError]:
+        """Chunk each manual and embed all their chunks in ONE call (one result per item, in order).
+
+        One call lets the model batch passages of similar length across manuals, which costs less
+        padding than one call per manual.
+        """
         from ingest.chunker import chunk_manual
         from retrieval.embeddings import passage_text
 
-        chunks = chunk_manual(parsed, params)
-        if not chunks:
-            raise IngestError(f"{parsed.file_name}: no extractable text (scanned PDF without a text layer?)")
-        self.total += len(chunks)
+        results: list[Entry | IngestError] = []
+        texts: list[str] = []
+        for parsed, source in items:
+            chunks = chunk_manual(parsed, params)
+            if not chunks:
+                results.append(IngestError(f"{parsed.file_name}: no extractable text "
+                                           "(scanned PDF without a text layer?)"))
+                continue
+            results.append(Entry(parsed, chunks, np.zeros((0, 0), dtype=np.float32), source))
+            texts += [passage_text(c.heading, c.text) for c in chunks]
+        self.total += len(texts)
         before = self.done
 
         def tick(n: int) -> None:
@@ -134,16 +147,24 @@ class Embedding:
                 self.progress("embed", before + n, self.total)
 
         started = time.perf_counter()
-        vectors = self.embedder.encode([passage_text(c.heading, c.text) for c in chunks], progress=tick)
+        vectors = np.asarray(self.embedder.encode(texts, progress=tick), dtype=np.float32)
         self.seconds += time.perf_counter() - started
-        self.done += len(chunks)
-        return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32), source)
+        self.done += len(texts)
+        offset = 0
+        for entry in results:
+            if isinstance(entry, Entry):
+                entry.vectors = vectors[offset : offset + len(entry.chunks)]
+                offset += len(entry.chunks)
+        return results
 
 
 def parse_in_background(
     paths: Sequence[Path], limits: ParseLimits, workers: int
-) -> Iterable[tuple[Path, ParsedManual | IngestError]]:
-    """Yield parse results while a thread keeps the worker processes busy ahead of the consumer."""
+) -> Iterable[list[tuple[Path, ParsedManual | IngestError]]]:
+    """Yield groups of parse results: each group is everything parsed while the consumer was busy.
+
+    A thread keeps the worker processes parsing ahead of the consumer (the embedding model).
+    """
     from ingest.sandbox import parse_many
 
     results: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2 * max(1, workers))
@@ -171,13 +192,23 @@ def parse_in_background(
     thread = threading.Thread(target=produce, name="manualqa-parse", daemon=True)
     thread.start()
     try:
-        while True:
-            kind, value = results.get()
-            if kind == "done":
-                break
-            if kind == "error":
-                raise value
-            yield value
+        finished = False
+        while not finished:
+            group = []
+            kind, value = results.get()  # wait for one, then take whatever else is ready
+            while True:
+                if kind == "done":
+                    finished = True
+                    break
+                if kind == "error":
+                    raise value
+                group.append(value)
+                try:
+                    kind, value = results.get_nowait()
+                except queue.Empty:
+                    break
+            if group:
+                yield group
     finally:
         stop.set()
         thread.join(timeout=5)
@@ -314,28 +345,29 @@ def collect_entries(
     done = 0
     waited = time.perf_counter()
     to_parse.sort(key=lambda p: p.stat().st_size)  # the first, smallest parse starts the model soonest
-    for path, result in parse_in_background(to_parse, limits, workers):
+    for group in parse_in_background(to_parse, limits, workers):
         report.timings["parse_wait"] = report.timings.get("parse_wait", 0.0) + time.perf_counter() - waited
-        done += 1
+        done += len(group)
         if progress:
             progress("parse", done, len(to_parse))
-        try:
-            if isinstance(result, BaseException):
-                raise result
-            if result.sha256 != expected_sha.get(Path(path)):
-                raise IngestError(f"{Path(path).name} changed while it was being ingested")
-            store_original(Path(path), result.sha256)
-            entry = embedding.entry(result, chunk_params, Path(path))
-        except (IngestError, ValueError) as exc:
-            report.failed.append(failure(path, str(exc)))
-            waited = time.perf_counter()
-            continue
-        fresh[entry.parsed.sha256] = entry
-        report.pages += entry.parsed.page_count
-        if entry.parsed.file_name in by_name:
-            report.changed.append(entry.parsed.file_name)
-        else:
-            report.added.append(entry.parsed.file_name)
+        ready: list[tuple[ParsedManual, Path | None]] = []
+        for path, result in group:
+            try:
+                if isinstance(result, BaseException):
+                    raise result
+                if result.sha256 != expected_sha.get(Path(path)):
+                    raise IngestError(f"{Path(path).name} changed while it was being ingested")
+                store_original(Path(path), result.sha256)
+                ready.append((result, Path(path)))
+            except (IngestError, ValueError) as exc:
+                report.failed.append(failure(path, str(exc)))
+        for (parsed, path), entry in zip(ready, embedding.entries(ready, chunk_params), strict=True):
+            if isinstance(entry, IngestError):
+                report.failed.append(failure(path or parsed.file_name, str(entry)))
+                continue
+            fresh[parsed.sha256] = entry
+            report.pages += parsed.page_count
+            (report.changed if parsed.file_name in by_name else report.added).append(parsed.file_name)
         waited = time.perf_counter()
     pause_point("after_parse")
 
@@ -343,16 +375,14 @@ def collect_entries(
         return None, report
     replaced = {e.parsed.file_name for e in fresh.values()}
     entries = list(fresh.values())
-    for info in base_manuals:
-        if info["file_name"] in replaced:
-            continue
-        kept = reuse_manual(base, info)
-        if reprocess_kept:
-            try:
-                kept = embedding.entry(kept.parsed, chunk_params, None)
-            except IngestError as exc:  # e.g. no chunk fits the new limits; keep nothing half-done
-                raise RetrievalError(f"cannot re-chunk {info['file_name']}: {exc}") from exc
-        entries.append(kept)
+    kept = [reuse_manual(base, info) for info in base_manuals if info["file_name"] not in replaced]
+    if reprocess_kept and kept:
+        redone = embedding.entries([(k.parsed, None) for k in kept], chunk_params)
+        for k, entry in zip(kept, redone, strict=True):
+            if isinstance(entry, IngestError):  # keep nothing half-done
+                raise RetrievalError(f"cannot re-chunk {k.parsed.file_name}: {entry}")
+        kept = [e for e in redone if isinstance(e, Entry)]
+    entries += kept
     report.embedded = embedding.done
     report.timings["embed"] = embedding.seconds
     entries.sort(key=lambda e: (e.parsed.file_name, e.parsed.sha256))
