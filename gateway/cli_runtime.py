@@ -125,6 +125,12 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
 
     profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
     report = run_doctor(profile)
+    from gateway.deployment import save_doctor_report
+
+    try:  # the server's /api/v1/deployment and the admin page show the latest verdicts
+        save_doctor_report(ctx.settings.data_dir, report.to_dict())
+    except OSError as exc:
+        click.echo(f"warning: could not record the doctor report: {exc}", err=True)
     if as_json:
         emit_json(report.to_dict())
     else:

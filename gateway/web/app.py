@@ -60,7 +60,7 @@ def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Li
         "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),
         "sessions": Sessions(), "rate": RateLimiter(settings.server.rate_limit_per_minute),
         "jobs": JobRunner(settings.db_path), "ready": threading.Event(), "load_error": None,
-        "gate_results": None, "ready_s": None,
+        "ready_s": None,
     })
 
     def start() -> None:

@@ -52,5 +52,12 @@ def deployment_record(state: Any) -> dict[str, Any]:
         chain = runtime.describe()
         record["chain_id"] = chain.chain_id
         record["chain"] = chain.to_dict()
-    record["gates"] = state.gate_results
+    from gateway.deployment import last_doctor_report
+
+    name = (record.get("profile") or {}).get("name")
+    last = last_doctor_report(gw.settings.data_dir, name) if name else None
+    record["gates"] = None if last is None else {
+        "checked_at": last["checked_at"], "passed": last["report"].get("passed"),
+        "chain_id": last["report"].get("chain_id"), "gates": last["report"].get("gates"),
+        "note": "from the last `manualqa doctor` run for this profile"}
     return record

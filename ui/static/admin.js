@@ -67,8 +67,21 @@ async function loadVersions() {
 }
 
 async function loadDeployment() {
-  try { $("deployment").textContent = JSON.stringify(await api("GET", "/api/v1/deployment"), null, 2); }
-  catch (e) { $("deployment").textContent = e.message; }
+  let d;
+  try { d = await api("GET", "/api/v1/deployment"); } catch (e) { $("deployment").textContent = e.message; return; }
+  $("deployment").textContent = JSON.stringify(d, null, 2);
+  const p = d.profile || {};
+  const rows = [["Profile", p.name], ["Backend", p.backend], ["Target device", p.target_device],
+    ["Artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["Artifact chain", d.chain_id],
+    ["Index version", d.index_version], ["Answer mode", d.answer_mode], ["Rollback profile", p.rollback],
+    ["Load problem", d.load_error || d.profile_error]];
+  $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
+    .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
+  const gb = $("gates").querySelector("tbody");
+  if (!d.gates) { gb.innerHTML = `<tr><td colspan="3">Not checked yet: run <code>manualqa doctor</code> on the gateway.</td></tr>`; return; }
+  gb.innerHTML = (d.gates.gates || []).map((g) => `<tr><td>${esc(g.gate)} ${esc(g.name || "")}</td>
+    <td><strong>${g.passed ? "PASS" : "FAIL"}</strong></td><td>${esc(g.detail)}</td></tr>`).join("")
+    + `<tr><td colspan="3" class="muted">checked ${esc(d.gates.checked_at)}</td></tr>`;
 }
 
 async function loadLog() {
