@@ -87,6 +87,7 @@ class ChunkStore:
         self.rescore_terms = RESCORE_TERMS
         self._df: dict[tuple[str, int], int] = {}  # (phrase, cap) -> min(document frequency, cap)
         self._rows: int | None = None  # row count, cached once nothing can change it
+        self._manuals: list[dict] | None = None  # cached on a read-only store (versions are immutable)
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -159,16 +160,22 @@ class ChunkStore:
             return self._db.execute(sql, tuple(params)).fetchall()
 
     def manuals(self) -> list[dict]:
+        """The manuals with their chunk counts (cached when read-only: scoped searches ask every time)."""
+        if self.readonly and self._manuals is not None:
+            return [dict(m) for m in self._manuals]
         rows = self._query(
             "SELECT m.sha256, m.file_name, m.title, m.page_count, m.size_bytes, m.pages_without_text,"
             " (SELECT COUNT(*) FROM chunks c WHERE c.manual_sha256 = m.sha256)"
             " FROM manuals m ORDER BY m.file_name, m.sha256"
         )
-        return [
+        out = [
             {"sha256": r[0], "file_name": r[1], "title": r[2], "page_count": r[3], "size_bytes": r[4],
              "pages_without_text": json.loads(r[5]), "chunk_count": r[6]}
             for r in rows
         ]
+        if self.readonly:
+            self._manuals = [dict(m) for m in out]
+        return out
 
     def chunk_count(self) -> int:
         return self._query("SELECT COUNT(*) FROM chunks")[0][0]
