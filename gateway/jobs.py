@@ -67,7 +67,9 @@ class JobRunner:
 
             try:
                 result = work(progress)
-                self._update(db, job_id, state="done", message="done",
+                row = self.get(job_id) or {}
+                total = row.get("total") or 1  # a job with nothing to do still ends at 100 %
+                self._update(db, job_id, state="done", message="done", progress=total, total=total,
                              result=json.dumps(result, default=str))
             except Exception as exc:  # the job fails alone; the server and index are untouched
                 self._update(db, job_id, state="failed", message=str(exc) or type(exc).__name__)

@@ -48,7 +48,7 @@ class AnswersController(Controller):
         log = request.app.state.gw.log
         if await sync_to_thread(log.get, answer_id) is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")
-        principal = principal_of(request)
+        principal = principal_of(request, strict=False)
         await sync_to_thread(lambda: log.add_feedback(answer_id, data.thumbs, data.comment or "",
                                                       key_name=principal.name if principal else None))
         return {"answer_id": answer_id, "thumbs": data.thumbs}

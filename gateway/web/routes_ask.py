@@ -49,7 +49,7 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
 
 
 def key_name_of(request: Request[Any, Any, Any]) -> str | None:
-    principal = principal_of(request)
+    principal = principal_of(request, strict=False)
     return principal.name if principal else None
 
 

@@ -8,7 +8,9 @@ from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.params import Parameter
 
+from gateway.web.errors import ApiError
 from gateway.web.security import admin_guard, reader_guard
+from retrieval.types import RetrievalError
 
 
 class IndexController(Controller):
@@ -19,7 +21,7 @@ class IndexController(Controller):
     async def versions(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
         store = request.app.state.gw.store
         versions = await sync_to_thread(store.list_versions)
-        return {"active": store.active_id(), "versions": versions}
+        return {"active": store.active_id(), "versions": list(reversed(versions))}
 
     @post("/versions/{version:str}/activate", guards=[admin_guard], status_code=200,
           summary="Verify, then activate a version")
@@ -36,7 +38,10 @@ class IndexController(Controller):
         previous = store.active_id()
         if to:
             _known(store, to)
-        active = await sync_to_thread(store.rollback, to)
+        try:
+            active = await sync_to_thread(store.rollback, to)
+        except RetrievalError as exc:  # nothing to roll back to is a state conflict, not a bad request
+            raise ApiError(409, "conflict", str(exc)) from exc
         return {"active": active, "previous": previous}
 
     @get("/diff", guards=[reader_guard], summary="Manuals added / removed / changed between versions")
@@ -49,7 +54,5 @@ class IndexController(Controller):
 
 
 def _known(store: Any, version: str) -> None:
-    from gateway.web.errors import ApiError
-
     if version not in {v["id"] for v in store.list_versions()}:
         raise ApiError(404, "not_found", f"no index version {version!r}")

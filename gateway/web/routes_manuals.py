@@ -56,6 +56,11 @@ def safe_file_name(name: str | None) -> str:
     return base[:150]
 
 
+def shown_name(original: str | None, fallback: str) -> str:
+    """The upload's own base name, for messages (never used as a path)."""
+    return Path((original or "").replace("\\", "/")).name or fallback
+
+
 class ManualsController(Controller):
     path = "/api/v1"
     tags = ["manuals"]
@@ -95,7 +100,8 @@ class ManualsController(Controller):
                     out.write(chunk)
             with target.open("rb") as fh:
                 if not fh.read(1024).lstrip().startswith(b"%PDF-"):
-                    raise ApiError(415, "unsupported_media_type", f"{name} is not a PDF file")
+                    raise ApiError(415, "unsupported_media_type",
+                                   f"{shown_name(upload.filename, name)} is not a PDF file")
             try:
                 parsed = await sync_to_thread(parse_pdf, target, state.gw.parse_limits)
             except IngestError as exc:

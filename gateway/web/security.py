@@ -88,8 +88,12 @@ def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
     return connection.headers.get("x-api-key")
 
 
-def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
-    """The caller, from an API key header or an admin session cookie (CSRF checked for writes)."""
+def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = True) -> Principal | None:
+    """The caller, from an API key header or an admin session cookie (CSRF checked for writes).
+
+    With strict=False (reader routes) a session write without the right CSRF token is simply
+    anonymous: a cross-site page can then do no more than any anonymous reader could.
+    """
     state = connection.app.state
     key = _bearer(connection)
     if key:
@@ -102,12 +106,14 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | 
         return None
     if connection.scope.get("method", "GET") not in ("GET", "HEAD", "OPTIONS"):
         if not secrets.compare_digest(connection.headers.get(CSRF_HEADER, ""), session.csrf):
+            if not strict:
+                return None
             raise ApiError(403, "csrf_failed", "missing or wrong X-CSRF-Token for this session")
     return session.principal
 
 
 def reader_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    principal = principal_of(connection)
+    principal = principal_of(connection, strict=False)
     if principal is None and not connection.app.state.settings.server.allow_anonymous_read:
         raise ApiError(401, "unauthorized", "this gateway requires an API key to read "
                        "(Authorization: Bearer <key>)")
@@ -122,7 +128,7 @@ def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHand
 
 
 def client_id(request: Request[Any, Any, Any]) -> str:
-    principal = principal_of(request)
+    principal = principal_of(request, strict=False)
     if principal is not None:
         return f"key:{principal.name}"
     return f"ip:{request.client.host if request.client else 'unknown'}"
