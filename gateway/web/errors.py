@@ -55,6 +55,10 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(exc, HTTPException):
         code = _CODES.get(exc.status_code, "http_error")
         return _response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
+    from gateway.pipeline import AnswerInputError
+
+    if isinstance(exc, AnswerInputError):
+        return _response(400, "invalid_request", str(exc))
     if isinstance(exc, RetrievalError):
         return _response(409 if "no index" in str(exc) else 400, "retrieval_error", str(exc))
     if isinstance(exc, IngestError):

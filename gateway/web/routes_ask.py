@@ -64,7 +64,10 @@ class AskController(Controller):
         state = request.app.state
         require_ready(state)
         state.rate.check(client_id(request))
-        produce = answer_producer(state, data.question.strip(), data.manuals, data.mode, data.max_tokens,
+        question = data.question.strip()
+        if not question:
+            raise ApiError(400, "invalid_request", "the question is empty (only blanks or control characters)")
+        produce = answer_producer(state, question, data.manuals, data.mode, data.max_tokens,
                                   "api", key_name_of(request))
         if data.stream:
             return EventStream(_sse(produce), headers={"Cache-Control": "no-store",
