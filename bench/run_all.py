@@ -40,7 +40,7 @@ def assemble() -> Path:
     body = [HEADER]
     for name in names:
         text = sections[name].read_text(encoding="utf-8").strip()
-        body.append(text.replace("\n# ", "\n## ", 1) if text.startswith("# ") else text)
+        body.append("#" + text if text.startswith("# ") else text)  # each section is an h2 here
     OUT.write_text("\n\n".join(body).rstrip() + "\n", encoding="utf-8")
     return OUT
 
