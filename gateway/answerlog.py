@@ -243,8 +243,8 @@ class AnswerLog:
     def query(self, since: str | datetime | None = None, outcome: str | None = None,
               client: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """Newest first."""
-        if limit < 0 or offset < 0:
-            raise LogError("limit and offset must not be negative")
+        if not (0 <= limit <= 2**62 and 0 <= offset <= 2**62):  # SQLite integers are 64-bit
+            raise LogError("limit and offset must be between 0 and 2^62")
         where, params = self._where(since, outcome, client)
         rows = self._read(f"SELECT * FROM answers{where} ORDER BY id DESC LIMIT ? OFFSET ?",
                           [*params, limit, offset])

@@ -24,7 +24,7 @@ class AnswersController(Controller):
         since: str | None = None,
         client: str | None = None,
         limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
     ) -> dict[str, Any]:
         log = request.app.state.gw.log
         rows = await sync_to_thread(lambda: log.query(since=since, outcome=outcome, client=client,
