@@ -9,6 +9,7 @@ tests/test_web_api.py.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 pytestmark = pytest.mark.slow
 
-MAX_EXAMPLES = 15
+MAX_EXAMPLES = int(os.environ.get("MANUALQA_SCHEMATHESIS_EXAMPLES", "15"))
 ISSUE_OPERATIONS = {
     ("post", "/api/v1/ask"), ("post", "/api/v1/search"), ("get", "/api/v1/manuals"),
     ("post", "/api/v1/manuals"), ("get", "/api/v1/jobs/{job_id}"), ("delete", "/api/v1/manuals/{manual_id}"),
