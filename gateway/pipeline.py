@@ -25,7 +25,7 @@ from typing import Any
 from gateway.citations import Citation, resolve
 from gateway.db import new_id, utcnow
 from gateway.extractive import extractive_answer
-from gateway.prompting import fit_prompt
+from gateway.prompting import fit_prompt, strip_echoed_fences
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
@@ -282,7 +282,7 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
             failure = value
         elif kind == "timeout":
             timed_out = True
-    res.answer = "".join(pieces).strip()
+    res.answer = strip_echoed_fences("".join(pieces))
     if stats is not None:
         res.timings.update(prompt_tokens=stats.prompt_tokens, output_tokens=stats.output_tokens,
                            runtime_ttft_ms=stats.ttft_ms, decode_tps=stats.decode_tps,

@@ -44,6 +44,15 @@ def _attr(value: str) -> str:
     return neutralise(value).replace('"', "'").replace("\n", " ")[:200]
 
 
+_ECHO_RE = re.compile(r"</?\s*passages?\b[^>\n]*>", re.IGNORECASE)
+
+
+def strip_echoed_fences(answer: str) -> str:
+    """Remove passage tags a small model copied into its answer (they are prompt scaffolding)."""
+    cleaned = _ECHO_RE.sub("", answer)
+    return re.sub(r"\n{3,}", "\n\n", cleaned).strip()
+
+
 def format_passage(n: int, hit: Hit, text: str | None = None) -> str:
     body = neutralise(hit.text if text is None else text).strip()
     heading = f' section="{_attr(hit.heading)}"' if hit.heading else ""

@@ -89,3 +89,12 @@ def test_no_valid_citation_attaches_top_passage_as_supporting_and_says_so() -> N
     assert citations == [] and flags == ["no_valid_citation"]
     citations, flags = resolve("Anything [1].", [])
     assert citations == [] and flags == ["dropped_invalid_citations: [1]", "no_valid_citation"]
+
+
+def test_echoed_passage_tags_are_removed_from_answers() -> None:
+    from gateway.prompting import strip_echoed_fences
+
+    raw = ('The answer is:\n<passage id=6 manual="Voron Guide" page="1">\nFlash it over USB [1].\n'
+           "</passage>\n\n\n<PASSAGES>Done.")
+    assert strip_echoed_fences(raw) == "The answer is:\n\nFlash it over USB [1].\n\nDone."
+    assert strip_echoed_fences("Torque to 0.8 Nm [2] (see a < b > c).") == "Torque to 0.8 Nm [2] (see a < b > c)."

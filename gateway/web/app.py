@@ -94,5 +94,6 @@ def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Li
                                          streaming=("/api/v1/ask", "/v1/chat/completions"))],
                                      description="Offline answers from equipment manuals, with citations."),
         debug=False,
+        logging_config=None,  # uvicorn logs requests; library INFO chatter (faiss, torch) stays quiet
     )
     return app
