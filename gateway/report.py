@@ -62,11 +62,12 @@ def _boxes(cmp: Comparison) -> str:
         for run, color in ((cmp.baseline, BASE_COLOR), (cmp.candidate, CAND_COLOR)):
             vals = [it["timings"].get(kind) for it in run["items"] if it["timings"].get(kind) is not None]
             series.append((run.get("label") or run["id"], color, vals))
-        top = max((max(v) for _, _, v in series if v), default=0.0)
+        # the axis spans the largest p95 (whiskers end there): one slow outlier must not squash the boxes
+        top = 1.15 * max(((percentile(v, 95) or 0.0) for _, _, v in series if v), default=0.0)
         if top <= 0:
             continue
         width, left, h = 720, 190, 26
-        scale = (width - left - 20) / top
+        scale = (width - left - 140) / top  # room for the p50/p95 label right of the whisker
         parts = [f'<h3>{escape(kind)} (ms)</h3><svg role="img" aria-label="{escape(kind)} distribution" '
                  f'width="{width}" height="{len(series) * (h + 8) + 24}" xmlns="http://www.w3.org/2000/svg" '
                  f'font-size="12">']
