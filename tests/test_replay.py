@@ -124,7 +124,7 @@ def test_degraded_index_fails_the_gate_and_report_shows_it(gw: Gateway, qfile: P
     res = runner.invoke(main, ["replay", "compare", "full", "no-voron", "--report", str(out)], env=env)
     assert res.exit_code == 1, res.output
     assert "GATE FAILED" in res.output and out.is_file()
-    res = runner.invoke(main, ["replay", "compare", "base", "again", "--json"], env=env)
+    res = runner.invoke(main, ["replay", "compare", "full", "full", "--json"], env=env)
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["gate"]["passed"] is True
 
