@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out, sys.stdout = sys.stdout, sys.stderr
     try:
-        os.nice(5)  # parsing yields the CPU to the gateway answering questions
+        os.nice(19)  # parsing yields the CPU to embedding and to the gateway answering questions
     except (AttributeError, OSError):
         pass
     try:
