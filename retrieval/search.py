@@ -8,6 +8,7 @@ fusion combines the two rankings without having to calibrate their scores agains
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -58,6 +59,19 @@ def resolve_manuals(known: list[dict], wanted: Sequence[str]) -> list[str]:
             f"{MIN_SHA_PREFIX} characters."
         )
     return shas
+
+
+_NAV_HEADING_RE = re.compile(r"^\s*(table of contents|contents|index|list of (figures|tables))\s*$", re.I)
+_LEADER_RE = re.compile(r"(\.\s?){3,}\s*\d+|…\s*\d+")
+
+
+def is_navigation(heading: str, text: str) -> bool:
+    """A table of contents or index chunk: its heading says so, or it is mostly dot leaders + page numbers."""
+    if _NAV_HEADING_RE.match(heading or ""):
+        return True
+    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    leaders = len(_LEADER_RE.findall(text or ""))
+    return leaders >= 4 and leaders >= 0.4 * max(1, len(lines))
 
 
 def fuse(rankings: Sequence[Sequence[tuple[int, float]]], rrf_k: int) -> dict[int, float]:
@@ -119,13 +133,21 @@ def search_with_timings(
     if missing.size:  # lexical-only candidates: their cosine is needed for ordering ties and Hit
         cos.update(zip(missing.tolist(), ver.vectors.cosine(qvec, missing).tolist(), strict=True))
     # Ties (same fused score) go to the semantically closer passage, then to document order.
-    order = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[:k]
+    # Navigation pages (table of contents, index) match every topic but answer none: they are
+    # ranked after real passages with the same fused score, by halving it. Looked at among the top
+    # 3k only, so that it costs one small fetch.
+    shortlist = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[: 3 * k]
+    rows = {c["row"]: c for c in ver.chunks.get_rows(shortlist)}
+    for row, c in rows.items():
+        if is_navigation(c["heading"], c["text"]):
+            fused[row] *= 0.5
+    order = sorted(shortlist, key=lambda r: (-fused[r], -cos[r], r))[:k]
     hits = [
         Hit(chunk_id=c["chunk_id"], manual=c["file_name"], title=c["title"],
             manual_sha256=c["manual_sha256"], page=c["page"], heading=c["heading"], text=c["text"],
             score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
             lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]))
-        for c in ver.chunks.get_rows(order)
+        for c in (rows[r] for r in order)
     ]
     fuse_ms = (time.perf_counter() - t) * 1000
     timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,

@@ -18,7 +18,7 @@ import pytest
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.chunkstore import ChunkStore
 from retrieval.embeddings import Embedder, passage_text
-from retrieval.search import fuse, search, search_with_timings
+from retrieval.search import fuse, is_navigation, search, search_with_timings
 from retrieval.types import RetrievalError
 from retrieval.vectors import VectorIndex
 
@@ -106,11 +106,26 @@ def test_hybrid_ordered_by_fused_score_and_every_hit_has_cosine(store: OneVersio
     qv = embedder.encode_query(q)
     for h in hits:
         expected = sum(1 / (60 + r) for r in (h.dense_rank, h.lexical_rank) if r is not None)
+        if is_navigation(h.heading, h.text):
+            expected *= 0.5  # tables of contents are demoted
         assert h.score == pytest.approx(expected)
         assert h.dense_score is not None
         passage = embedder.encode([passage_text(h.heading, h.text)])[0]
         assert h.dense_score == pytest.approx(float(passage @ qv), abs=1e-4)
     assert any(h.dense_rank and h.lexical_rank for h in hits)
+
+
+def test_table_of_contents_is_ranked_after_real_passages(store: OneVersionStore, embedder: Embedder) -> None:
+    # The NOAA manual's contents page lists "Firmware Flash ... 11": it matches the question on both
+    # sides, but a technician needs page 11, not the page that points to it.
+    q = "how do I flash the firmware"
+    wide = search(store, embedder, q, k=20, manuals=["noaa_lcp_pistonboard_user_manual.pdf"])
+    toc = [h for h in wide if is_navigation(h.heading, h.text)]
+    assert toc, "the contents page should still be found (just not first)"
+    top = search(store, embedder, q, k=5, manuals=["noaa_lcp_pistonboard_user_manual.pdf"])
+    assert not any(is_navigation(h.heading, h.text) for h in top)
+    assert top[0].page == 11
+    assert is_navigation("Contents", "") and not is_navigation("Wiring", "Connect FAN0 ... then 24V.")
 
 
 def test_lexical_only_hits_get_a_cosine_too(store: OneVersionStore, embedder: Embedder) -> None:
