@@ -49,7 +49,7 @@ class Citation:
     sentences: list[str] = field(default_factory=list)  # the cited sentences within the passage
     spans: list[list[int]] = field(default_factory=list)  # their [start, end) in `passage`
     pdf_url: str = ""
-    supporting: bool = False  # True: not cited by the answer, attached as the top passage
+    supporting: bool = False  # True: not cited by the answer; the given passage closest to it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -146,8 +146,8 @@ def resolve(
 ) -> tuple[list[Citation], list[str]]:
     """Citations of `answer` against the passages given (hits[0] is [1]), plus flags.
 
-    Flags: ``dropped_invalid_citations: [7, 9]`` and ``no_valid_citation`` (then, if asked, the top
-    passage is attached as a supporting passage so the reader still sees where to look).
+    Flags: ``dropped_invalid_citations: [7, 9]`` and ``no_valid_citation`` (then, if asked, the given
+    passage closest to the answer is attached as a supporting passage so the reader sees where to look).
     """
     flags: list[str] = []
     valid, dropped = validate(parse_citations(answer), len(hits))
@@ -173,9 +173,22 @@ def resolve(
     if not valid:
         flags.append("no_valid_citation")
         if supporting_fallback and hits:
-            spans = best_sentences(hits[0].text, answer)
-            citations.append(_citation(1, hits[0], spans, supporting=True))
+            n = supporting_passage(answer, hits)
+            spans = best_sentences(hits[n - 1].text, answer)
+            citations.append(_citation(n, hits[n - 1], spans, supporting=True))
     return citations, flags
+
+
+def supporting_passage(answer: str, hits: list[Hit]) -> int:
+    """For an answer without a valid citation: the given passage (1-based) that shares the most content
+    terms with it, so the reader is pointed where the text came from; ties and no overlap -> rank 1."""
+    want = content_terms(CITATION_RE.sub(" ", answer))
+    best, best_overlap = 1, 0
+    for i, hit in enumerate(hits, start=1):
+        overlap = len(want & content_terms(hit.text))
+        if overlap > best_overlap:
+            best, best_overlap = i, overlap
+    return best
 
 
 def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool = False) -> Citation:

@@ -80,11 +80,17 @@ def test_resolve_drops_and_flags_invented_numbers() -> None:
     assert "no_valid_citation" not in flags
 
 
-def test_no_valid_citation_attaches_top_passage_as_supporting_and_says_so() -> None:
+def test_no_valid_citation_attaches_closest_passage_as_supporting_and_says_so() -> None:
     hits = [hit(1, "Torque the bolts to 12 Nm."), hit(2, "Use thread locker.")]
     citations, flags = resolve("Torque them to 12 Nm [5].", hits)
     assert "no_valid_citation" in flags and "dropped_invalid_citations: [5]" in flags
     assert len(citations) == 1 and citations[0].supporting and citations[0].chunk_id == "c1"
+    # an uncited answer that came from passage 2 points there, not at the top-ranked passage
+    citations, _ = resolve("Apply blue thread locker before assembly.", hits)
+    assert citations[0].supporting and citations[0].n == 2 and citations[0].chunk_id == "c2"
+    assert citations[0].sentences == ["Use thread locker."]
+    citations, _ = resolve("Nothing in common here.", hits)
+    assert citations[0].n == 1  # no overlap at all: the top-ranked passage
     citations, flags = resolve("No brackets at all.", hits, supporting_fallback=False)
     assert citations == [] and flags == ["no_valid_citation"]
     citations, flags = resolve("Anything [1].", [])
