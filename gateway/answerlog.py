@@ -25,13 +25,16 @@ from gateway.db import connect, utcnow
 
 log = logging.getLogger(__name__)
 
-JSON_COLUMNS = ("scope", "flags", "citations", "passages", "generation_config", "timings")
+JSON_COLUMNS = ("scope", "flags", "citations", "passages", "generation_config", "timings", "support")
 TIMING_COLUMNS = ("retrieval_ms", "embed_ms", "ttft_ms", "total_ms", "prompt_tokens", "output_tokens",
                   "decode_tps")
 COLUMNS = ("id", "time", "question", "scope", "answer", "outcome", "mode", "flags", "citations",
            "passages", "index_version", "chain_id", "profile", "generation_config", *TIMING_COLUMNS,
-           "timings", "client", "key_name", "error")
-OUTCOMES = ("answered", "not_found", "error", "cancelled")
+           "timings", "client", "key_name", "error", "draft", "support")
+# answered: every sentence shown is backed by the passage it cites; evidence_only: quoted evidence
+# is shown instead of an answer (extractive mode, or the model's text was not supported);
+# not_found: the evidence was too weak to show as an answer.
+OUTCOMES = ("answered", "evidence_only", "not_found", "error", "cancelled")
 
 
 class LogError(ValueError):
@@ -58,6 +61,7 @@ def to_row(result: Any) -> dict[str, Any]:
                             ensure_ascii=False, default=str)
     row["time"] = row["time"] or utcnow()
     row["answer"] = row["answer"] or ""
+    row["draft"] = row["draft"] or ""
     return row
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
+from gateway.answerlog import OUTCOMES
 from gateway.cli import Ctx, emit_json, pass_ctx
 
-EXIT_BY_OUTCOME = {"answered": 0, "not_found": 0, "error": 1, "cancelled": 130}
+EXIT_BY_OUTCOME = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 
 
 def _print_citations(result: Any) -> None:
@@ -113,7 +114,7 @@ def register(group: click.Group) -> None:
 
     @group.group("log", invoke_without_command=True)
     @click.option("--since", default=None, help="ISO date/time, or an age like 30m, 1h, 2d.")
-    @click.option("--outcome", type=click.Choice(["answered", "not_found", "error", "cancelled"]),
+    @click.option("--outcome", type=click.Choice(list(OUTCOMES)),
                   default=None)
     @click.option("--client", type=click.Choice(["cli", "api", "ui", "replay"]), default=None)
     @click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True)
@@ -201,7 +202,7 @@ def register(group: click.Group) -> None:
     @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
                   help="Write here instead of standard output.")
     @click.option("--since", default=None)
-    @click.option("--outcome", type=click.Choice(["answered", "not_found", "error", "cancelled"]),
+    @click.option("--outcome", type=click.Choice(list(OUTCOMES)),
                   default=None)
     @pass_ctx
     def log_export(obj: Ctx, fmt: str, output: Path | None, since: str | None, outcome: str | None) -> None:

@@ -60,6 +60,8 @@ def _print_report(report: Any) -> None:
                          ("unchanged", report.unchanged), ("removed", report.removed)):
         if names:
             click.echo(f"{label:>9}: {', '.join(names)}")
+    if report.reprocessed and report.version:
+        click.echo(f"re-embedded every manual: {report.reprocessed}")
     for file, message in report.failed:
         click.secho(f"   FAILED: {file}: {message}", fg="red", err=True)
     if report.version:

@@ -39,6 +39,9 @@ class ChunkSettings:
     max_chars: int = 600
     overlap_chars: int = 100
     min_chars: int = 80
+    # "title+heading": each chunk is embedded and indexed with its manual's title and section
+    # heading; "heading": the heading only (chosen on eval/dev, docs/bench/retrieval_eval.md).
+    context: str = "title+heading"
 
 
 @dataclass
@@ -54,6 +57,16 @@ class SearchSettings:
     k: int = 5
     candidates: int = 50
     rrf_k: int = 60
+    # Reciprocal-rank fusion weights of the dense and the lexical ranking, and the share of the
+    # other candidates' scores on its page that a chunk receives (chosen on eval/dev).
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    page_share: float = 0.0
+
+    def search_options(self) -> dict[str, Any]:
+        """The keyword arguments retrieval.search takes from these settings."""
+        return {"candidates": self.candidates, "rrf_k": self.rrf_k,
+                "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share}
 
 
 @dataclass
@@ -72,6 +85,13 @@ class AnswerSettings:
     min_similarity: float = 0.5  # calibrated by bench/answer_quality.py (docs/bench/answers.md)
     max_answer_tokens: int = 256
     timeout_s: float = 120.0
+    # Cited sentences shown as the evidence before (and without) the model's answer.
+    evidence_sentences: int = 3
+    # Constrain generation so every sentence ends with a citation of a given passage (backends that
+    # accept a grammar: llama.cpp); others keep the prompt instruction and the checks.
+    constrain_citations: bool = True
+    # Share of a sentence's content words its cited passage must hold (gateway.support).
+    min_support_overlap: float = 0.6
 
 
 @dataclass

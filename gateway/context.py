@@ -38,7 +38,8 @@ class Gateway:
     @property
     def chunk_params(self) -> ChunkParams:
         c = self.settings.chunking
-        return ChunkParams(max_chars=c.max_chars, overlap_chars=c.overlap_chars, min_chars=c.min_chars)
+        return ChunkParams(max_chars=c.max_chars, overlap_chars=c.overlap_chars, min_chars=c.min_chars,
+                           context=c.context)
 
     @property
     def parse_limits(self) -> ParseLimits:
@@ -61,7 +62,7 @@ class Gateway:
 
         s = self.settings.search
         return search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
-                      version=version, candidates=s.candidates, rrf_k=s.rrf_k)
+                      version=version, **s.search_options())
 
     # -- answers (gateway.pipeline, gateway.answerlog) -----------------------------------------
     @cached_property

@@ -107,6 +107,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             PRIMARY KEY (run_id, position)
         )""",
     ]),
+    ("answer_support", [
+        # draft: what the model wrote; answer keeps only its supported sentences (gateway.support).
+        "ALTER TABLE answers ADD COLUMN draft TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE answers ADD COLUMN support TEXT NOT NULL DEFAULT '[]'",  # JSON, one per sentence
+    ]),
 ]
 
 def utcnow() -> str:

@@ -1,14 +1,20 @@
 """The one answer function that the CLI, the HTTP API and replay all call.
 
 question -> retrieve from the (pinned) active index version -> weak evidence? not_found, no model
--> prompt with fenced passages, fitted to the window -> stream from the runtime -> validate and
-resolve citations -> one row in the answer log -> final event.
+-> the evidence (best cited sentences, no model) at once -> prompt with fenced passages, fitted to
+the window -> stream from the runtime (constrained to cite, where the backend takes a grammar) ->
+check every sentence against the passage it cites -> one row in the answer log -> final event.
 
-`answer_events()` yields {"type": "retrieval"}, {"type": "text"} (many) and exactly one
-{"type": "final", "result": AnswerResult}; `answer()` consumes it. Every path ends with a final
-event and a log row: failure before any text falls back to an extractive answer, failure after
+`answer_events()` yields {"type": "retrieval"}, {"type": "evidence"}, {"type": "text"} (many) and
+exactly one {"type": "final", "result": AnswerResult}; `answer()` consumes it. Every path ends with
+a final event and a log row: failure before any text falls back to the evidence, failure after
 some text ends as "error", a cancel ends as "cancelled", and a runtime that stops responding is
 abandoned at the timeout.
+
+Outcomes: ``answered`` only when every sentence shown is backed by the passage it cites (the
+model's unsupported sentences are removed, and kept in ``draft``); ``evidence_only`` when quoted
+evidence is shown instead (extractive mode, a model that declined or wrote nothing supported);
+``not_found`` when the evidence is too weak to show as an answer.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from typing import Any
 from gateway.citations import Citation, resolve
 from gateway.db import new_id, utcnow
 from gateway.extractive import extractive_answer
+from gateway.grammar import citation_grammar
 from gateway.prompting import fit_prompt, strip_echoed_fences
+from gateway.support import check_answer, is_decline, supported_text
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
@@ -54,7 +62,7 @@ class AnswerResult:
     question: str
     scope: list[str]
     answer: str = ""
-    outcome: str = "answered"  # answered | not_found | error | cancelled
+    outcome: str = "answered"  # answered | evidence_only | not_found | error | cancelled
     mode: str = "generate"  # generate | extractive | extractive_fallback
     citations: list[Citation] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -67,6 +75,8 @@ class AnswerResult:
     error: str | None = None
     client: str = "cli"
     key_name: str | None = None
+    draft: str = ""  # the model's text as generated; `answer` keeps its supported sentences
+    support: list[dict[str, Any]] = field(default_factory=list)  # gateway.support, one per sentence
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -97,7 +107,7 @@ def _retrieve(gw: Any, question: str, manuals: list[str] | None,
     s = gw.settings.search
     k = max(s.k, gw.settings.answer.max_passages)
     hits, timings = search_with_timings(gw.store, gw.embedder, question, k=k, manuals=manuals or None,
-                                        version=version, candidates=s.candidates, rrf_k=s.rrf_k)
+                                        version=version, **s.search_options())
     return hits, timings, version
 
 
@@ -174,14 +184,18 @@ def answer_events(
             yield {"type": "text", "text": res.answer}
             yield {"type": "final", "result": _finish(gw, res, chain)}
             return
-        # 3. extractive, by configuration ------------------------------------------------------
+        # 3. the evidence, at once: the best sentences of the passages, each cited --------------
+        evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences)
+        ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
+        res.timings["evidence_ms"] = _ms(t0)
+        yield {"type": "evidence", "text": evidence, "citations": [c.to_dict() for c in ev_citations]}
         if mode == "extractive":
-            yield from _extractive(res, given, t0)
+            _use_evidence(res, given, evidence)
             res.chain_id, chain = None, None  # no model took part
             yield {"type": "final", "result": _finish(gw, res, chain)}
             return
         # 4. generate ---------------------------------------------------------------------------
-        chain = yield from _generate(gw, res, given, cancel, max_tokens, t0)
+        chain = yield from _generate(gw, res, given, cancel, max_tokens, t0, evidence)
         yield {"type": "final", "result": _finish(gw, res, chain)}
     except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
         cancel.set()
@@ -212,28 +226,27 @@ def _chain(runtime: Any) -> dict[str, Any] | None:
         return None
 
 
-def _extractive(res: AnswerResult, given: list[Hit], t0: float) -> Iterator[dict[str, Any]]:
-    text = extractive_answer(res.question, given)
-    res.timings.setdefault("ttft_ms", _ms(t0))
-    yield {"type": "text", "text": text}
-    res.answer = text
+def _use_evidence(res: AnswerResult, given: list[Hit], evidence: str) -> None:
+    """Show the quoted evidence (cited sentences of the top passages) as such: evidence_only."""
+    res.outcome, res.answer = "evidence_only", evidence
     for p in res.passages[: len(given)]:
         p["given"] = True
-    res.citations, flags = resolve(text, given)
-    res.flags.extend(flags)
-    res.timings["total_ms"] = _ms(t0)
+    res.citations, flags = resolve(evidence, given, supporting_fallback=False)
+    if not res.citations and given:  # no sentence qualified: the top passage itself
+        res.citations, _ = resolve("[1]", given[:1], supporting_fallback=False)
+    res.flags.extend(f for f in flags if f != "no_valid_citation")
 
 
-def _fallback(res: AnswerResult, given: list[Hit], t0: float, why: str) -> Iterator[dict[str, Any]]:
-    """The runtime failed before any text: answer extractively and record why."""
+def _fallback(res: AnswerResult, given: list[Hit], evidence: str, why: str) -> None:
+    """The runtime failed before any text: show the evidence and record why."""
     res.mode, res.error = "extractive_fallback", why
     res.flags.append("runtime_failed")
-    log.warning("answer %s: generation unavailable, extractive fallback: %s", res.id, why)
-    yield from _extractive(res, given, t0)
+    log.warning("answer %s: generation unavailable, evidence only: %s", res.id, why)
+    _use_evidence(res, given, evidence)
 
 
 def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Event,
-              max_tokens: int | None, t0: float) -> Iterator[dict[str, Any]]:
+              max_tokens: int | None, t0: float, evidence: str) -> Iterator[dict[str, Any]]:
     """Stream from the runtime into res; returns the artifact chain JSON (None if never loaded)."""
     settings = gw.settings.answer
     tl = time.perf_counter()
@@ -244,7 +257,8 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
         runtime = gw.runtime  # loads on the first answer: load_ms, not pipeline overhead
         res.timings["load_ms"] = _ms(tl)
     except Exception as exc:  # noqa: BLE001 - a runtime that cannot load must not lose the answer
-        yield from _fallback(res, given, t0, f"runtime could not load: {exc}")
+        _fallback(res, given, evidence, f"runtime could not load: {exc}")
+        res.timings["total_ms"] = _ms(t0)
         return None
     chain = _chain(runtime)
     res.chain_id = chain["chain_id"] if chain else None
@@ -256,9 +270,12 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
         plan = fit_prompt(res.question, given, runtime.count_tokens, runtime.context_length,
                           config.max_tokens)
     except Exception as exc:  # noqa: BLE001
-        yield from _fallback(res, given, t0, f"prompt could not be built: {exc}")
+        _fallback(res, given, evidence, f"prompt could not be built: {exc}")
+        res.timings["total_ms"] = _ms(t0)
         return chain
     config.max_tokens = plan.max_tokens
+    if settings.constrain_citations and plan.hits and getattr(runtime, "accepts_grammar", False):
+        config.grammar = citation_grammar(len(plan.hits))
     res.generation_config = config.to_dict()
     res.flags.extend(plan.flags)
     for p in res.passages[: len(plan.hits)]:
@@ -282,7 +299,8 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
             failure = value
         elif kind == "timeout":
             timed_out = True
-    res.answer = strip_echoed_fences("".join(pieces))
+    res.draft = "".join(pieces)
+    res.answer = strip_echoed_fences(res.draft)
     if stats is not None:
         res.timings.update(prompt_tokens=stats.prompt_tokens, output_tokens=stats.output_tokens,
                            runtime_ttft_ms=stats.ttft_ms, decode_tps=stats.decode_tps,
@@ -300,18 +318,50 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
     if cancel.is_set() and not timed_out:
         res.outcome = "cancelled"
     elif failure is not None and not pieces:
-        yield from _fallback(res, given, t0, failure)
+        _fallback(res, given, evidence, failure)
+        res.timings["total_ms"] = _ms(t0)
         return chain
     elif failure is not None:
         res.outcome, res.error = "error", failure
-    citations, flags = resolve(res.answer, plan.hits)
-    res.citations = citations
-    res.flags.extend(flags)
-    if res.outcome == "answered" and "no_valid_citation" in flags and _DECLINE_RE.search(res.answer):
-        res.outcome = "not_found"
-        res.flags.append("model_declined")
+    if res.outcome == "answered":
+        _check_support(res, plan.hits, given, evidence, settings.min_support_overlap)
+    else:
+        res.citations, flags = resolve(res.answer, plan.hits)
+        res.flags.extend(flags)
     res.timings["total_ms"] = _ms(t0)
     return chain
+
+
+def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidence: str,
+                   min_overlap: float) -> None:
+    """Keep the sentences the cited passages back; with none left, show the evidence instead."""
+    _, dropped = resolve(res.answer, hits, supporting_fallback=False)
+    res.flags.extend(f for f in dropped if f.startswith("dropped_invalid_citations"))
+    if is_decline(res.answer) or (not _has_citation(res.answer) and _DECLINE_RE.search(res.answer)):
+        res.flags.append("model_declined")
+        _use_evidence(res, given, evidence)
+        return
+    checks = check_answer(res.answer, [h.text for h in hits], min_overlap)
+    res.support = [c.to_dict() for c in checks]
+    unsupported = [c for c in checks if not c.supported]
+    inferred = [c for c in checks if c.supported and c.inferred]
+    if unsupported:
+        res.flags.append(f"unsupported_sentences_removed: {len(unsupported)}")
+    if inferred:
+        res.flags.append(f"citations_inferred: {len(inferred)}")
+    if len(unsupported) == len(checks):
+        res.flags.append("no_supported_sentence")
+        _use_evidence(res, given, evidence)
+        return
+    res.answer = supported_text(res.answer, checks)
+    res.citations, flags = resolve(res.answer, hits, supporting_fallback=False)
+    res.flags.extend(f for f in flags if not f.startswith("dropped_invalid_citations"))
+
+
+def _has_citation(text: str) -> bool:
+    from gateway.citations import parse_citations
+
+    return bool(parse_citations(text))
 
 
 def _pump(gw: Any, runtime: Any, messages: list[dict[str, str]], config: Any, cancel: threading.Event,

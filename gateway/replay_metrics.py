@@ -1,10 +1,18 @@
-"""Metrics of one replay run: retrieval, citations, refusals, answer similarity, latency."""
+"""Metrics of one replay run: retrieval, citations, refusals, answer correctness and support, latency.
+
+Answer correctness is scored against the gold answer: when the gold answer holds numbers, every
+one of them must appear in the answer (numbers are what a technician acts on); otherwise it is the
+token F1 of content words. A refusal scores 0. The support figures come from gateway.support.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+
+from gateway.citations import CITATION_RE, content_terms
+from gateway.support import numbers_of
 
 # Metric name -> True when higher is better (the compare gate and report use this).
 HIGHER_IS_BETTER = {
@@ -13,6 +21,8 @@ HIGHER_IS_BETTER = {
     "answer_similarity": True, "retrieval_ms_p50": False, "retrieval_ms_p95": False,
     "ttft_ms_p50": False, "ttft_ms_p95": False, "total_ms_p50": False, "total_ms_p95": False,
     "decode_tps_median": True, "peak_rss_mb": False, "error_rate": False,
+    "answer_correctness": True, "answered_correctness": True, "supported_sentence_rate": True,
+    "unsupported_numbers": False, "unanswerable_not_found_rate": True,
 }
 
 
@@ -71,6 +81,7 @@ def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], An
             sum(1 for it in unanswerable if it["result"].get("outcome") == "not_found"), len(unanswerable)),
         "error_rate": _rate(outcomes.get("error", 0), len(items)),
         "answer_similarity": _similarity(answerable, embed),
+        **_answer_quality(items, answerable),
     }
     for name in ("retrieval_ms", "ttft_ms", "total_ms"):
         values = [(it["result"].get("timings") or {}).get(name) for it in items]
@@ -91,3 +102,41 @@ def _similarity(answerable: list[dict[str, Any]], embed: Callable[[list[str]], A
     n = len(pairs)
     sims = [float((vecs[i] * vecs[n + i]).sum()) for i in range(n)]  # vectors are L2-normalised
     return round(sum(sims) / n, 4)
+
+
+def correctness(answer: str, gold: str) -> float:
+    """1/0 on the gold answer's numbers when it has any, else token F1 of content words."""
+    answer = CITATION_RE.sub(" ", answer or "")
+    gold_numbers = numbers_of(gold)
+    if gold_numbers:
+        return 1.0 if gold_numbers <= numbers_of(answer) else 0.0
+    want, have = content_terms(gold), content_terms(answer)
+    common = len(want & have)
+    if not want or not have or not common:
+        return 0.0
+    precision, recall = common / len(have), common / len(want)
+    return 2 * precision * recall / (precision + recall)
+
+
+def unsupported_numbers(result: dict[str, Any]) -> int:
+    """Numbers in the answer shown that none of its cited passages holds."""
+    cited = " ".join(c.get("passage") or "" for c in result.get("citations") or [])
+    shown = CITATION_RE.sub(" ", result.get("answer") or "")
+    return len(numbers_of(shown) - numbers_of(cited))
+
+
+def _answer_quality(items: list[dict[str, Any]], answerable: list[dict[str, Any]]) -> dict[str, Any]:
+    scores = [correctness(it["result"].get("answer") or "", it["question"].get("answer") or "")
+              if it["result"].get("outcome") in ("answered", "evidence_only") else 0.0
+              for it in answerable if it["question"].get("answer")]
+    answered = [correctness(it["result"].get("answer") or "", it["question"].get("answer") or "")
+                for it in answerable if it["result"].get("outcome") == "answered" and it["question"].get("answer")]
+    sentences = [s for it in items if it["result"].get("mode") == "generate"
+                 for s in it["result"].get("support") or []]
+    shown = [it["result"] for it in items if it["result"].get("outcome") == "answered"]
+    return {
+        "answer_correctness": round(sum(scores) / len(scores), 4) if scores else None,
+        "answered_correctness": round(sum(answered) / len(answered), 4) if answered else None,
+        "supported_sentence_rate": _rate(sum(1 for s in sentences if s.get("supported")), len(sentences)),
+        "unsupported_numbers": sum(unsupported_numbers(r) for r in shown),
+    }

@@ -49,7 +49,26 @@ class ChunkParams:
     max_chars: int = 600  # measured: bench/chunking.py
     overlap_chars: int = 100
     min_chars: int = 80
+    # What each chunk carries into its embedding and its full-text row besides its own text:
+    # "heading" (its section heading) or "title+heading" (also the manual's title, so a question
+    # naming the equipment finds its manual). Versions written before this field used "heading".
+    context: str = "title+heading"
 
-    def to_dict(self) -> dict[str, int]:
+    def __post_init__(self) -> None:
+        if self.context not in CONTEXTS:
+            raise ValueError(f"chunk context must be one of {', '.join(CONTEXTS)}, got {self.context!r}")
+
+    def to_dict(self) -> dict[str, int | str]:
         return {"max_chars": self.max_chars, "overlap_chars": self.overlap_chars,
-                "min_chars": self.min_chars}
+                "min_chars": self.min_chars, "context": self.context}
+
+    @classmethod
+    def from_manifest(cls, data: dict[str, object]) -> ChunkParams:
+        return cls(**{"context": "heading", **data})  # type: ignore[arg-type]
+
+    def title_for(self, title: str) -> str:
+        """The manual title a chunk carries ("" when the recipe leaves it out)."""
+        return title if self.context == "title+heading" else ""
+
+
+CONTEXTS = ("heading", "title+heading")

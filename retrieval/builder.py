@@ -51,6 +51,8 @@ class IngestReport:
     pages: int = 0  # pages parsed by this run
     seconds: float = 0.0
     parent: str | None = None
+    # why manuals already indexed were chunked and embedded again ("" when they were re-used as is)
+    reprocessed: str = ""
     # where the time went: parse_wait (embedding idle, waiting for a parse), embed, write, activate
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -138,7 +140,8 @@ class Embedding:
                                            "(scanned PDF without a text layer?)"))
                 continue
             results.append(Entry(parsed, chunks, np.zeros((0, 0), dtype=np.float32), source))
-            texts += [passage_text(c.heading, c.text) for c in chunks]
+            title = params.title_for(parsed.title)
+            texts += [passage_text(c.heading, c.text, title) for c in chunks]
         self.total += len(texts)
         before = self.done
 
@@ -233,7 +236,7 @@ def write_version(
     try:
         for entry in entries:
             store.add_manual(entry.parsed)
-            rows = list(store.add_chunks(entry.chunks))
+            rows = list(store.add_chunks(entry.chunks, chunk_params.title_for(entry.parsed.title)))
             if rows != list(range(offset, offset + len(entry.chunks))):
                 raise RetrievalError("chunk store rows are not contiguous with vector positions")
             offset += len(entry.chunks)
@@ -269,6 +272,14 @@ def _warm_up(embedder: Any) -> None:
         pass
 
 
+def _recipe(chunker: Any) -> dict[str, Any] | None:
+    """A manifest's chunker settings as ChunkParams would write them today (None if unreadable)."""
+    try:
+        return ChunkParams.from_manifest(dict(chunker or {})).to_dict()
+    except (TypeError, ValueError):
+        return None
+
+
 def _same_model(base_embedding: dict[str, Any], embedder: Any) -> bool:
     return (base_embedding.get("model_id") == embedder.model_id
             and base_embedding.get("model_hash") == embedder.model_hash)
@@ -294,13 +305,19 @@ def collect_entries(
 
     report = IngestReport(parent=base.id if base else None)
     base_manuals: list[dict[str, Any]] = list(base.manifest.get("manuals", [])) if base else []
-    if base and not rebuild and not _same_model(base.manifest.get("embedding", {}), embedder):
+    # Vectors of two models cannot share an index, and a changed chunk recipe changes what is
+    # embedded: then every kept manual is chunked and embedded again, and the report says why.
+    if base and rebuild:
+        report.reprocessed = "rebuild asked for"
+    elif base and not _same_model(base.manifest.get("embedding", {}), embedder):
         old = base.manifest.get("embedding", {})
-        raise RetrievalError(
-            f"the active index {base.id} was embedded with {old.get('model_id')} "
-            f"({str(old.get('model_hash'))[:12]}), the configured model is {embedder.model_id} "
-            f"({str(embedder.model_hash)[:12]}); re-embed everything with `manualqa ingest --rebuild`")
-    reprocess_kept = bool(base) and (rebuild or base.manifest.get("chunker") != chunk_params.to_dict())
+        report.reprocessed = (f"embedding model changed: {old.get('model_id')} "
+                              f"({str(old.get('model_hash'))[:12]}) -> {embedder.model_id} "
+                              f"({str(embedder.model_hash)[:12]})")
+    elif base and _recipe(base.manifest.get("chunker")) != chunk_params.to_dict():
+        report.reprocessed = (f"chunker settings changed: {base.manifest.get('chunker')} -> "
+                              f"{chunk_params.to_dict()}")
+    reprocess_kept = bool(report.reprocessed)
 
     pdfs, errors = find_pdfs([Path(p) for p in paths])
     report.failed += [failure(p, msg) for p, msg in errors]

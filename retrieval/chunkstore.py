@@ -122,8 +122,10 @@ class ChunkStore:
                 [(parsed.sha256, p.number, p.text) for p in parsed.pages],
             )
 
-    def add_chunks(self, chunks: list[Chunk]) -> list[int]:
-        """Append chunks; rows continue contiguously from the current count (FAISS positions)."""
+    def add_chunks(self, chunks: list[Chunk], title: str = "") -> list[int]:
+        """Append chunks; rows continue contiguously from the current count (FAISS positions).
+
+        ``title`` (the manual's, when the chunk recipe carries it) is indexed with each heading."""
         self._writable()
         with self._lock:
             start = self._db.execute("SELECT COALESCE(MAX(row) + 1, 0) FROM chunks").fetchone()[0]
@@ -135,7 +137,8 @@ class ChunkStore:
             )
             self._db.executemany(
                 "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
-                [(r, normalize(c.heading), normalize(c.text)) for r, c in zip(rows, chunks, strict=True)],
+                [(r, normalize(f"{title} {c.heading}".strip()), normalize(c.text))
+                 for r, c in zip(rows, chunks, strict=True)],
             )
             self._df.clear()
         return rows

@@ -30,11 +30,14 @@ _hash_cache: dict[tuple[str, int, int], str] = {}
 _hash_lock = threading.Lock()
 
 
-def passage_text(heading: str, text: str) -> str:
-    """What gets embedded for a chunk: its heading gives context the passage alone may lack."""
-    heading = heading.strip()
+def passage_text(heading: str, text: str, title: str = "") -> str:
+    """What gets embedded for a chunk: the manual's title and the section heading give context
+    the passage alone may lack ("the jumper" of which board?)."""
+    heading, title = heading.strip(), title.strip()
     if heading and heading not in text[: len(heading) + 40]:
-        return f"{heading}\n{text}"
+        text = f"{heading}\n{text}"
+    if title and title.lower() not in text[: len(title) + 40].lower():
+        text = f"{title}\n{text}"
     return text
 
 

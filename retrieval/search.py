@@ -74,13 +74,32 @@ def is_navigation(heading: str, text: str) -> bool:
     return leaders >= 4 and leaders >= 0.4 * max(1, len(lines))
 
 
-def fuse(rankings: Sequence[Sequence[tuple[int, float]]], rrf_k: int) -> dict[int, float]:
-    """Reciprocal rank fusion: score(row) = Σ over rankings of 1 / (rrf_k + rank), rank 1-based."""
+def fuse(rankings: Sequence[Sequence[tuple[int, float]]], rrf_k: int,
+         weights: Sequence[float] | None = None) -> dict[int, float]:
+    """Reciprocal rank fusion: score(row) = Σ over rankings of w / (rrf_k + rank), rank 1-based."""
     fused: dict[int, float] = {}
-    for ranking in rankings:
+    for i, ranking in enumerate(rankings):
+        w = 1.0 if weights is None else float(weights[i])
         for rank, (row, _score) in enumerate(ranking, start=1):
-            fused[row] = fused.get(row, 0.0) + 1.0 / (rrf_k + rank)
+            fused[row] = fused.get(row, 0.0) + w / (rrf_k + rank)
     return fused
+
+
+def page_pool(fused: dict[int, float], page_of: dict[int, tuple[str, int]], share: float) -> dict[int, float]:
+    """Each chunk also gets `share` of the fused scores of the other candidates on its page.
+
+    The answer to a question is often split over two chunks of one page (a table and its caption,
+    a step list and its warning): a page several candidates point to is the likelier page.
+    """
+    if share <= 0:
+        return dict(fused)
+    per_page: dict[tuple[str, int], float] = {}
+    for row, score in fused.items():
+        key = page_of.get(row)
+        if key is not None:
+            per_page[key] = per_page.get(key, 0.0) + score
+    return {row: score + share * (per_page.get(page_of[row], score) - score) if row in page_of else score
+            for row, score in fused.items()}
 
 
 def search_with_timings(
@@ -94,6 +113,8 @@ def search_with_timings(
     rrf_k: int = 60,
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
+    weights: tuple[float, float] = (1.0, 1.0),
+    page_share: float = 0.0,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, total_ms."""
     t_start = time.perf_counter()
@@ -128,16 +149,20 @@ def search_with_timings(
     dense_rank = {row: i for i, (row, _s) in enumerate(dense, start=1)}
     lexical_rank = {row: i for i, (row, _s) in enumerate(lexical, start=1)}
     cos = {row: s for row, s in dense}
-    fused = fuse([dense, lexical], rrf_k)
+    fused = fuse([dense, lexical], rrf_k, weights)
     missing = np.array([r for r in fused if r not in cos], dtype=np.int64)
     if missing.size:  # lexical-only candidates: their cosine is needed for ordering ties and Hit
         cos.update(zip(missing.tolist(), ver.vectors.cosine(qvec, missing).tolist(), strict=True))
     # Ties (same fused score) go to the semantically closer passage, then to document order.
     # Navigation pages (table of contents, index) match every topic but answer none: they are
     # ranked after real passages with the same fused score, by halving it. Looked at among the top
-    # 3k only, so that it costs one small fetch.
-    shortlist = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[: 3 * k]
+    # 3k only (all candidates when pages pool their scores), so that it costs one small fetch.
+    if page_share > 0:
+        shortlist = list(fused)
+    else:
+        shortlist = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[: 3 * k]
     rows = {c["row"]: c for c in ver.chunks.get_rows(shortlist)}
+    fused = page_pool(fused, {r: (c["manual_sha256"], c["page"]) for r, c in rows.items()}, page_share)
     for row, c in rows.items():
         if is_navigation(c["heading"], c["text"]):
             fused[row] *= 0.5
@@ -166,6 +191,8 @@ def search(
     rrf_k: int = 60,
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
+    weights: tuple[float, float] = (1.0, 1.0),
+    page_share: float = 0.0,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
@@ -174,5 +201,5 @@ def search(
     """
     hits, _timings = search_with_timings(store, embedder, query, k=k, manuals=manuals, version=version,
                                          candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
-                                         mode=mode)
+                                         mode=mode, weights=weights, page_share=page_share)
     return hits

@@ -333,7 +333,7 @@ class IndexStore:
             entries = [reuse_manual(base, m) for m in base.manifest["manuals"]
                        if m["sha256"] != target["sha256"]]
             report = IngestReport(parent=active, removed=[target["file_name"]])
-            chunker = ChunkParams(**base.manifest["chunker"])
+            chunker = ChunkParams.from_manifest(base.manifest["chunker"])
             self._publish(report, active, base.manifest["embedding"], chunker, entries)
         report.seconds = time.perf_counter() - started
         return report

@@ -35,6 +35,9 @@ class GenerationConfig:
     seed: int = 0
     stop: list[str] = field(default_factory=list)
     timeout_s: float = 120.0  # wall-clock cap for one generation
+    # A GBNF grammar the output must follow (set per answer by the gateway, e.g. "every sentence
+    # ends with a citation of a passage given"); only backends with accepts_grammar use it.
+    grammar: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +93,7 @@ class Runtime(ABC):
     """One loaded artifact on one backend. One generation at a time per instance."""
 
     backend: ClassVar[str]
+    accepts_grammar: ClassVar[bool] = False  # True: stream() constrains output to config.grammar
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         self.artifact = artifact

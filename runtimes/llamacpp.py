@@ -47,6 +47,7 @@ def resolve_artifact(artifact: str) -> Path:
 
 class LlamaCppRuntime(Runtime):
     backend = "llamacpp"
+    accepts_grammar = True
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)
@@ -188,11 +189,12 @@ class LlamaCppRuntime(Runtime):
         first = last = None
         finish = "stop"
         try:
+            grammar = self._grammar(config.grammar) if config.grammar else None
             chunks = llm.create_completion(
                 prompt=prompt_ids, stream=True, max_tokens=config.max_tokens,
                 temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
                 repeat_penalty=config.repeat_penalty, seed=config.seed, stop=stop or None,
-                stopping_criteria=criteria,
+                stopping_criteria=criteria, grammar=grammar,
             )
             for chunk in chunks:
                 choice = chunk["choices"][0]
@@ -225,6 +227,17 @@ class LlamaCppRuntime(Runtime):
             ttft_ms=None if first is None else (first - started) * 1000,
             decode_tps=tps, total_ms=total * 1000, stop_reason=reason, backend_perf=dict(self._last_perf),
         )
+
+    def _grammar(self, source: str) -> Any:
+        """The compiled grammar; the few distinct ones (one per passage count) are kept."""
+        cache = self.__dict__.setdefault("_grammars", {})
+        if source not in cache:
+            try:
+                with llamacpp_log.capture(self._lib):
+                    cache[source] = self._lib.LlamaGrammar.from_string(source, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise GenerationError(f"llama.cpp could not parse the output grammar: {exc}") from exc
+        return cache[source]
 
     def count_tokens(self, text: str) -> int:
         return len(self._require().tokenize(text.encode("utf-8"), add_bos=False, special=True))

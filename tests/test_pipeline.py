@@ -1,6 +1,7 @@
 """The answer pipeline end to end on a real index of the sample manuals (real PDFs, FAISS, SQLite),
-with the scripted test runtime standing in for the model: citations, not_found, context fitting,
-extractive mode and fallback, failure, cancel, timeout, concurrent logging, and the CLI."""
+with the scripted test runtime standing in for the model: citations, the support check and
+evidence_only, not_found, context fitting, extractive mode and fallback, failure, cancel, timeout,
+concurrent logging, and the CLI."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def test_answer_with_valid_citation_is_logged_with_provenance(gw: Gateway) -> No
     events = list(gw.answer_events(FLASH_Q, client="api", key_name="tech1"))
     kinds = [e["type"] for e in events]
     assert kinds[0] == "retrieval" and kinds[-1] == "final" and kinds.count("final") == 1
+    assert kinds[1] == "evidence" and kinds.index("evidence") < kinds.index("text")  # evidence first
+    evidence = events[1]
+    assert evidence["citations"] and all(c["passage"] for c in evidence["citations"])
     assert "".join(e["text"] for e in events if e["type"] == "text") == "".join(rt.pieces)
     res = events[-1]["result"]
     assert res.outcome == "answered" and res.mode == "generate"
@@ -78,11 +82,56 @@ def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Gateway) -> 
     res = gw.answer(FLASH_Q)
     assert [c.n for c in res.citations] == [1]
     assert "dropped_invalid_citations: [17]" in res.flags
-    gw.runtime = scripted(script="Just run make flash.")
+    # Uncited: a passage given that backs it is attached as an inferred citation (and flagged).
+    gw.runtime = scripted(script="Use the MSP-FET emulation tool and run make flash.")
     res = gw.answer(FLASH_Q)
-    assert res.outcome == "answered" and "no_valid_citation" in res.flags
-    assert len(res.citations) == 1 and res.citations[0].supporting
-    assert "no_valid_citation" in gw.log.get(res.id)["flags"]
+    assert res.outcome == "answered" and "citations_inferred: 1" in res.flags
+    assert res.answer.endswith("]") and len(res.citations) == 1 and not res.citations[0].supporting
+    assert "citations_inferred: 1" in gw.log.get(res.id)["flags"]
+
+
+def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Gateway) -> None:
+    draft = ("Use the MSP-FET emulation tool and run make flash [1]. "
+             "Then plug in the 12 V USB-C power adapter from www.example.com [1].")
+    gw.runtime = scripted(script=draft)
+    res = gw.answer(FLASH_Q)
+    assert res.outcome == "answered" and res.answer == "Use the MSP-FET emulation tool and run make flash [1]."
+    assert "unsupported_sentences_removed: 1" in res.flags and res.draft == draft
+    assert [s["supported"] for s in res.support] == [True, False]
+    row = gw.log.get(res.id)
+    assert row["draft"] == draft and row["support"][1]["reason"] in ("number", "code")
+
+
+def test_answer_with_no_supported_sentence_shows_the_evidence_not_the_guess(gw: Gateway) -> None:
+    gw.runtime = scripted(script="Flash it with a 2.10 Nm torque driver via USB-C [1].")
+    events = list(gw.answer_events(FLASH_Q))
+    res = events[-1]["result"]
+    evidence = next(e for e in events if e["type"] == "evidence")
+    assert res.outcome == "evidence_only" and "no_supported_sentence" in res.flags
+    assert res.answer == evidence["text"] and "2.10" not in res.answer
+    assert res.citations and not any(c.supporting for c in res.citations)
+    top = res.passages[0]  # the evidence comes from the top retrieved passages, not the guess
+    assert any(c.chunk_id == top["chunk_id"] for c in res.citations)
+    assert gw.log.get(res.id)["outcome"] == "evidence_only"
+
+
+class GrammarRuntime(ScriptedRuntime):
+    accepts_grammar = True
+
+
+def test_backend_that_takes_a_grammar_is_constrained_to_the_passages_given(gw: Gateway) -> None:
+    rt = GrammarRuntime("scripted.bin", {"script": "Run make flash [1]."})
+    rt.load()
+    gw.runtime = rt
+    res = gw.answer(FLASH_Q)
+    given = sum(1 for p in res.passages if p["given"])
+    grammar = rt.configs[-1].grammar
+    assert f'"{given}"' in grammar and f'"{given + 1}"' not in grammar
+    assert res.generation_config["grammar"] == grammar
+    plain = scripted(script="Run make flash [1].")  # a backend without grammars gets none
+    gw.runtime = plain
+    gw.answer(FLASH_Q)
+    assert plain.configs[-1].grammar == ""
 
 
 def test_weak_evidence_is_not_found_without_asking_the_model(gw: Gateway) -> None:
@@ -95,10 +144,11 @@ def test_weak_evidence_is_not_found_without_asking_the_model(gw: Gateway) -> Non
     assert gw.log.get(res.id)["outcome"] == "not_found"
 
 
-def test_model_that_declines_ends_not_found(gw: Gateway) -> None:
+def test_model_that_declines_shows_the_evidence(gw: Gateway) -> None:
     gw.runtime = scripted(script="The manuals do not cover this.")
     res = gw.answer(FLASH_Q)
-    assert res.outcome == "not_found" and "model_declined" in res.flags
+    assert res.outcome == "evidence_only" and "model_declined" in res.flags
+    assert res.citations and res.draft == "The manuals do not cover this."
 
 
 def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Gateway) -> None:
@@ -146,7 +196,7 @@ def test_extractive_mode_needs_no_model(gw: Gateway) -> None:
     rt = scripted()
     gw.runtime = rt
     res = gw.answer(FLASH_Q, mode="extractive")
-    assert res.outcome == "answered" and res.mode == "extractive" and rt.received == []
+    assert res.outcome == "evidence_only" and res.mode == "extractive" and rt.received == []
     assert res.citations and all(not c.supporting for c in res.citations)
     assert all(1 <= c.n <= 5 for c in res.citations) and "flash" in res.answer.lower()
     assert res.chain_id is None  # no model took part
@@ -158,7 +208,7 @@ def test_runtime_that_cannot_load_falls_back_to_extractive(gw: Gateway, monkeypa
 
     monkeypatch.setattr(Gateway, "runtime", property(broken))
     res = gw.answer(FLASH_Q)
-    assert res.outcome == "answered" and res.mode == "extractive_fallback"
+    assert res.outcome == "evidence_only" and res.mode == "extractive_fallback"
     assert "cannot open shared object" in res.error and "runtime_failed" in res.flags
     row = gw.log.get(res.id)
     assert row["mode"] == "extractive_fallback" and "cannot open shared object" in row["error"]
@@ -167,7 +217,7 @@ def test_runtime_that_cannot_load_falls_back_to_extractive(gw: Gateway, monkeypa
 def test_generation_error_before_text_falls_back_after_text_is_error(gw: Gateway) -> None:
     gw.runtime = scripted(script="Run make flash now please [1].", fail_after=0)
     res = gw.answer(FLASH_Q)
-    assert res.mode == "extractive_fallback" and res.outcome == "answered" and "scripted failure" in res.error
+    assert res.mode == "extractive_fallback" and res.outcome == "evidence_only" and "scripted failure" in res.error
     gw.runtime = scripted(script="Run make flash now please [1].", fail_after=3)
     res = gw.answer(FLASH_Q)
     assert res.outcome == "error" and "scripted failure" in res.error and res.answer == "Run make flash"
@@ -226,7 +276,7 @@ def test_timeout_never_hangs(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> No
     try:
         res = gw.answer(FLASH_Q)  # nothing streamed before the timeout: extractive fallback
         assert rt.received and not rt.finished  # it returned while the runtime was still stuck
-        assert "timeout" in res.flags and res.mode == "extractive_fallback" and res.outcome == "answered"
+        assert "timeout" in res.flags and res.mode == "extractive_fallback" and res.outcome == "evidence_only"
         assert "did not stop" in res.error
     finally:
         rt.release.set()
@@ -268,7 +318,7 @@ def test_cli_ask_json_and_log_show(gw: Gateway, monkeypatch: pytest.MonkeyPatch)
     out = runner.invoke(main, ["ask", "How do I flash the firmware?", "--extractive", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
-    assert data["outcome"] == "answered" and data["index_version"] == gw.store.active_id()
+    assert data["outcome"] == "evidence_only" and data["index_version"] == gw.store.active_id()
     assert data["citations"] and data["citations"][0]["page"] >= 1
     text = runner.invoke(main, ["ask", "How do I flash the firmware?", "--extractive"])
     assert text.exit_code == 0
@@ -278,7 +328,7 @@ def test_cli_ask_json_and_log_show(gw: Gateway, monkeypatch: pytest.MonkeyPatch)
     shown = json.loads(show.output)
     assert shown["index"]["id"] == data["index_version"] and shown["index"]["available"]
     assert shown["index"]["manuals"] and shown["citations"] == data["citations"]
-    listing = runner.invoke(main, ["log", "--outcome", "answered", "--limit", "3"])
+    listing = runner.invoke(main, ["log", "--outcome", "evidence_only", "--limit", "3"])
     assert data["id"] in listing.output
     exported = runner.invoke(main, ["log", "export", "--format", "jsonl"])
     assert data["id"] in exported.output

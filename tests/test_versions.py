@@ -209,17 +209,19 @@ def test_gc_keeps_n_and_never_the_active_version_or_its_parent(world: dict) -> N
         store.gc(keep=0)
 
 
-def test_other_embedding_model_is_refused_unless_rebuild(world: dict, embedder: Any,
-                                                          sample_pdfs: list[Path]) -> None:
+def test_other_embedding_model_re_embeds_everything_and_says_so(world: dict, embedder: Any,
+                                                                 sample_pdfs: list[Path]) -> None:
     store = _copy(world, "model")
     before = store.active_id()
-    with pytest.raises(RetrievalError, match="--rebuild"):
-        store.ingest(sample_pdfs, OtherModel(embedder), PARAMS, LIMITS)
-    assert store.active_id() == before
-    r = store.ingest([], OtherModel(embedder), PARAMS, LIMITS, rebuild=True)
+    r = store.ingest(sample_pdfs, OtherModel(embedder), PARAMS, LIMITS)
+    assert r.reprocessed.startswith("embedding model changed") and "0" * 12 in r.reprocessed
     m = store.show(r.version)
     assert r.embedded == m["chunk_count"] > 0 and m["embedding"]["model_hash"] == "0" * 64
     assert m["parent"] == before and store.verify(r.version) == []
+    again = store.ingest(sample_pdfs, OtherModel(embedder), PARAMS, LIMITS)  # same model now: no work
+    assert again.version is None and again.reprocessed == "" and again.embedded == 0
+    store.activate(before)  # the old version is intact and can serve again
+    assert store.verify(before) == []
 
 
 def test_bad_files_fail_alone(world: dict, embedder: Any, tmp_path: Path) -> None:

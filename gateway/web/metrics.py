@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from gateway.answerlog import OUTCOMES
+
 TTFT_BUCKETS_MS = (50, 100, 250, 500, 1000, 2500, 5000, 10000)
 TPS_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200)
 
@@ -61,7 +63,7 @@ class Metrics:
                 lines.append(f'manualqa_http_requests_total{{method="{method}",route="{route}",'
                              f'status="{status}"}} {n}')
             lines.append("# TYPE manualqa_answers_total counter")
-            for outcome in ("answered", "not_found", "error", "cancelled"):
+            for outcome in OUTCOMES:
                 lines.append(f'manualqa_answers_total{{outcome="{outcome}"}} {self.answers[outcome]}')
             lines += ["# TYPE manualqa_queue_depth gauge", f"manualqa_queue_depth {self.queue_depth()}"]
             lines += self.ttft.lines("manualqa_ttft_ms")

@@ -8,9 +8,12 @@ from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.params import Parameter
 
+from gateway.answerlog import OUTCOMES
 from gateway.web.errors import ApiError
 from gateway.web.schemas import FeedbackRequest
 from gateway.web.security import principal_of, reader_guard
+
+OUTCOME_PATTERN = "^(" + "|".join(OUTCOMES) + ")$"
 
 
 class AnswersController(Controller):
@@ -20,7 +23,7 @@ class AnswersController(Controller):
     @get("/", guards=[reader_guard], summary="The answer log, newest first")
     async def list_answers(
         self, request: Request[Any, Any, Any],
-        outcome: Annotated[str | None, Parameter(pattern="^(answered|not_found|error|cancelled)$")] = None,
+        outcome: Annotated[str | None, Parameter(pattern=OUTCOME_PATTERN)] = None,
         since: str | None = None,
         client: str | None = None,
         limit: Annotated[int, Parameter(ge=1, le=500)] = 50,

@@ -93,12 +93,15 @@ class AskController(Controller):
 
 
 async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:
-    """Pipeline events as SSE: `retrieval`, many `token`, then `final` (or `error`)."""
+    """Pipeline events as SSE: `retrieval`, `evidence`, many `token`, then `final` (or `error`)."""
     try:
         async for event in stream_events(produce):
             kind = event["type"]
             if kind == "text":
                 yield {"event": "token", "data": json.dumps({"text": event["text"]})}
+            elif kind == "evidence":
+                yield {"event": "evidence", "data": json.dumps(
+                    {"text": event["text"], "citations": event["citations"]}, default=str)}
             elif kind == "final":
                 yield {"event": "final", "data": json.dumps(event["result"].to_dict(), default=str)}
             elif kind == "retrieval":

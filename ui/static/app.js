@@ -4,6 +4,7 @@ const $ = (id) => document.getElementById(id);
 const RECENT_KEY = "manualqa.recent";
 let controller = null;
 let currentAnswerId = null;
+let drafting = false;  // the model's text is streaming over the evidence shown first
 
 let csrf = null;  // set when this browser also holds an admin session (its cookie rides along)
 
@@ -91,6 +92,7 @@ function renderRecent() {
 
 function resetResult() {
   $("result").hidden = false; $("answer").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
+  $("answer").className = ""; $("evidence-note").hidden = true; drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
   $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
   $("meta").textContent = "searching the manuals"; currentAnswerId = null;
@@ -99,10 +101,14 @@ function resetResult() {
 // Flags in words a technician can act on; the raw flag stays in the answer log for QA.
 const FLAG_NOTES = {
   no_valid_citation: "The answer cites no passage; check it against the closest passage below.",
+  unsupported_sentences_removed: "Sentences the cited passages do not back were removed.",
+  no_supported_sentence: "The model's answer was not backed by the passages; the evidence is shown instead.",
+  model_declined: "The model found no answer in these passages; the closest evidence is shown.",
+  citations_inferred: "",
   dropped_invalid_citations: "Some citations did not match a passage and were removed.",
   timeout: "The answer was cut off by the time limit.",
   runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
-  consumer_closed: "", weak_evidence: "", model_declined: "",
+  consumer_closed: "", weak_evidence: "",
   max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
 };
 function flagNote(flag) {
@@ -110,10 +116,21 @@ function flagNote(flag) {
   return name in FLAG_NOTES ? FLAG_NOTES[name] : String(flag);
 }
 
+// The evidence arrives before the model writes: quoted sentences and their passages, at once.
+function showEvidence(ev) {
+  $("outcome").textContent = "evidence"; $("outcome").className = "badge evidence_only";
+  $("evidence-note").hidden = false; $("answer").textContent = ev.text || "";
+  const cards = $("cards"); cards.innerHTML = "";
+  for (const c of ev.citations || []) cards.appendChild(card(c, `[${c.n}]`));
+  $("meta").textContent = "the model is writing an answer from these passages";
+}
+
 function showFinal(r) {
   currentAnswerId = r.id;
-  $("outcome").textContent = r.outcome.replace("_", " ");
+  $("outcome").textContent = r.outcome === "evidence_only" ? "evidence only" : r.outcome.replace("_", " ");
   $("outcome").className = "badge " + r.outcome;
+  $("answer").className = "";
+  $("evidence-note").hidden = r.outcome !== "evidence_only";
   $("answer").textContent = r.answer || "";
   const t = r.timings || {};
   $("meta").textContent = [r.mode, t.total_ms ? `${Math.round(t.total_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : ""]
@@ -161,7 +178,15 @@ async function ask() {
         }
         if (!data.length) continue;
         const payload = JSON.parse(data.join("\n"));
-        if (ev === "token") $("answer").textContent += payload.text;
+        if (ev === "token") {
+          if (!drafting) {  // the draft replaces the evidence text; the cards stay until the check
+            drafting = true; $("answer").textContent = ""; $("answer").className = "draft";
+            $("evidence-note").hidden = true;
+            $("outcome").textContent = "checking"; $("outcome").className = "badge";
+          }
+          $("answer").textContent += payload.text;
+        }
+        else if (ev === "evidence") showEvidence(payload);
         else if (ev === "final") showFinal(payload);
         else if (ev === "error") throw new Error(payload.error.message);
       }

@@ -1,0 +1,141 @@
+"""Answers on manuals nobody tuned for: `manualqa replay` on eval/dev and eval/test, before and after.
+
+Each half is its own gateway (its manuals + the two sample manuals as distractors). A run calls the
+real CLI (`manualqa ingest`, then `manualqa replay`) in a subprocess, from any checkout of the code
+(``--code`` points at another worktree, e.g. the commit before this work), with the default
+profile and mode. The report reads every run back from the data directories' gateway.db and scores
+all of them with this checkout's metrics (gateway.replay_metrics), so "before" and "after" are
+measured by the same yardstick. Runs that predate the support check get their supported-sentence
+rate computed afterwards from the answer and the passages it cited (uncited sentences count as
+unsupported, as the old pipeline did not check them).
+
+    .venv/bin/python -m bench.answer_eval run --split test --label after
+    .venv/bin/python -m bench.answer_eval run --split test --label before --code /tmp/before
+    .venv/bin/python -m bench.answer_eval report        # writes docs/bench/answer_eval.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+WORK = Path(os.environ.get("MANUALQA_EVAL_WORK", "/tmp/manualqa-answer-eval"))
+OUT = REPO / "docs" / "bench" / "answer_eval.md"
+SPLITS = ("dev", "test")
+SHOWN = ("hit_at_1", "hit_at_5", "mrr", "answer_correctness", "answered_correctness", "citation_precision",
+         "supported_sentence_rate", "unsupported_numbers", "false_answer_rate", "unanswerable_not_found_rate",
+         "false_refusal_rate", "ttft_ms_p50", "total_ms_p50")
+
+
+def data_dir(split: str, label: str) -> Path:
+    return WORK / f"{split}-{label}"
+
+
+def run(split: str, label: str, code: Path, extra_env: dict[str, str]) -> None:
+    """Ingest the half (and the distractors) and replay its questions with the code at `code`."""
+    data = data_dir(split, label)
+    data.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MANUALQA_DATA": str(data), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONPATH": str(code), **extra_env}
+    python = str(REPO / ".venv" / "bin" / "python")
+    manuals = [str(REPO / "eval" / split / "manuals"), str(REPO / "sample_manuals")]
+    subprocess.run([python, "-m", "gateway", "ingest", *manuals], cwd=code, env=env, check=True)
+    subprocess.run([python, "-m", "gateway", "replay", str(REPO / "eval" / split / "questions.jsonl"),
+                    "--label", label], cwd=code, env=env, check=True)
+
+
+def _items(data: Path, label: str) -> list[dict[str, Any]]:
+    """The newest run with this label, as replay_metrics items (full answer rows from the log)."""
+    import sqlite3
+
+    db = sqlite3.connect(str(data / "gateway.db"))
+    db.row_factory = sqlite3.Row
+    run_row = db.execute("SELECT id FROM replay_runs WHERE label = ? ORDER BY id DESC LIMIT 1", [label]).fetchone()
+    if run_row is None:
+        raise SystemExit(f"no replay run {label!r} in {data}")
+    cols = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+    items = []
+    for it in db.execute("SELECT * FROM replay_items WHERE run_id = ? ORDER BY position", [run_row["id"]]):
+        data_json = json.loads(it["data"])
+        ans = db.execute("SELECT * FROM answers WHERE id = ?", [it["answer_id"]]).fetchone()
+        result: dict[str, Any] = {"outcome": it["outcome"], "answer": it["answer"] or "",
+                                  "timings": json.loads(it["timings"]), "mode": data_json.get("mode")}
+        if ans is not None:
+            result["citations"] = json.loads(ans["citations"])
+            result["support"] = json.loads(ans["support"]) if "support" in cols else None
+        items.append({"question": data_json["question"], "result": result,
+                      "citations": json.loads(it["citations"]), "retrieved": json.loads(it["retrieved"])})
+    return items
+
+
+def _post_hoc_support(items: list[dict[str, Any]]) -> None:
+    from gateway.support import check_answer
+
+    for it in items:
+        r = it["result"]
+        if r.get("support") is not None or r.get("outcome") != "answered" or r.get("mode") != "generate":
+            continue
+        by_n = {c.get("n"): c.get("passage") or "" for c in r.get("citations") or [] if not c.get("supporting")}
+        passages = [by_n.get(n, "") for n in range(1, max(by_n, default=0) + 1)]
+        checks = check_answer(r["answer"], passages) if passages else []
+        r["support"] = [c.to_dict() for c in checks if c.cited] + [
+            {"supported": False} for c in checks if not c.cited]
+        if not passages:
+            r["support"] = [{"supported": False}]
+
+
+def report() -> str:
+    from bench.retrieval_quality import machine_markdown
+    from gateway.replay_metrics import compute_metrics
+
+    lines = ["## Answers on manuals nobody tuned for (`manualqa replay`, default profile and mode)", "",
+             "Each half is a gateway holding its manuals plus the two sample manuals; `before` is the code "
+             "before issue 9 (commit 01f8321), `after` this checkout. Scored by this checkout's "
+             "`gateway/replay_metrics.py`. answer correctness: all gold numbers present when the gold answer "
+             "has numbers, else token F1 (refusals score 0); answered correctness: the same over `answered` "
+             "outcomes only; false answers: unanswerable questions given an `answered` badge.", "",
+             "| run | " + " | ".join(SHOWN) + " | outcomes |", "|---|" + "---|" * (len(SHOWN) + 1)]
+    for split in SPLITS:
+        for label in ("before", "after"):
+            data = data_dir(split, label)
+            if not (data / "gateway.db").is_file():
+                continue
+            items = _items(data, label)
+            _post_hoc_support(items)
+            m = compute_metrics(items)
+            cells = [("-" if m.get(k) is None else f"{m[k]:.3f}" if isinstance(m[k], float) else str(m[k]))
+                     for k in SHOWN]
+            lines.append(f"| {split} {label} | " + " | ".join(cells) + f" | {json.dumps(m['outcomes'])} |")
+    lines += ["", "Rerun: see the docstring of `bench/answer_eval.py`.", "", machine_markdown(), ""]
+    text = "\n".join(lines)
+    OUT.write_text(text, encoding="utf-8")
+    return text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--split", choices=SPLITS, required=True)
+    r.add_argument("--label", required=True)
+    r.add_argument("--code", type=Path, default=REPO, help="checkout whose code answers (default: this one)")
+    r.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the gateway")
+    sub.add_parser("report")
+    args = ap.parse_args()
+    if args.cmd == "run":
+        run(args.split, args.label, args.code.resolve(), dict(e.split("=", 1) for e in args.env))
+    else:
+        print(report())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Support check: is each answer sentence backed by the passage it cites?
+
+A small model cites the right page and then writes a wrong number, invents an accessory, or loops.
+Each sentence is held against its cited passage(s):
+
+* every number in the sentence must appear in the passage (``85 N·m`` cannot become ``2.10 Nm``),
+* every code-like token (part numbers, model names, pins: ``PA13``, ``M3x8``, ``SKR``) must too,
+* enough of its content words must be found there (``min_overlap``, measured on the development
+  half of the evaluation set by ``bench/answer_quality.py``),
+* and it must not be degenerate (the same word over and over).
+
+A sentence with no citation is held against every passage given; if one supports it, that passage
+is attached as an inferred citation (flagged, so QA can count them). Only supported sentences are
+shown as the answer; the pipeline turns an answer with none into ``evidence_only``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gateway.citations import CITATION_RE, content_terms, parse_citation_groups, sentence_spans
+
+DEFAULT_MIN_OVERLAP = 0.6
+_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*")
+# Tokens with letters and digits mixed, or short all-caps words: part numbers, pins, model names.
+_CODE_RE = re.compile(r"\b(?=[A-Za-z0-9_\-/]*\d)(?=[A-Za-z0-9_\-/]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-/]*\b"
+                      r"|\b[A-Z]{2,}[A-Z0-9]*\b")
+_URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|html?)\b", re.IGNORECASE)
+# Acronyms so common in manuals' prose that a model may use them without quoting one passage.
+_COMMON_CAPS = frozenset({"OK", "ON", "OFF", "AND", "OR", "NOT", "THE", "NOTE", "USB", "PC", "LED", "AC",
+                          "DC", "ID", "PDF", "FAQ", "I", "A"})
+_LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}[.)]|[•\-*])\s+")
+_DECLINE = "The manuals do not cover this."
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    return text.replace("\u00b7", "").replace("\u2022", " ").replace("\u2013", "-").replace("\u2014", "-")
+
+
+def numbers_of(text: str) -> set[str]:
+    """Numbers as written, without thousands separators or trailing zeros ("1,000" -> "1000", "2.50" -> "2.5")."""
+    out = set()
+    for raw in _NUMBER_RE.findall(_fold(text)):
+        value = raw.lstrip("+-")
+        if re.fullmatch(r"\d{1,3}(,\d{3})+", value):
+            value = value.replace(",", "")
+        value = value.replace(",", ".")
+        if "." in value:
+            value = value.rstrip("0").rstrip(".")
+        out.add(value.lstrip("0") or "0")
+    return out
+
+
+def codes_of(text: str) -> set[str]:
+    return {m.lower() for m in _CODE_RE.findall(unicodedata.normalize("NFKC", text))
+            if m.upper() not in _COMMON_CAPS and not m.isdigit()}
+
+
+def degenerate(sentence: str) -> bool:
+    """A looping sentence: one word three times in a row, or under half of its words distinct."""
+    words = re.findall(r"[a-z0-9]+", sentence.lower())
+    if len(words) >= 3 and any(words[i] == words[i + 1] == words[i + 2] for i in range(len(words) - 2)):
+        return True
+    return len(words) >= 12 and len(set(words)) < 0.5 * len(words)
+
+
+@dataclass
+class SentenceCheck:
+    text: str  # the sentence as written (citation markers included)
+    start: int
+    end: int
+    cited: list[int]  # passage numbers cited in the sentence (valid ones)
+    supported_by: list[int] = field(default_factory=list)  # cited (or inferred) passages that back it
+    inferred: bool = False  # no citation written; a passage that backs it was found
+    overlap: float = 0.0  # best share of its content words found in a backing passage
+    missing: list[str] = field(default_factory=list)  # numbers / codes absent from every cited passage
+    reason: str = ""  # why unsupported: "number", "code", "overlap", "degenerate", "no_content"
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.supported_by)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "supported": self.supported}
+
+
+def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool, float, list[str], str]:
+    """(supported, overlap, missing tokens, reason) for one sentence against one passage."""
+    claim = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
+    folded = _fold(passage)
+    missing = sorted(n for n in numbers_of(claim) if n not in numbers_of(passage))
+    if missing:
+        return False, 0.0, missing, "number"
+    have_codes = codes_of(passage) | set(re.findall(r"[a-z0-9_\-/]+", folded))
+    missing = sorted(c for c in codes_of(claim) if c not in have_codes)
+    if missing or _URL_RE.search(claim):
+        return False, 0.0, missing or _URL_RE.findall(claim), "code"
+    want = content_terms(claim)
+    if not want:
+        return False, 0.0, [], "no_content"
+    overlap = len(want & content_terms(passage)) / len(want)
+    if overlap < min_overlap:
+        return False, round(overlap, 3), [], "overlap"
+    return True, round(overlap, 3), [], ""
+
+
+def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP
+                 ) -> list[SentenceCheck]:
+    """One SentenceCheck per sentence of ``answer``; ``passages[0]`` is passage [1]."""
+    groups = parse_citation_groups(answer)
+    checks: list[SentenceCheck] = []
+    for s, e in sentence_spans(answer):
+        text = answer[s:e]
+        if not CITATION_RE.sub("", text).strip(" .;:,-"):
+            continue  # a stray citation on its own line: it belongs to the sentence before
+        cited: list[int] = []
+        for gs, _ge, numbers in groups:
+            if s <= gs < e:
+                cited += [n for n in numbers if 1 <= n <= len(passages) and n not in cited]
+        check = SentenceCheck(text=text, start=s, end=e, cited=cited)
+        if degenerate(text):
+            check.reason = "degenerate"
+            checks.append(check)
+            continue
+        candidates = cited or list(range(1, len(passages) + 1))
+        reasons = []
+        for n in candidates:
+            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap)
+            check.overlap = max(check.overlap, overlap)
+            if ok:
+                check.supported_by.append(n)
+            else:
+                reasons.append(reason)
+                check.missing = sorted(set(check.missing) | set(missing))
+        if check.supported_by:
+            check.missing, check.reason = [], ""
+            if not cited:  # the best backing passage only: one inferred citation
+                check.inferred = True
+                check.supported_by = check.supported_by[:1]
+        else:
+            check.reason = Counter(reasons).most_common(1)[0][0] if reasons else "no_content"
+        checks.append(check)
+    return checks
+
+
+def is_decline(answer: str) -> bool:
+    return _fold(answer).strip().startswith(_fold(_DECLINE)[:-1])
+
+
+def supported_text(answer: str, checks: list[SentenceCheck]) -> str:
+    """The answer made of its supported sentences only; an inferred citation is written out."""
+    parts = []
+    for c in checks:
+        if not c.supported:
+            continue
+        text = c.text.strip()
+        if c.inferred:
+            text = text.rstrip() + f" [{c.supported_by[0]}]"
+        parts.append(text)
+    return " ".join(parts)

@@ -1,0 +1,86 @@
+"""The support check holds each answer sentence against the passage it cites: the failures seen on
+real answers (a wrong torque, an invented accessory, a loop) must not pass, real paraphrases must."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.grammar import DECLINE, citation_grammar
+from gateway.support import check_answer, codes_of, degenerate, is_decline, numbers_of, supported_text
+
+PUMP = ("Tighten the pump head bolts in a cross pattern to 85 N·m. Use only the O-ring kit P/N 4471-B; "
+        "other seals swell in diesel.")
+PRINTER = ("Never plug or unplug any device while the printer is powered. Make sure the power jumper on "
+           "the SKR Mini E3 is between INT and +5V.")
+
+
+def test_numbers_are_normalised() -> None:
+    assert numbers_of("85 N·m, 2.50 mm and 1,000 rpm") == {"85", "2.5", "1000"}
+    assert numbers_of("12-24 V") == {"12", "24"}
+    assert "3" not in numbers_of("M3x8 screw")  # part of a code, not a quantity
+
+
+def test_codes() -> None:
+    assert {"skr", "e3", "4471-b"} <= codes_of("SKR Mini E3 with kit 4471-B")
+    assert "usb" not in codes_of("a USB cable")  # a common acronym, not a part number
+
+
+def test_wrong_number_is_unsupported() -> None:
+    [check] = check_answer("Tighten the pump head bolts to 2.10 Nm [1].", [PUMP])
+    assert not check.supported and check.reason == "number" and check.missing == ["2.1"]
+
+
+def test_right_number_paraphrased_is_supported() -> None:
+    [check] = check_answer("The pump head bolts take 85 N·m, tightened in a cross pattern [1].", [PUMP])
+    assert check.supported and check.supported_by == [1] and not check.inferred
+
+
+def test_invented_part_and_url_are_unsupported() -> None:
+    checks = check_answer("Use the O-ring kit 5590-C [1]. Download the tool from www.example.com [1].", [PUMP])
+    assert not checks[0].supported and "5590" in checks[0].missing[0]
+    assert not checks[1].supported and checks[1].reason == "code"
+
+
+def test_low_overlap_is_unsupported_and_threshold_matters() -> None:
+    sentence = "Replace the seals with diesel-resistant Viton rings every season [1]."
+    [strict] = check_answer(sentence, [PUMP], min_overlap=0.6)
+    [loose] = check_answer(sentence, [PUMP], min_overlap=0.1)
+    assert not strict.supported and strict.reason == "overlap"
+    assert loose.supported
+
+
+def test_loop_is_degenerate() -> None:
+    assert degenerate("Level the bed with the extruder extruder extruder extruder")
+    [check] = check_answer("Level the bed with the extruder extruder extruder [1].", [PRINTER])
+    assert check.reason == "degenerate" and not check.supported
+
+
+def test_uncited_sentence_gets_an_inferred_citation_from_the_passage_that_backs_it() -> None:
+    checks = check_answer("Set the power jumper between INT and +5V.", [PUMP, PRINTER])
+    assert checks[0].supported and checks[0].inferred and checks[0].supported_by == [2]
+    assert supported_text("Set the power jumper between INT and +5V.", checks).endswith("[2]")
+
+
+def test_citation_to_the_wrong_passage_is_unsupported() -> None:
+    [check] = check_answer("Set the power jumper between INT and +5V [1].", [PUMP, PRINTER])
+    assert not check.supported  # it is true, but not in what it cites
+
+
+def test_only_supported_sentences_are_kept() -> None:
+    answer = "Tighten to 85 N·m in a cross pattern [1]. Then torque again to 95 N·m [1]."
+    checks = check_answer(answer, [PUMP])
+    assert [c.supported for c in checks] == [True, False]
+    assert supported_text(answer, checks) == "Tighten to 85 N·m in a cross pattern [1]."
+
+
+def test_decline() -> None:
+    assert is_decline(DECLINE) and is_decline(" the manuals do not cover this")
+    assert not is_decline("Tighten to 85 N·m [1].")
+
+
+def test_grammar_lists_only_given_passages() -> None:
+    g = citation_grammar(3)
+    assert 'cite ::= "1" | "2" | "3"' in g and '"4"' not in g
+    assert DECLINE in g
+    with pytest.raises(ValueError):
+        citation_grammar(0)
