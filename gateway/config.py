@@ -35,9 +35,10 @@ class EmbeddingSettings:
 
 @dataclass
 class ChunkSettings:
-    # measured: bench/chunking.py (docs/benchmarks.md)
-    max_chars: int = 600
-    overlap_chars: int = 100
+    # chosen on eval/dev by bench/retrieval_eval.py (docs/bench/retrieval_eval.md): 1000 beat 600,
+    # 1500 and 2500 characters on manuals nobody tuned for
+    max_chars: int = 1000
+    overlap_chars: int = 150
     min_chars: int = 80
     # "title+heading": each chunk is embedded and indexed with its manual's title and section
     # heading; "heading": the heading only (chosen on eval/dev, docs/bench/retrieval_eval.md).
@@ -56,7 +57,7 @@ class IngestSettings:
 class SearchSettings:
     k: int = 5
     candidates: int = 50
-    rrf_k: int = 60
+    rrf_k: int = 10  # chosen on eval/dev (10 > 30 > 60 there); small k trusts each side's top ranks
     # Reciprocal-rank fusion weights of the dense and the lexical ranking, and the share of the
     # other candidates' scores on its page that a chunk receives (chosen on eval/dev).
     dense_weight: float = 1.0
@@ -82,7 +83,10 @@ class AnswerSettings:
     max_passages: int = 5
     # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,
     # or when it is found by both the dense and the lexical side (see gateway.pipeline).
-    min_similarity: float = 0.5  # calibrated by bench/answer_quality.py (docs/bench/answers.md)
+    # The highest value that refuses at most 5 % of eval/dev's answerable questions (bench/retrieval_eval.py).
+    # Retrieval scores do not separate on-topic unanswerable questions from answerable ones (docs/bench/
+    # retrieval_eval.md), so this only catches off-topic questions; the support check does the rest.
+    min_similarity: float = 0.36
     max_answer_tokens: int = 256
     timeout_s: float = 120.0
     # Cited sentences shown as the evidence before (and without) the model's answer.
@@ -92,6 +96,9 @@ class AnswerSettings:
     constrain_citations: bool = True
     # Share of a sentence's content words its cited passage must hold (gateway.support).
     min_support_overlap: float = 0.6
+    # An answer must share a content word with the question (other than the manual's title words),
+    # or it is shown as evidence: true sentences about the right machine that answer nothing.
+    require_question_terms: bool = True
 
 
 @dataclass

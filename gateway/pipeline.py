@@ -33,7 +33,7 @@ from gateway.db import new_id, utcnow
 from gateway.extractive import extractive_answer
 from gateway.grammar import citation_grammar
 from gateway.prompting import fit_prompt, strip_echoed_fences
-from gateway.support import check_answer, is_decline, supported_text
+from gateway.support import addresses_question, check_answer, is_decline, supported_text
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
@@ -324,7 +324,8 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
     elif failure is not None:
         res.outcome, res.error = "error", failure
     if res.outcome == "answered":
-        _check_support(res, plan.hits, given, evidence, settings.min_support_overlap)
+        _check_support(res, plan.hits, given, evidence, settings.min_support_overlap,
+                       settings.require_question_terms)
     else:
         res.citations, flags = resolve(res.answer, plan.hits)
         res.flags.extend(flags)
@@ -333,7 +334,7 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
 
 
 def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidence: str,
-                   min_overlap: float) -> None:
+                   min_overlap: float, require_question_terms: bool) -> None:
     """Keep the sentences the cited passages back; with none left, show the evidence instead."""
     _, dropped = resolve(res.answer, hits, supporting_fallback=False)
     res.flags.extend(f for f in dropped if f.startswith("dropped_invalid_citations"))
@@ -353,7 +354,13 @@ def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidenc
         res.flags.append("no_supported_sentence")
         _use_evidence(res, given, evidence)
         return
-    res.answer = supported_text(res.answer, checks)
+    shown = supported_text(res.answer, checks)
+    titles = " ".join(sorted({h.title for h in hits}))
+    if require_question_terms and not addresses_question(res.question, shown, titles):
+        res.flags.append("answer_off_question")
+        _use_evidence(res, given, evidence)
+        return
+    res.answer = shown
     res.citations, flags = resolve(res.answer, hits, supporting_fallback=False)
     res.flags.extend(f for f in flags if not f.startswith("dropped_invalid_citations"))
 

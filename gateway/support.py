@@ -148,6 +148,24 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
     return checks
 
 
+# Words a question uses that say nothing about what it asks for.
+_VAGUE = frozenset("need needs get make work works happen ok okay right wrong thing way go going know tell "
+                   "want able please much many kind type should one".split())
+
+
+def addresses_question(question: str, answer: str, title: str = "") -> bool:
+    """Does the answer touch what the question asks about, beyond naming the equipment?
+
+    A passage about the right machine backs many true sentences that answer nothing ("The Fabulaser
+    Mini is a 40 W laser cutter [1]" to "what coolant does it take?"). At least one of the question's
+    own content words, other than the manual's title words, must be in the answer.
+    """
+    focus = content_terms(question) - content_terms(title) - _VAGUE
+    if not focus:
+        return True
+    return bool(focus & content_terms(CITATION_RE.sub(" ", answer)))
+
+
 def is_decline(answer: str) -> bool:
     return _fold(answer).strip().startswith(_fold(_DECLINE)[:-1])
 

@@ -84,13 +84,22 @@ def ask(pg: Any, url: str, question: str) -> None:
 
 
 def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: GatewayServer) -> None:
-    ask(page, server.url, QUESTION)
-    # Streaming: text is on the page while the final event has not arrived yet.
+    page.goto(server.url + "/")
+    # Record every state the badge goes through: evidence first, then the checked draft, then final.
+    page.evaluate("""() => { window.states = []; new MutationObserver(() => {
+        const t = document.getElementById('outcome').textContent;
+        if (window.states[window.states.length - 1] !== t) window.states.push(t);
+      }).observe(document.getElementById('outcome'), {childList: true, characterData: true, subtree: true}); }""")
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    # Streaming: the model's draft is on the page while the final event has not arrived yet.
     page.wait_for_function("document.getElementById('answer').textContent.length > 0"
-                           " && document.getElementById('outcome').textContent === '…'")
+                           " && document.getElementById('outcome').textContent === 'checking'")
     partial = page.inner_text("#answer")
     assert partial and partial != SCRIPT
     page.wait_for_selector("#outcome.answered")
+    states = page.evaluate("window.states")
+    assert states.index("evidence") < states.index("checking") < states.index("answered"), states
     assert page.inner_text("#answer").strip() == SCRIPT
     cards = page.locator("#cards .card")
     assert cards.count() >= 1
@@ -125,6 +134,29 @@ def test_not_found_is_plain(page: Any, server: GatewayServer) -> None:
     assert page.locator("#cards .card").count() >= 1  # the nearest passages, shown as such
     assert page.locator("#answer").is_hidden()
     shot(page, "technician-not-found.png")
+
+
+def test_unsupported_answer_is_shown_as_evidence(browser: Any, sample_data_dir: Path,
+                                                 tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A fluent guess the passages do not back never gets the green badge: the evidence is shown."""
+    guess = "Level the bed with a 2.5 mm feeler gauge from www.example.com [1]."
+    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("browser-guess"),
+                        profile=SCRIPTED_PROFILE.format(script=guess, delay=0.02))
+    srv.start()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        pg = context.new_page()
+        ask(pg, srv.url, QUESTION)
+        pg.wait_for_selector("#outcome.evidence_only:has-text('evidence only')", timeout=60_000)
+        assert pg.locator("#evidence-note").is_visible()
+        answer = pg.inner_text("#answer")
+        assert "2.5" not in answer and "example.com" not in answer and re.search(r"\[\d\]", answer)
+        assert pg.locator("#cards .card").count() >= 1
+        assert "backed" in pg.inner_text("#flags")
+        shot(pg, "technician-evidence-only.png")
+    finally:
+        context.close()
+        srv.stop()
 
 
 def test_keyboard_only_ask(page: Any, server: GatewayServer) -> None:
@@ -222,7 +254,7 @@ def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path
     tech.click("#ask")
     tech.set_default_timeout(60_000)
     tech.wait_for_selector("#result:not([hidden])")
-    tech.wait_for_function("['answered', 'not found', 'error'].includes("
+    tech.wait_for_function("['answered', 'evidence only', 'not found', 'error'].includes("
                            "document.getElementById('outcome').textContent)")
     assert tech.inner_text("#outcome") != "error", tech.inner_text("#answer")
     titles = tech.locator("#cards .card h3").all_inner_texts()
@@ -250,7 +282,7 @@ def test_real_model_screenshot(browser: Any, sample_data_dir: Path,
         pg = context.new_page()
         pg.set_default_timeout(240_000)
         ask(pg, srv.url, "Is it OK to unplug a stepper motor from the SKR board while the printer is on?")
-        pg.wait_for_selector("#outcome.answered, #outcome.not_found, #outcome.error")
+        pg.wait_for_selector("#outcome.answered, #outcome.evidence_only, #outcome.not_found, #outcome.error")
         deployment = httpx.get(srv.url + "/api/v1/deployment").json()
         assert deployment["chain"]["backend"] == "llamacpp", deployment.get("chain")
         assert pg.inner_text("#answer").strip() or pg.locator("#notfound").is_visible()

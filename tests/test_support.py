@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from gateway.grammar import DECLINE, citation_grammar
-from gateway.support import check_answer, codes_of, degenerate, is_decline, numbers_of, supported_text
+from gateway.support import (
+    addresses_question,
+    check_answer,
+    codes_of,
+    degenerate,
+    is_decline,
+    numbers_of,
+    supported_text,
+)
 
 PUMP = ("Tighten the pump head bolts in a cross pattern to 85 N·m. Use only the O-ring kit P/N 4471-B; "
         "other seals swell in diesel.")
@@ -84,3 +92,12 @@ def test_grammar_lists_only_given_passages() -> None:
     assert DECLINE in g
     with pytest.raises(ValueError):
         citation_grammar(0)
+
+
+def test_an_answer_must_touch_what_the_question_asks() -> None:
+    title = "Fabulaser Mini User Manual"
+    off = "The Fabulaser Mini is a 40 W laser cutter for makerspaces [1]."
+    on = "Change the chiller coolant every three months [1]."
+    assert not addresses_question("How often do I change the Fabulaser coolant?", off, title)
+    assert addresses_question("How often do I change the Fabulaser coolant?", on, title)
+    assert addresses_question("Fabulaser?", off, title)  # nothing but the title: nothing to require

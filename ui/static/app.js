@@ -105,6 +105,7 @@ const FLAG_NOTES = {
   no_supported_sentence: "The model's answer was not backed by the passages; the evidence is shown instead.",
   model_declined: "The model found no answer in these passages; the closest evidence is shown.",
   citations_inferred: "",
+  answer_off_question: "The model's sentences did not address the question; the evidence is shown instead.",
   dropped_invalid_citations: "Some citations did not match a passage and were removed.",
   timeout: "The answer was cut off by the time limit.",
   runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
