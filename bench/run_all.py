@@ -17,9 +17,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS_DIR = REPO / "docs" / "bench"
 OUT = REPO / "docs" / "benchmarks.md"
-SCRIPTS = ["retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
+SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
            "answer_quality", "pipeline_overhead", "server"]
-ORDER = ["retrieval", "retrieval_quality", "search_latency", "ingest", "runtime", "answers", "server",
+ORDER = ["retrieval_eval", "answer_eval", "embedders", "retrieval", "retrieval_quality", "search_latency", "ingest", "runtime", "answers", "server",
          "bench_profiles"]
 
 HEADER = """# Benchmarks

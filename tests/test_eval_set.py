@@ -1,0 +1,83 @@
+"""The evaluation set under eval/ is the yardstick for "works on manuals nobody tuned for": these
+checks keep it honest (every gold page really holds its evidence, the halves share no manual, the
+unanswerable questions are there, every manual has its provenance)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+EVAL = Path(__file__).resolve().parent.parent / "eval"
+HALVES = ("dev", "test")
+TYPES = {"spec", "procedure", "troubleshooting", "safety"}
+FIELDS = {"id", "question", "manual", "answerable", "pages", "answer", "evidence", "type"}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+@cache
+def _page_texts(pdf: Path) -> tuple[str, ...]:
+    from pypdf import PdfReader
+
+    return tuple(_norm(page.extract_text() or "") for page in PdfReader(str(pdf)).pages)
+
+
+def _questions(half: str) -> list[dict]:
+    lines = (EVAL / half / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.mark.parametrize("half", HALVES)
+def test_questions_are_well_formed_and_their_evidence_is_on_the_gold_page(half: str) -> None:
+    manuals = {p.name: p for p in (EVAL / half / "manuals").glob("*.pdf")}
+    questions = _questions(half)
+    assert not [i for i, n in Counter(q["id"] for q in questions).items() if n > 1], "duplicate ids"
+    for q in questions:
+        assert set(q) == FIELDS, q.get("id")
+        assert q["type"] in TYPES and q["question"].strip(), q["id"]
+        assert re.fullmatch(rf"{half}-[a-z0-9]+-\d{{2,}}", q["id"]), q["id"]
+        if not q["answerable"]:
+            assert q["manual"] is None and q["pages"] == [] and "-none-" in q["id"], q["id"]
+            continue
+        assert q["manual"] in manuals, f"{q['id']}: {q['manual']} is not in eval/{half}/manuals"
+        texts = _page_texts(manuals[q["manual"]])
+        assert all(1 <= p <= len(texts) for p in q["pages"]), q["id"]
+        assert _norm(q["evidence"]) in texts[q["pages"][0] - 1], f"{q['id']}: evidence not on page {q['pages'][0]}"
+
+
+@pytest.mark.parametrize("half", HALVES)
+def test_each_half_covers_every_manual_and_type(half: str) -> None:
+    questions = _questions(half)
+    answerable = [q for q in questions if q["answerable"]]
+    per_manual = Counter(q["manual"] for q in answerable)
+    names = {p.name for p in (EVAL / half / "manuals").glob("*.pdf")}
+    assert set(per_manual) == names and min(per_manual.values()) >= 10, per_manual
+    assert all(Counter(q["type"] for q in answerable)[t] >= 8 for t in TYPES)
+    assert len(questions) - len(answerable) >= 13
+
+
+def test_halves_are_split_by_manual_and_large_enough() -> None:
+    digests = {half: {hashlib.sha256(p.read_bytes()).hexdigest() for p in (EVAL / half / "manuals").glob("*.pdf")}
+               for half in HALVES}
+    samples = {hashlib.sha256(p.read_bytes()).hexdigest() for p in (EVAL.parent / "sample_manuals").glob("*.pdf")}
+    assert not digests["dev"] & digests["test"] and not (digests["dev"] | digests["test"]) & samples
+    assert len(digests["dev"]) + len(digests["test"]) >= 8
+    questions = _questions("dev") + _questions("test")
+    assert len(questions) >= 150 and sum(1 for q in questions if not q["answerable"]) >= 25
+
+
+@pytest.mark.parametrize("half", HALVES)
+def test_every_manual_has_its_provenance_and_licence(half: str) -> None:
+    readme = (EVAL / half / "README.md").read_text(encoding="utf-8")
+    for pdf in (EVAL / half / "manuals").glob("*.pdf"):
+        assert pdf.name in readme, f"{pdf.name} has no provenance in eval/{half}/README.md"
+        assert hashlib.sha256(pdf.read_bytes()).hexdigest() in readme, f"{pdf.name}: sha256 not recorded"
+    assert re.search(r"licen[cs]e", readme, re.IGNORECASE)
