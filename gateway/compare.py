@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.replay_metrics import HIGHER_IS_BETTER
+from gateway.replay_metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,7 +79,7 @@ def _pages(citations: list[dict[str, Any]]) -> list[str]:
 def _gold_cited(item: dict[str, Any]) -> bool:
     q = item.get("question") or {}
     gold = {(q.get("manual"), p) for p in q.get("pages") or []}
-    return item.get("outcome") == "answered" and any((c.get("manual"), c.get("page")) in gold
+    return item.get("outcome") in SHOWN_WITH_CITATIONS and any((c.get("manual"), c.get("page")) in gold
                                                      for c in item["citations"])
 
 

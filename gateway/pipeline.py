@@ -342,7 +342,8 @@ def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidenc
         res.flags.append("model_declined")
         _use_evidence(res, given, evidence)
         return
-    checks = check_answer(res.answer, [h.text for h in hits], min_overlap)
+    # A passage is read with its manual's title and section heading, as the model was shown it.
+    checks = check_answer(res.answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap)
     res.support = [c.to_dict() for c in checks]
     unsupported = [c for c in checks if not c.supported]
     inferred = [c for c in checks if c.supported and c.inferred]

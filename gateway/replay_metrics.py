@@ -26,6 +26,10 @@ HIGHER_IS_BETTER = {
 }
 
 
+# Outcomes whose citations a technician sees as the place to look (coverage counts both).
+SHOWN_WITH_CITATIONS = ("answered", "evidence_only")
+
+
 def percentile(values: list[float], q: float) -> float | None:
     """Linear-interpolated percentile (q in 0..100); None for no values."""
     vals = sorted(v for v in values if v is not None)
@@ -64,7 +68,7 @@ def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], An
         cited += len(cits)
         good = sum(1 for c in cits if c in gold)
         cited_gold += good
-        covered += good > 0 and it["result"].get("outcome") == "answered"
+        covered += good > 0 and it["result"].get("outcome") in SHOWN_WITH_CITATIONS
         refusals += it["result"].get("outcome") == "not_found"
     false_answers = sum(1 for it in unanswerable if it["result"].get("outcome") == "answered")
     outcomes = Counter(it["result"].get("outcome") for it in items)

@@ -61,6 +61,17 @@ def codes_of(text: str) -> set[str]:
             if m.upper() not in _COMMON_CAPS and not m.isdigit()}
 
 
+_UNIT_GLUE_RE = re.compile(r"(?<=\d)(?=[^\W\d_])")
+
+
+def overlap_terms(text: str) -> set[str]:
+    """Content words for the overlap test: "36V" and "36 V", "piston-board" and "piston board" alike;
+    numbers are left to the number test."""
+    text = _UNIT_GLUE_RE.sub(" ", unicodedata.normalize("NFKC", text))
+    terms = content_terms(re.sub(r"[-_/]", " ", text))  # "Piston-board" holds "piston" and "board"
+    return {t for t in terms if len(t) > 1 and not t.replace(".", "").isdigit()}
+
+
 def degenerate(sentence: str) -> bool:
     """A looping sentence: one word three times in a row, or under half of its words distinct."""
     words = re.findall(r"[a-z0-9]+", sentence.lower())
@@ -100,10 +111,10 @@ def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
-    want = content_terms(claim)
+    want = overlap_terms(claim)
     if not want:
         return False, 0.0, [], "no_content"
-    overlap = len(want & content_terms(passage)) / len(want)
+    overlap = len(want & overlap_terms(passage)) / len(want)
     if overlap < min_overlap:
         return False, round(overlap, 3), [], "overlap"
     return True, round(overlap, 3), [], ""

@@ -101,3 +101,9 @@ def test_an_answer_must_touch_what_the_question_asks() -> None:
     assert not addresses_question("How often do I change the Fabulaser coolant?", off, title)
     assert addresses_question("How often do I change the Fabulaser coolant?", on, title)
     assert addresses_question("Fabulaser?", off, title)  # nothing but the title: nothing to require
+
+
+def test_numbers_glued_to_units_count_as_the_same_words() -> None:
+    passage = "So the input voltage range can be considered as from 6V to 36V."
+    [check] = check_answer("The piston board input voltage range is 6 V to 36 V [1].", [passage])
+    assert check.supported, check

@@ -23,6 +23,9 @@ pytestmark = pytest.mark.slow
 DELAY_S = 0.2
 WORDS = 60  # a full answer takes WORDS * DELAY_S = 12 s
 SCRIPT = " ".join(f"word{i}" for i in range(WORDS - 1)) + " [1]."
+# The filler script is backed by no passage: the support check shows the evidence instead. These
+# tests are about streaming, queueing and cancel, so they expect that outcome.
+FILLER_OUTCOME = "evidence_only"
 QUESTION = "What input voltage range does the piston board accept?"
 QUEUE_SIZE = 2
 
@@ -53,8 +56,8 @@ def queue_depth(url: str) -> int:
 def test_max_tokens_is_honoured(server: GatewayServer) -> None:
     r, _ = ask(server.url, max_tokens=5)
     body = r.json()
-    assert r.status_code == 200 and body["outcome"] == "answered"
-    assert body["answer"] == "word0 word1 word2 word3 word4"
+    assert r.status_code == 200 and body["outcome"] == FILLER_OUTCOME
+    assert body["draft"] == "word0 word1 word2 word3 word4"  # what the model wrote, cut at 5 tokens
     assert body["timings"]["output_tokens"] == 5
     assert body["timings"]["stop_reason"] == "length"
     assert body["generation_config"]["max_tokens"] == 5
@@ -92,7 +95,7 @@ def test_queue_full_gets_503_with_retry_after(server: GatewayServer) -> None:
         assert r.headers["retry-after"].isdigit() and int(r.headers["retry-after"]) > 0
         assert r.json()["error"]["code"] == "busy" and r.json()["error"]["message"]
     for r in ok:
-        assert r.json()["outcome"] == "answered" and r.json()["timings"]["output_tokens"] == 8
+        assert r.json()["outcome"] == FILLER_OUTCOME and r.json()["timings"]["output_tokens"] == 8
     # The refused ones were refused at once, not after waiting in line.
     slowest_refusal = max(t for r, t in results if r.status_code == 503)
     slowest_answer = max(t for r, t in results if r.status_code == 200)
@@ -130,7 +133,7 @@ def test_disconnect_cancels_generation_and_frees_the_slot(server: GatewayServer)
 
     # The next question is served promptly: it does not wait for the rest of the 12 s script.
     r, took = ask(server.url, max_tokens=2)
-    assert r.status_code == 200 and r.json()["outcome"] == "answered"
+    assert r.status_code == 200 and r.json()["outcome"] == FILLER_OUTCOME
     assert took < WORDS * DELAY_S / 2, f"next answer took {took:.1f} s: the cancelled one still ran"
 
     deadline = time.monotonic() + 15
@@ -182,4 +185,4 @@ def test_stream_events_are_valid_json(server: GatewayServer) -> None:
         r = c.post(server.url + "/api/v1/ask", json={"question": QUESTION, "stream": True, "max_tokens": 3})
     datas = [line[5:].strip() for line in r.text.splitlines() if line.startswith("data:")]
     parsed = [json.loads(d) for d in datas]
-    assert parsed[-1]["timings"]["output_tokens"] == 3 and parsed[-1]["outcome"] == "answered"
+    assert parsed[-1]["timings"]["output_tokens"] == 3 and parsed[-1]["outcome"] == FILLER_OUTCOME
