@@ -44,11 +44,17 @@ def run(split: str, label: str, code: Path, extra_env: dict[str, str]) -> None:
     """Ingest the half (and the distractors) and replay its questions with the code at `code`."""
     data = data_dir(split, label)
     data.mkdir(parents=True, exist_ok=True)
+    # A generous parse timeout: on a busy 2-core box the sandboxed parser (nice 19) can starve, and a
+    # manual missing from the index would make the run meaningless.
     env = {**os.environ, "MANUALQA_DATA": str(data), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTHONPATH": str(code), **extra_env}
+           "PYTHONPATH": str(code), "MANUALQA_INGEST__TIMEOUT_S": "1200", **extra_env}
     python = str(REPO / ".venv" / "bin" / "python")
     manuals = [str(REPO / "eval" / split / "manuals"), str(REPO / "sample_manuals")]
-    subprocess.run([python, "-m", "gateway", "ingest", *manuals], cwd=code, env=env, check=True)
+    out = subprocess.run([python, "-m", "gateway", "ingest", *manuals, "--json"], cwd=code, env=env,
+                         check=True, capture_output=True, text=True).stdout
+    report = json.loads(out[out.index("{"):])
+    if report.get("failed"):
+        raise SystemExit(f"ingest of eval/{split} failed for {report['failed']}: the run would not be comparable")
     subprocess.run([python, "-m", "gateway", "replay", str(REPO / "eval" / split / "questions.jsonl"),
                     "--label", label], cwd=code, env=env, check=True)
 

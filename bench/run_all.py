@@ -19,7 +19,8 @@ SECTIONS_DIR = REPO / "docs" / "bench"
 OUT = REPO / "docs" / "benchmarks.md"
 SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
            "answer_quality", "pipeline_overhead", "server"]
-ORDER = ["retrieval_eval", "answer_eval", "embedders", "retrieval", "retrieval_quality", "search_latency", "ingest", "runtime", "answers", "server",
+ORDER = ["retrieval_eval", "answer_eval", "embedders",
+         "retrieval", "retrieval_quality", "search_latency", "ingest", "runtime", "answers", "server",
          "bench_profiles"]
 
 HEADER = """# Benchmarks

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 DECLINE = "The manuals do not cover this."
 MAX_SENTENCES = 5
-_TEXT = r"[^\[\]\n<>]"
+# Sentence text: no brackets (citations only), no newline, no tags; "." only before a digit ("2.5",
+# "15.04"), "!" and "?" never, so that a sentence cannot end, and a new one start, without its citation.
+_TEXT = r'([^\[\]\n<>.!?] | "." [0-9])'
 
 
 def citation_grammar(n_passages: int, max_sentences: int = MAX_SENTENCES) -> str:

@@ -72,6 +72,16 @@ def overlap_terms(text: str) -> set[str]:
     return {t for t in terms if len(t) > 1 and not t.replace(".", "").isdigit()}
 
 
+_META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+(?:passages?|manuals?|documents?|guides?|"
+                      r"texts?|sections?|pages?|sources?)\b(?!\s+(?:says?|states?|recommends?|requires?)\b)",
+                      re.IGNORECASE)
+
+
+def about_the_text(sentence: str) -> bool:
+    """A sentence about the passages themselves ("The passage on Cura is from ..."), not the machine."""
+    return bool(_META_RE.match(_LIST_MARK_RE.sub("", sentence)))
+
+
 def degenerate(sentence: str) -> bool:
     """A looping sentence: one word three times in a row, or under half of its words distinct."""
     words = re.findall(r"[a-z0-9]+", sentence.lower())
@@ -134,8 +144,8 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
             if s <= gs < e:
                 cited += [n for n in numbers if 1 <= n <= len(passages) and n not in cited]
         check = SentenceCheck(text=text, start=s, end=e, cited=cited)
-        if degenerate(text):
-            check.reason = "degenerate"
+        if degenerate(text) or about_the_text(text):
+            check.reason = "degenerate" if degenerate(text) else "meta"
             checks.append(check)
             continue
         candidates = cited or list(range(1, len(passages) + 1))

@@ -107,3 +107,18 @@ def test_numbers_glued_to_units_count_as_the_same_words() -> None:
     passage = "So the input voltage range can be considered as from 6V to 36V."
     [check] = check_answer("The piston board input voltage range is 6 V to 36 V [1].", [passage])
     assert check.supported, check
+
+
+def test_sentences_about_the_passages_are_not_answers() -> None:
+    passages = ["Slicer Setup and First Print. Cura Installation: use Cura 15.04.6 with the VORON profile."]
+    [meta] = check_answer('The passage on "Slicer Setup" is from the passage on "Cura Installation" [1].', passages)
+    assert not meta.supported and meta.reason == "meta"
+    [real] = check_answer("The manual says to use Cura 15.04.6 with the VORON profile [1].", passages)
+    assert real.supported  # "the manual says ..." reports what it says: that is an answer
+
+
+def test_grammar_cannot_end_a_sentence_without_a_citation() -> None:
+    g = citation_grammar(2)
+    assert r"[^\[\]\n<>.!?]" in g  # a bare full stop is not sentence text: only "[n]" ends one
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python (the [llm] extra) compiles GBNF")
+    assert llama_cpp.LlamaGrammar.from_string(g, verbose=False) is not None  # llama.cpp accepts it
