@@ -105,7 +105,7 @@ def test_serves_and_answers_with_no_network(offline_run: dict) -> None:
     assert "warning" not in offline_run["health"], offline_run["health"]
     ask = offline_run["ask"]
     assert ask["status"] == 200, ask
-    assert ask["outcome"] in ("answered", "not_found"), ask
+    assert ask["outcome"] in ("answered", "evidence_only"), ask  # the real model ran; the check decided
     assert ask["mode"] == "generate", f"the model did not answer: {ask.get('error')}"
     assert ask["chain_id"] and ask["answer"]
     assert ask["timings"].get("output_tokens", 0) > 0
