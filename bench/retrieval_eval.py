@@ -89,7 +89,7 @@ def build(pdfs: list[Path], recipe: Recipe, embedder: Any, data_dir: Path) -> An
 
     store = IndexStore(data_dir)
     params = ChunkParams(max_chars=recipe.max_chars, overlap_chars=recipe.overlap_chars, context=recipe.context)
-    report = store.ingest(pdfs, embedder, params, ParseLimits())
+    report = store.ingest(pdfs, embedder, params, ParseLimits(timeout_s=1200))  # a busy box parses slowly
     if report.failed:
         raise SystemExit(f"ingest failed: {report.failed}")
     return store
@@ -233,7 +233,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     recipes = [Recipe(600, 100, "heading"), Recipe(600, 100, "title+heading"),
-               Recipe(1000, 150, "title+heading")]
+               Recipe(1000, 150, "title+heading"), Recipe(1500, 200, "title+heading")]
     print(run(args.sweep, not args.no_write, recipes, None))
 
 

@@ -24,6 +24,8 @@ DEFAULT_GATE: dict[str, Any] = {
         "citation_coverage": {"max_drop": 0.02},
         "false_answer_rate": {"max_rise": 0.0},
         "false_refusal_rate": {"max_rise": 0.05},
+        "answer_correctness": {"max_drop": 0.05},
+        "unsupported_numbers": {"max_rise": 0},
         "ttft_ms_p95": {"max_increase_pct": 20, "min_abs_ms": 50},
         "total_ms_p95": {"max_increase_pct": 20, "min_abs_ms": 100},
     },

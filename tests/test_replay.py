@@ -16,7 +16,7 @@ from gateway.compare import DEFAULT_GATE, GateError, compare_runs, load_gate
 from gateway.config import Settings
 from gateway.context import Gateway
 from gateway.replay import ReplayError, get_run, list_runs, load_questions, local_answerer, run_replay
-from gateway.replay_metrics import compute_metrics, percentile
+from gateway.replay_metrics import compute_metrics, correctness, percentile
 from gateway.report import render_report
 
 
@@ -77,6 +77,31 @@ def test_metrics_on_hand_made_items() -> None:
     assert m["citation_precision"] == 0.5 and m["citation_coverage"] == 1.0
     assert m["false_answer_rate"] == 1.0 and m["false_refusal_rate"] == 0.0
     assert percentile([10, 30], 50) == 20.0
+
+
+def test_answer_correctness_and_support_metrics() -> None:
+    assert correctness("Tighten to 85 N·m [1].", "85 N·m in a cross pattern") == 1.0
+    assert correctness("Tighten to 2.10 Nm [1].", "85 N·m") == 0.0  # numbers must match exactly
+    assert 0.0 < correctness("Use the paper test under the nozzle.", "Adjust each screw with a paper test") < 1.0
+
+    def item(answerable: bool, outcome: str, answer: str, gold: str, passage: str = "",
+             support: list | None = None) -> dict[str, Any]:
+        q = {"id": "q", "question": "?", "manual": "m.pdf" if answerable else None,
+             "pages": [1] if answerable else [], "answerable": answerable, "answer": gold}
+        return {"question": q, "citations": [], "retrieved": [],
+                "result": {"outcome": outcome, "mode": "generate", "answer": answer, "timings": {},
+                           "citations": [{"passage": passage}], "support": support or []}}
+
+    items = [item(True, "answered", "Tighten to 85 N·m [1].", "85 N·m", "torque 85 N·m",
+                  [{"supported": True}, {"supported": False}]),
+             item(True, "answered", "Use 12 V [1].", "24 V", "supply 24 V", [{"supported": True}]),
+             item(True, "not_found", "", "24 V"),
+             item(False, "evidence_only", "Quoted [1].", "")]
+    m = compute_metrics(items)
+    assert m["answer_correctness"] == round(1 / 3, 4) and m["answered_correctness"] == 0.5
+    assert m["supported_sentence_rate"] == round(2 / 3, 4)
+    assert m["unsupported_numbers"] == 1  # "12" is in no cited passage
+    assert m["false_answer_rate"] == 0.0 and m["false_refusal_rate"] == round(1 / 3, 4)
 
 
 def _replay(gw: Gateway, qfile: Path, label: str, version: str | None = None) -> dict[str, Any]:
