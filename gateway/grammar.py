@@ -12,7 +12,8 @@ from __future__ import annotations
 DECLINE = "The manuals do not cover this."
 MAX_SENTENCES = 5
 # Sentence text: no brackets (citations only), no newline, no tags; "." only before a digit ("2.5",
-# "15.04"), "!" and "?" never, so that a sentence cannot end, and a new one start, without its citation.
+# "15.04"). A sentence ends where it stops: its end mark, if any, must be followed by its citation,
+# so a sentence cannot end, and a new one start, without "[n]".
 _TEXT = r'([^\[\]\n<>.!?] | "." [0-9])'
 
 
@@ -27,7 +28,7 @@ def citation_grammar(n_passages: int, max_sentences: int = MAX_SENTENCES) -> str
     return "\n".join([
         f"root ::= decline | sentence {more}".rstrip(),
         f'decline ::= "{DECLINE}"',
-        f'sentence ::= [A-Z0-9"(] {_TEXT}* " [" cite ("," " "? cite)* "]" "."?',
+        f'sentence ::= [A-Z0-9"(] {_TEXT}* [.!?]? " [" cite ("," " "? cite)* "]"',
         f"cite ::= {cites}",
         'sep ::= " " | "\\n"',
         "",
