@@ -176,6 +176,7 @@ def run(sweep: bool, write: bool, recipes: list[Recipe], chosen: tuple[Recipe, Q
                  f"and {len(test_q) - n_ans['test']} unanswerable. k=5; embedder {embedder.model_id}.")
     lines.append("")
     results: dict[tuple[Recipe, Query], Scores] = {}
+    grid_lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="manualqa-eval-") as tmp:
         stores: dict[tuple[str, Recipe], Any] = {}
 
@@ -189,18 +190,18 @@ def run(sweep: bool, write: bool, recipes: list[Recipe], chosen: tuple[Recipe, Q
             return stores[key]
 
         if sweep:
-            lines += ["### Development grid", "",
-                      "| chunk chars | context | lexical weight | rrf_k | page share | hit@1 | hit@5 | MRR |",
-                      "|---|---|---|---|---|---|---|---|"]
+            grid_lines += ["### Development grid", "",
+                           "| chunk chars | context | lexical weight | rrf_k | page share | hit@1 | hit@5 | MRR |",
+                           "|---|---|---|---|---|---|---|---|"]
             for recipe in recipes:
                 store = store_for("dev", recipe)
                 for query in [BEFORE[1], *grid()]:
                     s, _ = evaluate(store, embedder, dev_q, query, vec)
                     results[(recipe, query)] = s
-                    lines.append(f"| {recipe.max_chars} | {recipe.context} | {query.lexical_weight} | "
-                                 f"{query.rrf_k} | {query.page_share} | {s.row()} |")
+                    grid_lines.append(f"| {recipe.max_chars} | {recipe.context} | {query.lexical_weight} | "
+                                      f"{query.rrf_k} | {query.page_share} | {s.row()} |")
             best = max(results, key=lambda key: (round(results[key].mrr, 4), results[key].hit1))
-            lines += ["", f"Best on dev by MRR: {best[0]} {best[1]}.", ""]
+            grid_lines += ["", f"Best on dev by MRR: {best[0]} {best[1]}.", ""]
         chosen = chosen or shipped()
         lines += ["### Before and after, both halves", "",
                   "| settings | half | hit@1 | hit@5 | MRR | min_similarity (chosen on dev) | "
@@ -219,7 +220,8 @@ def run(sweep: bool, write: bool, recipes: list[Recipe], chosen: tuple[Recipe, Q
             lines.append(f"| {label} | test misses at 5 | {', '.join(s_test.misses) or '-'} | | | | | |")
         for store in stores.values():
             store.open().chunks.close()
-    lines += ["", "Rerun: `.venv/bin/python -m bench.retrieval_eval --sweep`.", "", machine_markdown(), ""]
+    lines += ["", *grid_lines, "Rerun: `.venv/bin/python -m bench.retrieval_eval --sweep`.", "",
+              machine_markdown(), ""]
     text = "\n".join(lines)
     if write:
         OUT.parent.mkdir(parents=True, exist_ok=True)
