@@ -174,17 +174,30 @@ _VAGUE = frozenset("need needs get make work works happen ok okay right wrong th
                    "want able please much many kind type should one".split())
 
 
+# A question that asks for a quantity is not answered by a sentence without a number.
+_QUANTITY_RE = re.compile(
+    r"\bhow (?:much|many|big|fast|far|heavy|hot|cold|wide|tall|deep|thick)\b"
+    r"|\bwhat(?:'s| is| are)? (?:the )?(?:max(?:imum)? |min(?:imum)? )?(?:voltage|current|temperature|size|"
+    r"torque|pressure|speed|frequency|power|rating|capacity|resolution|baud|dimensions?|weight|length|"
+    r"width|height|depth|diameter|interval|range)\b",
+    re.IGNORECASE)
+
+
 def addresses_question(question: str, answer: str, title: str = "") -> bool:
     """Does the answer touch what the question asks about, beyond naming the equipment?
 
     A passage about the right machine backs many true sentences that answer nothing ("The Fabulaser
     Mini is a 40 W laser cutter [1]" to "what coolant does it take?"). At least one of the question's
-    own content words, other than the manual's title words, must be in the answer.
+    own content words, other than the manual's title words, must be in the answer; and a question
+    asking for a quantity ("how much current", "what voltage") needs a number in the answer.
     """
+    answer = CITATION_RE.sub(" ", answer)
+    if _QUANTITY_RE.search(question) and not numbers_of(answer):
+        return False
     focus = content_terms(question) - content_terms(title) - _VAGUE
     if not focus:
         return True
-    return bool(focus & content_terms(CITATION_RE.sub(" ", answer)))
+    return bool(focus & content_terms(answer))
 
 
 def is_decline(answer: str) -> bool:

@@ -122,3 +122,9 @@ def test_grammar_cannot_end_a_sentence_without_a_citation() -> None:
     assert r"[^\[\]\n<>.!?]" in g  # a bare full stop is not sentence text: only "[n]" ends one
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python (the [llm] extra) compiles GBNF")
     assert llama_cpp.LlamaGrammar.from_string(g, verbose=False) is not None  # llama.cpp accepts it
+
+
+def test_a_quantity_question_needs_a_number() -> None:
+    q = "How much current does the LibreVNA pull from the USB-C port?"
+    assert not addresses_question(q, "The device can be connected to a USB-C port [5].", "LibreVNA User Manual")
+    assert addresses_question(q, "It draws up to 1.5 A from the USB-C port [5].", "LibreVNA User Manual")
