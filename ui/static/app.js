@@ -119,7 +119,7 @@ function flagNote(flag) {
 
 // The evidence arrives before the model writes: quoted sentences and their passages, at once.
 function showEvidence(ev) {
-  $("outcome").textContent = "evidence"; $("outcome").className = "badge evidence_only";
+  $("outcome").textContent = "evidence"; $("outcome").className = "badge evidence";  // not final yet
   $("evidence-note").hidden = false; $("answer").textContent = ev.text || "";
   const cards = $("cards"); cards.innerHTML = "";
   for (const c of ev.citations || []) cards.appendChild(card(c, `[${c.n}]`));
