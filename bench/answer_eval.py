@@ -59,15 +59,39 @@ def run(split: str, label: str, code: Path, extra_env: dict[str, str]) -> None:
                     "--label", label], cwd=code, env=env, check=True)
 
 
-def _items(data: Path, label: str) -> list[dict[str, Any]]:
+def _partial_items(db: Any, split: str) -> list[dict[str, Any]]:
+    """A run stopped before its end has no replay row yet: its answers, matched to the questions."""
+    questions = {json.loads(line)["question"]: json.loads(line)
+                 for line in (REPO / "eval" / split / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+                 if line.strip()}
+    cols = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+    items = []
+    for ans in db.execute("SELECT * FROM answers WHERE client = 'replay' ORDER BY time"):
+        q = questions.get(ans["question"])
+        if q is None:
+            continue
+        passages = json.loads(ans["passages"])
+        items.append({"question": q, "citations": json.loads(ans["citations"]),
+                      "retrieved": [{"manual": p.get("manual"), "page": p.get("page")} for p in passages],
+                      "result": {"outcome": ans["outcome"], "answer": ans["answer"], "mode": ans["mode"],
+                                 "timings": json.loads(ans["timings"]), "citations": json.loads(ans["citations"]),
+                                 "support": json.loads(ans["support"]) if "support" in cols else None}})
+    return items
+
+
+def _items(data: Path, label: str, split: str) -> list[dict[str, Any]]:
     """The newest run with this label, as replay_metrics items (full answer rows from the log)."""
     import sqlite3
 
     db = sqlite3.connect(str(data / "gateway.db"))
     db.row_factory = sqlite3.Row
-    run_row = db.execute("SELECT id FROM replay_runs WHERE label = ? ORDER BY id DESC LIMIT 1", [label]).fetchone()
-    if run_row is None:
-        raise SystemExit(f"no replay run {label!r} in {data}")
+    try:
+        run_row = db.execute("SELECT id FROM replay_runs WHERE label = ? ORDER BY id DESC LIMIT 1",
+                             [label]).fetchone()
+        if run_row is None:
+            return _partial_items(db, split)
+    except sqlite3.OperationalError:  # a data directory whose run never started
+        return []
     cols = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
     items = []
     for it in db.execute("SELECT * FROM replay_items WHERE run_id = ? ORDER BY position", [run_row["id"]]):
@@ -111,16 +135,21 @@ def report() -> str:
              "outcomes only; false answers: unanswerable questions given an `answered` badge.", "",
              "| run | " + " | ".join(SHOWN) + " | outcomes |", "|---|" + "---|" * (len(SHOWN) + 1)]
     for split in SPLITS:
-        for label in ("before", "after"):
-            data = data_dir(split, label)
-            if not (data / "gateway.db").is_file():
-                continue
-            items = _items(data, label)
+        runs = {label: _items(data_dir(split, label), label, split) for label in ("before", "after")
+                if (data_dir(split, label) / "gateway.db").is_file()}
+        runs = {label: items for label, items in runs.items() if items}
+        # Compare on the questions every run answered (a run stopped early covers fewer).
+        ids = [{it["question"]["id"] for it in items} for items in runs.values()]
+        common = set.intersection(*ids) if ids else set()
+        total = sum(1 for line in (REPO / "eval" / split / "questions.jsonl").read_text().splitlines() if line.strip())
+        for label, items in runs.items():
+            items = [it for it in items if it["question"]["id"] in common]
             _post_hoc_support(items)
             m = compute_metrics(items)
             cells = [("-" if m.get(k) is None else f"{m[k]:.3f}" if isinstance(m[k], float) else str(m[k]))
                      for k in SHOWN]
-            lines.append(f"| {split} {label} | " + " | ".join(cells) + f" | {json.dumps(m['outcomes'])} |")
+            lines.append(f"| {split} {label} ({len(items)} of {total} questions) | " + " | ".join(cells)
+                         + f" | {json.dumps(m['outcomes'])} |")
     lines += ["", "Rerun: see the docstring of `bench/answer_eval.py`.", "", machine_markdown(), ""]
     text = "\n".join(lines)
     OUT.write_text(text, encoding="utf-8")

@@ -343,7 +343,8 @@ def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidenc
         _use_evidence(res, given, evidence)
         return
     # A passage is read with its manual's title and section heading, as the model was shown it.
-    checks = check_answer(res.answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap)
+    checks = check_answer(res.answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap,
+                          question=res.question)
     res.support = [c.to_dict() for c in checks]
     unsupported = [c for c in checks if not c.supported]
     inferred = [c for c in checks if c.supported and c.inferred]

@@ -130,8 +130,15 @@ def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool
     return True, round(overlap, 3), [], ""
 
 
-def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP
-                 ) -> list[SentenceCheck]:
+def echoes(sentence: str, question: str) -> bool:
+    """A sentence that only restates the question ("The LED blinks while sweeping [1]" to "The LED
+    blinks while sweeping. Is my unit faulty?") answers nothing, however well the passage backs it."""
+    said = overlap_terms(CITATION_RE.sub(" ", sentence))
+    return bool(said) and len(said - overlap_terms(question)) <= max(1, len(said) // 5)
+
+
+def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP,
+                 question: str = "") -> list[SentenceCheck]:
     """One SentenceCheck per sentence of ``answer``; ``passages[0]`` is passage [1]."""
     groups = parse_citation_groups(answer)
     checks: list[SentenceCheck] = []
@@ -144,8 +151,8 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
             if s <= gs < e:
                 cited += [n for n in numbers if 1 <= n <= len(passages) and n not in cited]
         check = SentenceCheck(text=text, start=s, end=e, cited=cited)
-        if degenerate(text) or about_the_text(text):
-            check.reason = "degenerate" if degenerate(text) else "meta"
+        if degenerate(text) or about_the_text(text) or (question and echoes(text, question)):
+            check.reason = "degenerate" if degenerate(text) else "meta" if about_the_text(text) else "echo"
             checks.append(check)
             continue
         candidates = cited or list(range(1, len(passages) + 1))

@@ -128,3 +128,12 @@ def test_a_quantity_question_needs_a_number() -> None:
     q = "How much current does the LibreVNA pull from the USB-C port?"
     assert not addresses_question(q, "The device can be connected to a USB-C port [5].", "LibreVNA User Manual")
     assert addresses_question(q, "It draws up to 1.5 A from the USB-C port [5].", "LibreVNA User Manual")
+
+
+def test_restating_the_question_is_not_an_answer() -> None:
+    q = "The red LO unlocked LED blinks on for a moment while sweeping. Is my unit faulty?"
+    passage = "The red LO unlocked LED blinks on for a moment while sweeping: this is normal, the PLL relocks."
+    [echo] = check_answer("The red LO unlocked LED blinks on for a moment while sweeping [1].", [passage], question=q)
+    assert not echo.supported and echo.reason == "echo"
+    [answer] = check_answer("This is normal: the PLL relocks while sweeping [1].", [passage], question=q)
+    assert answer.supported
