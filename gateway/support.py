@@ -178,7 +178,7 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
 
 # Words a question uses that say nothing about what it asks for.
 _VAGUE = frozenset("need needs get make work works happen ok okay right wrong thing way go going know tell "
-                   "want able please much many kind type should one".split())
+                   "want able please much many kind type should one onto off".split())
 
 
 # A question that asks for a quantity is not answered by a sentence without a number.
@@ -195,16 +195,17 @@ def addresses_question(question: str, answer: str, title: str = "") -> bool:
 
     A passage about the right machine backs many true sentences that answer nothing ("The Fabulaser
     Mini is a 40 W laser cutter [1]" to "what coolant does it take?"). At least one of the question's
-    own content words, other than the manual's title words, must be in the answer; and a question
-    asking for a quantity ("how much current", "what voltage") needs a number in the answer.
+    own content words, other than the manual's title words, must be in the answer (two, when the
+    question has four or more: one shared word such as "printer" is then a coincidence, not an answer);
+    and a question asking for a quantity ("how much current", "what voltage") needs a number.
     """
     answer = CITATION_RE.sub(" ", answer)
     if _QUANTITY_RE.search(question) and not numbers_of(answer):
         return False
-    focus = content_terms(question) - content_terms(title) - _VAGUE
+    focus = overlap_terms(question) - overlap_terms(title) - _VAGUE
     if not focus:
         return True
-    return bool(focus & content_terms(answer))
+    return len(focus & overlap_terms(answer)) >= (1 if len(focus) <= 3 else 2)
 
 
 def is_decline(answer: str) -> bool:

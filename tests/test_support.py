@@ -137,3 +137,10 @@ def test_restating_the_question_is_not_an_answer() -> None:
     assert not echo.supported and echo.reason == "echo"
     [answer] = check_answer("This is normal: the PLL relocks while sweeping [1].", [passage], question=q)
     assert answer.supported
+
+
+def test_one_shared_word_is_a_coincidence_not_an_answer() -> None:
+    q = "Is it OK to unplug a stepper motor from the SKR board while the printer is switched on?"
+    title = "Voron Design SKR Mini E3 Setup Guide V0.0"
+    assert not addresses_question(q, "Always check the power supply of your printer [3].", title)
+    assert addresses_question(q, "Never plug or unplug any device while the printer is powered [2].", title)
