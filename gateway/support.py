@@ -133,7 +133,10 @@ def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool
 def echoes(sentence: str, question: str) -> bool:
     """A sentence that only restates the question ("The LED blinks while sweeping [1]" to "The LED
     blinks while sweeping. Is my unit faulty?") answers nothing, however well the passage backs it."""
-    said = overlap_terms(CITATION_RE.sub(" ", sentence))
+    sentence = CITATION_RE.sub(" ", sentence)
+    if numbers_of(sentence) - numbers_of(question):  # it adds a value: "accepts 6 V to 36 V"
+        return False
+    said = overlap_terms(sentence)
     return bool(said) and len(said - overlap_terms(question)) <= max(1, len(said) // 5)
 
 

@@ -144,3 +144,10 @@ def test_one_shared_word_is_a_coincidence_not_an_answer() -> None:
     title = "Voron Design SKR Mini E3 Setup Guide V0.0"
     assert not addresses_question(q, "Always check the power supply of your printer [3].", title)
     assert addresses_question(q, "Never plug or unplug any device while the printer is powered [2].", title)
+
+
+def test_a_restated_question_with_the_value_asked_for_is_an_answer() -> None:
+    q = "What input voltage range does the piston board accept?"
+    [check] = check_answer("The piston board accepts 6 V to 36 V input [1].",
+                           ["Piston-board input voltage range can be considered as from 6V to 36V."], question=q)
+    assert check.supported
