@@ -19,7 +19,7 @@ SECTIONS_DIR = REPO / "docs" / "bench"
 OUT = REPO / "docs" / "benchmarks.md"
 SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
            "answer_quality", "pipeline_overhead", "server"]
-ORDER = ["retrieval_eval", "answer_eval", "embedders",
+ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders",
          "retrieval", "retrieval_quality", "search_latency", "ingest", "runtime", "answers", "server",
          "bench_profiles"]
 
