@@ -34,13 +34,11 @@ SAMPLES = REPO / "sample_manuals"
 OUT = REPO / "docs" / "bench" / "retrieval_eval.md"
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """What is decided when the index is built."""
+def recipe(max_chars: int, overlap_chars: int, context: str) -> Any:
+    """What is decided when the index is built: the ingest's own chunk settings (min_chars default)."""
+    from ingest.models import ChunkParams
 
-    max_chars: int = 600
-    overlap_chars: int = 100
-    context: str = "heading"
+    return ChunkParams(max_chars=max_chars, overlap_chars=overlap_chars, context=context)
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ class Query:
                 "page_share": self.page_share, "candidates": self.candidates}
 
 
-BEFORE = (Recipe(600, 100, "heading"), Query())  # the defaults before issue 9
+BEFORE = (recipe(600, 100, "heading"), Query())  # the defaults before issue 9
 
 
 @dataclass
@@ -83,13 +81,12 @@ def split_paths(split: str) -> tuple[list[Path], list[dict[str, Any]]]:
     return pdfs, load(folder / "questions.jsonl")
 
 
-def build(pdfs: list[Path], recipe: Recipe, embedder: Any, data_dir: Path) -> Any:
-    from ingest.models import ChunkParams, ParseLimits
+def build(pdfs: list[Path], recipe: Any, embedder: Any, data_dir: Path) -> Any:
+    from ingest.models import ParseLimits
     from retrieval.versions import IndexStore
 
     store = IndexStore(data_dir)
-    params = ChunkParams(max_chars=recipe.max_chars, overlap_chars=recipe.overlap_chars, context=recipe.context)
-    report = store.ingest(pdfs, embedder, params, ParseLimits(timeout_s=1200))  # a busy box parses slowly
+    report = store.ingest(pdfs, embedder, recipe, ParseLimits(timeout_s=1200))  # a busy box parses slowly
     if report.failed:
         raise SystemExit(f"ingest failed: {report.failed}")
     return store
@@ -144,12 +141,12 @@ def choose_threshold(questions: list[dict[str, Any]], hits_by_id: dict[str, list
     return best
 
 
-def shipped() -> tuple[Recipe, Query]:
+def shipped() -> tuple[Any, Query]:
     """The defaults this gateway ships with (gateway.config), i.e. "after"."""
     from gateway.config import ChunkSettings, SearchSettings
 
     c, s = ChunkSettings(), SearchSettings()
-    return (Recipe(c.max_chars, c.overlap_chars, c.context),
+    return (recipe(c.max_chars, c.overlap_chars, c.context),
             Query(s.dense_weight, s.lexical_weight, s.rrf_k, s.page_share, s.candidates))
 
 
@@ -161,7 +158,7 @@ def grid() -> list[Query]:
     return out
 
 
-def run(sweep: bool, write: bool, recipes: list[Recipe], chosen: tuple[Recipe, Query] | None) -> str:
+def run(sweep: bool, write: bool, recipes: list[Any], chosen: tuple[Any, Query] | None) -> str:
     from retrieval.embeddings import Embedder
 
     embedder = Embedder()
@@ -175,12 +172,12 @@ def run(sweep: bool, write: bool, recipes: list[Recipe], chosen: tuple[Recipe, Q
                  f"Test half: {len(test_pdfs) - 2} manuals + the same distractors, {n_ans['test']} answerable "
                  f"and {len(test_q) - n_ans['test']} unanswerable. k=5; embedder {embedder.model_id}.")
     lines.append("")
-    results: dict[tuple[Recipe, Query], Scores] = {}
+    results: dict[tuple[Any, Query], Scores] = {}
     grid_lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="manualqa-eval-") as tmp:
-        stores: dict[tuple[str, Recipe], Any] = {}
+        stores: dict[tuple[str, Any], Any] = {}
 
-        def store_for(split: str, recipe: Recipe) -> Any:
+        def store_for(split: str, recipe: Any) -> Any:
             key = (split, recipe)
             if key not in stores:
                 t = time.perf_counter()
@@ -234,8 +231,8 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true", help="print the development grid and choose from it")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    recipes = [Recipe(600, 100, "heading"), Recipe(600, 100, "title+heading"),
-               Recipe(1000, 150, "title+heading"), Recipe(1500, 200, "title+heading")]
+    recipes = [recipe(600, 100, "heading"), recipe(600, 100, "title+heading"),
+               recipe(1000, 150, "title+heading"), recipe(1500, 200, "title+heading")]
     print(run(args.sweep, not args.no_write, recipes, None))
 
 
