@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gateway.citations import Citation, resolve
+from gateway.citations import Citation, parse_citations, resolve, validate
 from gateway.db import new_id, utcnow
 from gateway.extractive import extractive_answer
 from gateway.grammar import citation_grammar
@@ -336,9 +336,10 @@ def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Ev
 def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidence: str,
                    min_overlap: float, require_question_terms: bool) -> None:
     """Keep the sentences the cited passages back; with none left, show the evidence instead."""
-    _, dropped = resolve(res.answer, hits, supporting_fallback=False)
-    res.flags.extend(f for f in dropped if f.startswith("dropped_invalid_citations"))
-    if is_decline(res.answer) or (not _has_citation(res.answer) and _DECLINE_RE.search(res.answer)):
+    cited, dropped = validate(parse_citations(res.answer), len(hits))
+    if dropped:
+        res.flags.append(f"dropped_invalid_citations: {dropped}")
+    if is_decline(res.answer) or (not cited and not dropped and _DECLINE_RE.search(res.answer)):
         res.flags.append("model_declined")
         _use_evidence(res, given, evidence)
         return
@@ -366,11 +367,6 @@ def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidenc
     res.citations, flags = resolve(res.answer, hits, supporting_fallback=False)
     res.flags.extend(f for f in flags if not f.startswith("dropped_invalid_citations"))
 
-
-def _has_citation(text: str) -> bool:
-    from gateway.citations import parse_citations
-
-    return bool(parse_citations(text))
 
 
 def _pump(gw: Any, runtime: Any, messages: list[dict[str, str]], config: Any, cancel: threading.Event,
