@@ -4,22 +4,33 @@
 with pypdf and writes one JSON object to stdout: {"ok": {...}} or {"error": "reason"}. The parent
 (ingest.sandbox) adds the file name, the hash and the size, and enforces the wall-clock limit.
 Error reasons are short, user-facing and never name the file (the parent does).
+
+A worker never outlives its parent: killed with -9, the parent cannot stop it, so the worker
+watches for itself (`--parent-pid`, `--lifeline-fd`, see die_with_parent) and also ends itself
+after `--timeout-s`, the limit its parent applies.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import math
 import os
 import re
+import select
+import signal
 import sys
+import threading
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 from ingest.models import IngestError
 
+ORPHANED_EXIT = 3  # exit status of a worker that found its parent gone (nobody is left to read it)
+_WATCH_INTERVAL_S = 0.25
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 MIN_TEXT_CHARS = 20  # a page with fewer non-space characters counts as having no text
 NO_TEXT_MESSAGE = "no text layer on any page (scanned? OCR is not supported)"
 _HEAD_BYTES = 1024
@@ -210,13 +221,79 @@ def _limit_memory(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
+def die_with_parent(parent_pid: int, lifeline_fd: int | None) -> None:
+    """End this worker within ~0.25 s of its parent's death, however the parent died.
+
+    Three independent signs, because each alone has a gap: the lifeline pipe (its write end lives
+    only in the parent, so EOF means the parent is gone), the parent pid (re-parenting changes
+    getppid()), and PR_SET_PDEATHSIG, which needs no Python thread to run but fires when the
+    parent's forking *thread* ends (the server forks from pool threads), so it is never relied on
+    alone. The watch runs in a daemon thread so a parse in progress does not delay it.
+    """
+    _kill_on_parent_death()
+    if os.getppid() != parent_pid:  # the parent died before we could watch it
+        os._exit(ORPHANED_EXIT)
+
+    def watch() -> None:
+        while True:
+            if lifeline_fd is None:
+                threading.Event().wait(_WATCH_INTERVAL_S)
+            else:
+                readable, _, _ = select.select([lifeline_fd], [], [], _WATCH_INTERVAL_S)
+                if readable and not os.read(lifeline_fd, 1):
+                    os._exit(ORPHANED_EXIT)
+            if os.getppid() != parent_pid:
+                os._exit(ORPHANED_EXIT)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _kill_on_parent_death() -> None:
+    """prctl(PR_SET_PDEATHSIG, SIGKILL) where the platform has it; a no-op elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def limit_time(timeout_s: float) -> None:
+    """Stop this worker after timeout_s of wall-clock time even if its parent cannot kill it.
+
+    SIGALRM (not caught here, so it terminates the process) at the parent's own limit; an
+    RLIMIT_CPU hard cap just above it as a backstop that cannot be caught or ignored.
+    """
+    if timeout_s <= 0:
+        return
+    seconds = max(1, math.ceil(timeout_s))
+    if hasattr(signal, "alarm"):
+        signal.alarm(seconds)
+    try:
+        import resource
+    except ImportError:
+        return
+    cap = seconds + 2
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard == resource.RLIM_INFINITY or hard > cap:
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Worker entry point; stdout carries exactly one JSON object (pypdf's chatter goes to stderr)."""
     parser = argparse.ArgumentParser(prog="python -m ingest.pdf")
     parser.add_argument("--max-pages", type=int, default=2000)
     parser.add_argument("--memory-mb", type=int, default=0, help="address-space cap; 0 = none")
+    parser.add_argument("--timeout-s", type=float, default=0.0, help="wall-clock cap; 0 = none")
+    parser.add_argument("--parent-pid", type=int, default=0,
+                        help="exit when this process is gone (default: the parent at start)")
+    parser.add_argument("--lifeline-fd", type=int, default=None,
+                        help="read end of a pipe the parent holds open; EOF means the parent died")
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
+    die_with_parent(args.parent_pid or os.getppid(), args.lifeline_fd)
+    limit_time(args.timeout_s)
     out, sys.stdout = sys.stdout, sys.stderr
     try:
         os.nice(19)  # parsing yields the CPU to embedding and to the gateway answering questions

@@ -4,6 +4,11 @@ Each parse runs `python -m ingest.pdf` in a fresh child process. The child caps 
 space (RLIMIT_AS = limits.memory_mb) and the page count; this side checks size and header first,
 kills the child when limits.timeout_s passes, and turns every failure into one IngestError line
 that names the file. pypdf's own decompression limits stay on inside the child.
+
+If this process is killed (kill -9 of `manualqa ingest` or of the server) it cannot kill the
+child, so the child is told this process's pid and given the read end of a pipe whose write end
+only this process holds; it exits when either says the parent is gone, and it also stops itself
+after limits.timeout_s (ingest.pdf.die_with_parent, limit_time).
 """
 
 from __future__ import annotations
@@ -85,14 +90,20 @@ def _run_worker(path: Path, limits: ParseLimits) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    # Both ends are close-on-exec here, so no other child inherits the write end and keeps it open.
+    lifeline_read, lifeline_write = os.pipe()
     command = [sys.executable, "-m", "ingest.pdf", "--max-pages", str(int(limits.max_pages)),
-               "--memory-mb", str(int(limits.memory_mb)), str(path.resolve())]
+               "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{limits.timeout_s:g}",
+               "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read), str(path.resolve())]
     try:
         proc = subprocess.run(command, capture_output=True, timeout=limits.timeout_s, env=env,
-                              stdin=subprocess.DEVNULL, cwd=_PACKAGE_ROOT, check=False)
+                              stdin=subprocess.DEVNULL, cwd=_PACKAGE_ROOT, check=False,
+                              pass_fds=(lifeline_read,))
     except subprocess.TimeoutExpired:  # subprocess.run has already killed and reaped the child
-        raise IngestError(f"parsing took longer than {limits.timeout_s:g} s and was stopped "
-                          "(ingest.timeout_s)") from None
+        raise IngestError(_timeout_message(limits)) from None
+    finally:
+        os.close(lifeline_read)
+        os.close(lifeline_write)
     try:
         reply = json.loads(proc.stdout.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -104,11 +115,17 @@ def _run_worker(path: Path, limits: ParseLimits) -> dict:
     raise IngestError(_crash_reason(proc, limits))
 
 
+def _timeout_message(limits: ParseLimits) -> str:
+    return f"parsing took longer than {limits.timeout_s:g} s and was stopped (ingest.timeout_s)"
+
+
 def _crash_reason(proc: subprocess.CompletedProcess[bytes], limits: ParseLimits) -> str:
     """Why a worker died without answering (killed by the OOM killer, crashed in C code...)."""
     stderr = proc.stderr.decode("utf-8", "replace")
     if "MemoryError" in stderr or "Cannot allocate memory" in stderr:
         return memory_message(limits.memory_mb)
+    if proc.returncode == -signal.SIGALRM:  # the worker's own wall-clock limit fired first
+        return _timeout_message(limits)
     if proc.returncode < 0:
         try:
             name = signal.Signals(-proc.returncode).name
