@@ -19,7 +19,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from gateway.db import connect, utcnow
 
@@ -86,7 +86,10 @@ def parse_since(since: str | datetime | None) -> str | None:
         m = _SINCE_RE.match(since)
         if m:
             unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
-            dt = datetime.now(timezone.utc) - timedelta(**{unit: int(m.group(1))})
+            try:
+                dt = datetime.now(timezone.utc) - timedelta(**{unit: int(m.group(1))})
+            except (OverflowError, ValueError):
+                raise LogError(f"since: {since!r} reaches back before the year 1") from None
         else:
             try:
                 dt = datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
@@ -97,19 +100,31 @@ def parse_since(since: str | datetime | None) -> str | None:
     return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class _Item(NamedTuple):
+    row: dict[str, Any]
+    chain: dict[str, Any] | None
+    done: threading.Event | None  # set once the row is committed, for record(durable=True)
+
+
 class AnswerLog:
     def __init__(self, db_path: str | Path) -> None:
         self.path = Path(db_path)
         connect(self.path).conn.close()  # create and migrate now: a broken database fails at start
-        self._queue: queue.Queue[tuple[dict[str, Any], dict[str, Any] | None] | None] = queue.Queue()
+        self._queue: queue.Queue[_Item | None] = queue.Queue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
         atexit.register(self.close)
 
     # -- writing -------------------------------------------------------------------------------
-    def record(self, result: Any, chain: dict[str, Any] | None = None) -> str:
-        """Queue one answer (and its artifact chain JSON, stored once per chain id); returns its id."""
+    def record(self, result: Any, chain: dict[str, Any] | None = None, durable: bool = False,
+               timeout_s: float = 30.0) -> str:
+        """Queue one answer (and its artifact chain JSON, stored once per chain id); returns its id.
+
+        durable=True returns only once the row is committed (batched with others by the writer):
+        an answer must be in the log before its client is shown it, or a crash in between loses
+        an answer somebody acted on. Raises LogError if that did not happen within timeout_s.
+        """
         row = to_row(result)
         if not row.get("id") or not row.get("question") or row.get("outcome") not in OUTCOMES:
             raise LogError("an answer row needs an id, a question and an outcome in " + ", ".join(OUTCOMES))
@@ -120,7 +135,10 @@ class AnswerLog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="answerlog-writer", daemon=True)
                 self._thread.start()
-            self._queue.put((row, chain))
+            done = threading.Event() if durable else None
+            self._queue.put(_Item(row, chain, done))
+        if done is not None and not done.wait(timeout_s):
+            raise LogError(f"answer {row['id']} was not written within {timeout_s:g} s")
         return row["id"]
 
     def _run(self) -> None:
@@ -132,11 +150,14 @@ class AnswerLog:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            rows = [b for b in batch if b is not None]
+            items = [b for b in batch if b is not None]
             try:
-                if rows:
-                    self._write(rows)
+                if items:
+                    self._write([(i.row, i.chain) for i in items])
             finally:
+                for item in items:
+                    if item.done is not None:
+                        item.done.set()  # written (or spilled to the .unwritten.jsonl file)
                 for _ in batch:
                     self._queue.task_done()
             if any(b is None for b in batch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,8 @@ class KeyError_(ValueError):
 class Principal:
     name: str
     role: str
+    # The hash of the key this principal proved: a session made with it lives only while the key does.
+    key_hash: str = field(default="", compare=False, repr=False)
 
     @property
     def is_admin(self) -> bool:
@@ -67,7 +69,15 @@ class KeyStore:
         rows = list(db["api_keys"].rows_where("key_hash = ? and revoked is null", [_hash(key)]))
         if not rows:
             return None
-        return Principal(rows[0]["name"], rows[0]["role"])
+        return Principal(rows[0]["name"], rows[0]["role"], rows[0]["key_hash"])
+
+    def is_live(self, principal: Principal) -> bool:
+        """Whether the key behind `principal` is still unrevoked (checked on every session use)."""
+        if not principal.key_hash:
+            return False
+        row = self._db().execute("select 1 from api_keys where key_hash = ? and revoked is null",
+                                 [principal.key_hash]).fetchone()
+        return row is not None
 
     def list(self) -> list[dict[str, Any]]:
         return [{k: r[k] for k in ("name", "role", "created", "revoked")}

@@ -24,7 +24,8 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,6 +38,9 @@ from gateway.support import addresses_question, check_answer, is_decline, suppor
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
+
+# The generation slot: slot(cancel) is entered around generation; it yields False if cancelled first.
+Slot = Callable[[threading.Event], AbstractContextManager[bool]]
 
 NOT_FOUND_TEXT = ("The manuals on this gateway do not cover this question. "
                   "The closest passages are listed below; they may not answer it.")
@@ -131,7 +135,14 @@ def answer_events(
     cancel: threading.Event | None = None,
     version: str | None = None,
     max_tokens: int | None = None,
+    slot: Slot | None = None,
 ) -> Iterator[dict[str, Any]]:
+    """The answer as events (see the module docstring).
+
+    `slot(cancel)` is held around generation only, the one step that needs the model: retrieval,
+    the evidence, not-found and extractive answers never wait for it. It yields False when the
+    cancel came while waiting. Without it (CLI, replay) generation runs at once.
+    """
     t0 = time.perf_counter()
     if not isinstance(question, str) or not question.strip():
         raise AnswerInputError("the question is empty")
@@ -194,8 +205,14 @@ def answer_events(
             res.chain_id, chain = None, None  # no model took part
             yield {"type": "final", "result": _finish(gw, res, chain)}
             return
-        # 4. generate ---------------------------------------------------------------------------
-        chain = yield from _generate(gw, res, given, cancel, max_tokens, t0, evidence)
+        # 4. generate, holding the generation slot ---------------------------------------------
+        tq = time.perf_counter()
+        with (slot(cancel) if slot is not None else nullcontext(True)) as running:
+            res.timings["queue_ms"] = _ms(tq)
+            if running and not cancel.is_set():
+                chain = yield from _generate(gw, res, given, cancel, max_tokens, t0, evidence)
+            else:
+                res.outcome, res.timings["total_ms"] = "cancelled", _ms(t0)
         yield {"type": "final", "result": _finish(gw, res, chain)}
     except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
         cancel.set()
@@ -205,7 +222,7 @@ def answer_events(
             res.outcome = "cancelled"
             res.flags.append("consumer_closed")
         res.timings.setdefault("total_ms", _ms(t0))
-        _finish(gw, res, chain)
+        _finish(gw, res, chain, durable=False)  # nobody is left to see it
         raise
 
 
@@ -442,11 +459,15 @@ def _relay(items: queue.Queue[tuple[str, Any]], runtime: Any, stop: threading.Ev
         yield kind, value
 
 
-def _finish(gw: Any, res: AnswerResult, chain: dict[str, Any] | None) -> AnswerResult:
-    """Log the answer (queued, never blocking the stream) and return it."""
+def _finish(gw: Any, res: AnswerResult, chain: dict[str, Any] | None, durable: bool = True) -> AnswerResult:
+    """Log the answer and return it; the final event goes out only once the row is committed.
+
+    Tokens stream without waiting for the log; only the end does, so that every answer a client
+    saw is in the log even if the server is killed right after (the writer batches commits).
+    """
     res._logged = True  # type: ignore[attr-defined] - not a field: never serialised
     try:
-        gw.log.record(res, chain=chain)
+        gw.log.record(res, chain=chain, durable=durable)
     except Exception as exc:  # noqa: BLE001 - the answer is still returned; the flag tells
         log.error("answer %s could not be logged: %s", res.id, exc)
         res.flags.append("not_logged")

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from litestar import Litestar, Request
+from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
@@ -15,7 +15,8 @@ from litestar.openapi import OpenAPIConfig
 from gateway import __version__
 from gateway.config import Settings
 from gateway.jobs import JobRunner
-from gateway.web.errors import EXCEPTION_HANDLERS, ApiError, ErrorShapeJson
+from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
+from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware
 from gateway.web.routes_answers import AnswersController
 from gateway.web.routes_ask import AskController
@@ -69,24 +70,16 @@ def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Li
         else:
             state.ready.set()
 
-    json_cap = settings.server.max_json_kb * 1024
-
-    async def limit_json(request: Request[Any, Any, Any]) -> None:
-        length = request.headers.get("content-length")
-        if request.url.path != "/api/v1/manuals" and length and length.isdigit() and int(length) > json_cap:
-            raise ApiError(413, "payload_too_large", f"request body over {settings.server.max_json_kb} KB")
-
     app = Litestar(
         route_handlers=[AskController, ManualsController, IndexController, AnswersController,
                         SystemController, OpenAIController, PagesController, static_router],
         state=state,
         on_startup=[start],
-        middleware=[counting_middleware(state.metrics)]
-        + ([allowed_hosts_middleware(settings.server.allowed_hosts)] if "*" not in settings.server.allowed_hosts
-           else []),
-        before_request=limit_json,
+        middleware=[counting_middleware(state.metrics), allowed_hosts_middleware(settings.server.allowed_hosts),
+                    body_limits_middleware(settings.server.max_json_kb, settings.server.max_upload_mb)],
         exception_handlers=EXCEPTION_HANDLERS,
-        request_max_body_size=settings.server.max_upload_mb * 1024 * 1024 + 1024 * 1024,
+        # Litestar's own check, behind body_limits_middleware
+        request_max_body_size=settings.server.max_upload_mb * 1024 * 1024 + UPLOAD_FRAMING,
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins)
         if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(title="manualqa", version=__version__, path="/api/v1/schema",

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from litestar import MediaType, Request, Response
-from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.exceptions import HTTPException, NotFoundException, SerializationException, ValidationException
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
@@ -50,6 +50,8 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(exc, ValidationException):
         detail = exc.extra if isinstance(exc.extra, list) else None
         return _response(400, "invalid_request", str(exc.detail), details=detail)
+    if isinstance(exc, SerializationException):  # a body that is not the JSON it claims to be
+        return _response(400, "invalid_json", f"the request body is not valid JSON: {exc}"[:300])
     if isinstance(exc, NotFoundException):
         return _response(404, "not_found", f"no such resource: {request.url.path}")
     if isinstance(exc, HTTPException):

@@ -25,25 +25,33 @@ def require_ready(state: Any) -> None:
 
 def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
                     max_tokens: int | None, client: str, key_name: str | None):
-    """A function cancel -> pipeline events, holding the generation slot while it runs.
+    """A function cancel -> pipeline events; only the generation step takes the generation slot.
 
-    The queue place is reserved here, in the request handler, so that a full queue is a 503 before
-    any response starts (also for streams).
+    A question that may need the model reserves its queue place here, in the request handler, so
+    that a full queue is a 503 before any response starts (also for streams). Extractive answers
+    reserve nothing: they never wait behind the model.
     """
     from gateway.pipeline import answer_events
 
-    reservation = state.slots.reserve()
+    generates = (mode or state.settings.answer.mode) == "generate"
+    reservation = state.slots.reserve() if generates else None
+
+    def slot(cancel: threading.Event) -> Any:
+        return state.slots.run(reservation, cancel)
 
     def produce(cancel: threading.Event) -> Iterator[dict[str, Any]]:
-        # When the client left while queued, cancel is already set: the pipeline ends "cancelled".
-        with state.slots.run(reservation, cancel):
+        try:
             events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
-                                   mode=mode, cancel=cancel, max_tokens=max_tokens)
+                                   mode=mode, cancel=cancel, max_tokens=max_tokens,
+                                   slot=slot if reservation is not None else None)
             for event in events:
                 if event["type"] == "final":
                     r = event["result"]
                     state.metrics.answer(r.outcome, r.timings.get("ttft_ms"), r.timings.get("decode_tps"))
                 yield event
+        finally:
+            if reservation is not None:  # an answer that never reached generation frees its place
+                reservation.release()
 
     return produce
 

@@ -13,7 +13,7 @@ from litestar.static_files import create_static_files_router
 
 from gateway.keys import KeyStore
 from gateway.web.errors import ApiError
-from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S
+from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, live_session
 
 UI_DIR = Path(__file__).resolve().parent.parent.parent / "ui"
 STATIC_DIR = UI_DIR / "static"
@@ -59,7 +59,7 @@ class PagesController(Controller):
 
     @get("/admin/session")
     async def session(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        session = request.app.state.sessions.get(request.cookies.get(SESSION_COOKIE))
+        session = live_session(request)
         if session is None:
             raise ApiError(401, "unauthorized", "not logged in")
         return {"name": session.principal.name, "role": session.principal.role, "csrf": session.csrf}

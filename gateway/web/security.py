@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
@@ -57,6 +58,30 @@ class Sessions:
         with self._lock:
             self._items.pop(sid or "", None)
 
+    def drop_key(self, key_hash: str) -> int:
+        """End every session logged in with this key; returns how many."""
+        with self._lock:
+            gone = [sid for sid, s in self._items.items() if s.principal.key_hash == key_hash]
+            for sid in gone:
+                del self._items[sid]
+        return len(gone)
+
+
+def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | None:
+    """The caller's admin session, if its key is still unrevoked.
+
+    Keys are revoked in gateway.db, often by the CLI in another process, so the key is checked on
+    every use: a revoked key ends all its sessions at the next request, not when they expire.
+    """
+    state = connection.app.state
+    session = state.sessions.get(connection.cookies.get(SESSION_COOKIE))
+    if session is None:
+        return None
+    if not KeyStore(state.settings.db_path).is_live(session.principal):
+        state.sessions.drop_key(session.principal.key_hash)
+        return None
+    return session
+
 
 class RateLimiter:
     """Token bucket per client: `per_minute` asks, refilled continuously."""
@@ -101,7 +126,7 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = 
         if principal is None:
             raise ApiError(401, "unauthorized", "invalid or revoked API key")
         return principal
-    session = state.sessions.get(connection.cookies.get(SESSION_COOKIE))
+    session = live_session(connection)
     if session is None:
         return None
     if connection.scope.get("method", "GET") not in ("GET", "HEAD", "OPTIONS"):
@@ -134,19 +159,48 @@ def client_id(request: Request[Any, Any, Any]) -> str:
     return f"ip:{request.client.host if request.client else 'unknown'}"
 
 
-def _hostname(host: str) -> str:
-    """A Host header (or an allowed_hosts entry) without its port: "[::1]:8080" -> "[::1]"."""
+_HOST_NAME_RE = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?\.?)$")
+
+
+def parse_host(host: str) -> tuple[str, int | None] | None:
+    """A Host header -> (name, port), or None when it is not a well-formed host[:port].
+
+    "[::1]:8080" -> ("[::1]", 8080). A port must be 1-65535 in decimal: "localhost:99999" once
+    reached URL parsing and ended in a 500.
+    """
     host = host.strip().lower()
     if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.split(":", 1)[0]
+        end = host.find("]")
+        if end < 0:
+            return None
+        name, rest = host[: end + 1], host[end + 1:]
+    else:
+        name, sep, port_text = host.partition(":")
+        rest = sep + port_text
+    port = None
+    if rest:
+        if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6:
+            return None
+        port = int(rest[1:])
+        if not 1 <= port <= 65535:
+            return None
+    if not _HOST_NAME_RE.match(name):
+        return None
+    return name, port
+
+
+def _hostname(entry: str) -> str:
+    """An allowed_hosts entry without its port: "[::1]:8080" -> "[::1]"."""
+    parsed = parse_host(entry)
+    return parsed[0] if parsed else entry.strip().lower()
 
 
 def host_allowed(host: str, allowed: list[str]) -> bool:
     """server.allowed_hosts: exact names or addresses, "*.example.org", or "*"; any port."""
-    name = _hostname(host)
-    if not name:
+    parsed = parse_host(host)
+    if parsed is None:
         return False
+    name = parsed[0]
     for entry in allowed:
         entry = _hostname(entry) if entry != "*" else entry
         if entry == "*" or name == entry or (entry.startswith("*.") and name.endswith(entry[1:])):
@@ -155,7 +209,10 @@ def host_allowed(host: str, allowed: list[str]) -> bool:
 
 
 def allowed_hosts_middleware(allowed: list[str]) -> Callable[[Any], Any]:
-    """Refuse requests for other Host names (DNS rebinding) with 400 in the one error shape.
+    """Refuse malformed Host headers, and other Host names (DNS rebinding), with a 400 JSON error.
+
+    Installed also with allowed_hosts = ["*"]: a malformed Host (a port of 99999) must not reach
+    URL parsing, where it used to end in a 500.
 
     Litestar's own allowed-hosts check compares the Host header including its port, so "127.0.0.1"
     would refuse "127.0.0.1:8080", and it answers in another shape; hence this one.
@@ -165,6 +222,8 @@ def allowed_hosts_middleware(allowed: list[str]) -> Callable[[Any], Any]:
         async def middleware(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] == "http":
                 host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+                if not host and scope.get("http_version") == "1.0":
+                    host = "localhost"  # HTTP/1.0 clients may send no Host at all
                 if not host_allowed(host, allowed):
                     body = json.dumps(error_body("invalid_host", f"host {host!r} is not served here "
                                                  "(server.allowed_hosts)")).encode()
