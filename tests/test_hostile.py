@@ -244,8 +244,13 @@ def test_kill_9_during_answers_loses_no_answer_a_client_saw(sample_data_dir: Pat
     srv = GatewayServer(sample_data_dir, tmp_path, config=KILL_CONFIG, profile=profile)
     seen: set[str] = set()
     lock = threading.Lock()
-    for _round in range(3):
+    for _round in range(4):
         srv.start()
+        deadline = time.monotonic() + 120  # warm-up: asks are 503 "loading" until the index is open
+        while httpx.post(srv.url + "/api/v1/ask", json={"question": QUESTION, "mode": "extractive"},
+                         timeout=60).status_code != 200:
+            assert time.monotonic() < deadline, "the server never answered"
+            time.sleep(0.5)
         stop = threading.Event()
 
         def client(mode: str, stop: threading.Event = stop) -> None:
@@ -262,7 +267,7 @@ def test_kill_9_during_answers_loses_no_answer_a_client_saw(sample_data_dir: Pat
         threads = [threading.Thread(target=client, args=(m,)) for m in ("extractive", "generate") * 4]
         for t in threads:
             t.start()
-        time.sleep(4.0)
+        time.sleep(3.0)
         os.killpg(srv.proc.pid, 9)
         srv.proc.wait(timeout=10)
         stop.set()
