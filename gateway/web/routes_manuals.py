@@ -1,28 +1,28 @@
-"""Manuals: list, upload (-> ingest job), delete, the original PDF, one page's text; jobs."""
+"""Manuals: list, upload (-> ingest job), delete, the original PDF, one page's text; jobs.
+
+The upload body is streamed to disk by gateway.web.uploads (never parsed in memory).
+"""
 
 from __future__ import annotations
 
 import re
-import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, Request, delete, get, post
 from litestar.concurrency import sync_to_thread
-from litestar.datastructures import UploadFile
-from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.response import File
 
 from gateway.web.errors import ApiError
 from gateway.web.security import admin_guard, reader_guard
+from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload
 from ingest.models import IngestError
 from ingest.sandbox import parse_pdf
 
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
-SAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
 def _manuals(state: Any) -> list[dict[str, Any]]:
@@ -41,19 +41,17 @@ def find_manual(state: Any, manual_id: str) -> dict[str, Any]:
 
 
 @dataclass
-class UploadForm:
-    """multipart/form-data with the PDF in the field `data` (a form without it is a 400)."""
+class UploadOperation(Operation):
+    """The upload reads its body itself (gateway.web.uploads), so its form is documented here."""
 
-    data: UploadFile
-
-
-def safe_file_name(name: str | None) -> str:
-    """The upload's base name with anything odd removed; never a path."""
-    base = Path((name or "").replace("\\", "/")).name
-    base = SAFE_NAME_RE.sub("_", base).strip(" .") or "manual"
-    if not base.lower().endswith(".pdf"):
-        base += ".pdf"
-    return base[:150]
+    def __post_init__(self) -> None:
+        pdf = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY, content_media_type="application/pdf",
+                     description="The PDF manual, sent as a file (with its file name)")
+        form = Schema(type=OpenAPIType.OBJECT, required=[FILE_FIELD], properties={FILE_FIELD: pdf},
+                      description="multipart/form-data with the PDF in the field `data`; other fields are "
+                                  "ignored; a form without it is a 400")
+        self.request_body = RequestBody(content={"multipart/form-data": OpenAPIMediaType(schema=form)},
+                                        required=True)
 
 
 def shown_name(original: str | None, fallback: str) -> str:
@@ -72,43 +70,26 @@ class ManualsController(Controller):
         return {"version": state.gw.store.active_id(), "manuals": [
             {**m, "id": m["sha256"], "file_url": f"/api/v1/manuals/{m['sha256']}/file"} for m in manuals]}
 
-    @post("/manuals", guards=[admin_guard], status_code=202,
+    @post("/manuals", guards=[admin_guard], status_code=202, operation_class=UploadOperation,
           summary="Upload a PDF manual; starts an ingest job")
-    async def upload(
-        self, request: Request[Any, Any, Any],
-        data: Annotated[UploadForm, Body(media_type=RequestEncodingType.MULTI_PART)],
-    ) -> dict[str, Any]:
-        upload = data.data
+    async def upload(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
         state = request.app.state
         settings = state.settings
-        cap = settings.server.max_upload_mb * 1024 * 1024
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > cap + 64 * 1024:
-            raise ApiError(413, "payload_too_large", f"upload exceeds {settings.server.max_upload_mb} MB")
-        name = safe_file_name(upload.filename)
-        folder = settings.data_dir / "uploads" / secrets.token_hex(8)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / name
-        size = 0
-        try:
-            with target.open("wb") as out:
-                while chunk := await upload.read(1024 * 1024):
-                    size += len(chunk)
-                    if size > cap:
-                        raise ApiError(413, "payload_too_large",
-                                       f"upload exceeds {settings.server.max_upload_mb} MB")
-                    out.write(chunk)
-            with target.open("rb") as fh:
-                if not fh.read(1024).lstrip().startswith(b"%PDF-"):
-                    raise ApiError(415, "unsupported_media_type",
-                                   f"{shown_name(upload.filename, name)} is not a PDF file")
+        with UPLOADS.slot():
+            upload = await receive_upload(request, settings.data_dir / "uploads", settings.server.max_upload_mb)
+            folder, target, name = upload.folder, upload.path, upload.path.name
             try:
-                parsed = await sync_to_thread(parse_pdf, target, state.gw.parse_limits)
-            except IngestError as exc:
-                raise ApiError(422, "invalid_pdf", str(exc)) from exc
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
+                with target.open("rb") as fh:
+                    if not fh.read(1024).lstrip().startswith(b"%PDF-"):
+                        raise ApiError(415, "unsupported_media_type",
+                                       f"{shown_name(upload.original_name, name)} is not a PDF file")
+                try:
+                    parsed = await sync_to_thread(parse_pdf, target, state.gw.parse_limits)
+                except IngestError as exc:
+                    raise ApiError(422, "invalid_pdf", str(exc)) from exc
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
 
         def work(progress: Any) -> dict[str, Any]:
             try:
