@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import zlib
 from pathlib import Path
 
 import pytest
@@ -12,34 +11,11 @@ from pypdf import PdfWriter
 
 from ingest import IngestError, ParsedManual, ParseLimits, find_pdfs, parse_many, parse_pdf, sha256_file
 from ingest.pdf import choose_title, meaningful_title, normalise_text
+from tests.support.pdfs import tiny_pdf
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_manuals"
 NOAA = SAMPLES / "noaa_lcp_pistonboard_user_manual.pdf"
 VORON = SAMPLES / "voron0_setup_guide.pdf"
-
-
-def tiny_pdf(content: bytes, compress: bool = False) -> bytes:
-    """A one-page PDF written by hand around `content` (the page's content stream)."""
-    data = zlib.compress(content, 9) if compress else content
-    flt = b"/Filter /FlateDecode " if compress else b""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< " + flt + b"/Length " + str(len(data)).encode() + b" >>\nstream\n" + data + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
 
 
 @pytest.fixture(scope="module")

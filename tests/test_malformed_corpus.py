@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ingest import IngestError, ParsedManual, ParseLimits, parse_many, parse_pdf
-from tests.test_ingest_pdf import VORON, tiny_pdf
+from tests.support.pdfs import tiny_pdf
+from tests.test_ingest_pdf import VORON
 
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = ParseLimits(timeout_s=30, max_pages=200, memory_mb=512)

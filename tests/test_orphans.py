@@ -15,12 +15,12 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.pdfs import stream, write_pdf
 from tests.support.server import GatewayServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,27 +30,17 @@ GONE_WITHIN_S = 5.0
 
 def slow_pdf(pages: int = 300, runs: int = 20_000) -> bytes:
     """A small file (one compressed content stream, shared by every page) that parses slowly."""
-    content = zlib.compress(b"BT /F1 9 Tf 72 760 Td " + b"(torque the hub bolts) Tj 0 -1 Td " * runs + b"ET", 9)
+    content = b"BT /F1 9 Tf 72 760 Td " + b"(torque the hub bolts) Tj 0 -1 Td " * runs + b"ET"
     font = b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>"
     kids = " ".join(f"{4 + i} 0 R" for i in range(pages)).encode()
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [" + kids + b"] /Count " + str(pages).encode() + b" >>",
-        b"<< /Filter /FlateDecode /Length " + str(len(content)).encode() + b" >>\nstream\n" + content
-        + b"\nendstream",
+        stream(content, compress=True),
     ]
     objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources "
                 + font + b" >>"] * pages
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return write_pdf(objects)
 
 
 def parse_workers(marker: str) -> list[int]:

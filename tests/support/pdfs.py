@@ -1,0 +1,39 @@
+"""PDFs written by hand for tests: exact bytes, so a test controls every object (test-only)."""
+
+from __future__ import annotations
+
+import zlib
+
+
+def write_pdf(objects: list[bytes]) -> bytes:
+    """A PDF of numbered `objects` (object 1 is the catalog) with a correct xref table."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def stream(data: bytes, compress: bool = False) -> bytes:
+    """A stream object's body (dictionary + data), Flate-compressed if asked."""
+    if compress:
+        data = zlib.compress(data, 9)
+    flt = b"/Filter /FlateDecode " if compress else b""
+    return b"<< " + flt + b"/Length " + str(len(data)).encode() + b" >>\nstream\n" + data + b"\nendstream"
+
+
+def tiny_pdf(content: bytes, compress: bool = False) -> bytes:
+    """A one-page PDF around `content` (the page's content stream), in Helvetica."""
+    return write_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        stream(content, compress),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ])
