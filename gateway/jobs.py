@@ -99,29 +99,16 @@ def recover_interrupted(data_dir: Path, db_path: Path | None = None) -> Recovery
 
 
 def _remove_index_temporaries(data_dir: Path, recovery: Recovery) -> None:
-    """The store's own crash-leftover cleanup, under its own lock (the one a CLI ingest holds).
-
-    Both are private to retrieval.versions; they are used, not copied, so that the lock protocol
-    and what counts as a leftover stay defined in one place.
-    """
-    from retrieval.pointer import TMP_PREFIX
+    """The index store's own leftover cleanup, under its lock (the one a CLI ingest holds)."""
     from retrieval.types import RetrievalError
     from retrieval.versions import IndexStore
 
-    store = IndexStore(data_dir)
-    parents = [d for d in (store.indexes_dir, store.manuals_dir, store.data_dir) if d.is_dir()]
-    found = sorted(p for d in parents for p in d.glob(f"{TMP_PREFIX}*"))
-    if not found:
-        return
     try:
-        with store._locked():
-            store._clean_temporaries()
+        recovery.removed += IndexStore(data_dir).clean_leftovers()
     except RetrievalError:
-        recovery.kept.append(f"kept {len(found)} index temporaries: an ingest holds the index lock on {data_dir}")
-        return
+        recovery.kept.append(f"kept the index temporaries: an ingest holds the index lock on {data_dir}")
     except OSError as exc:
         recovery.kept.append(f"could not remove every index temporary: {exc}")
-    recovery.removed += [p for p in found if not p.exists()]
 
 
 def _claim_jobs(data_dir: Path) -> int | None:

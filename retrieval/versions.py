@@ -241,8 +241,18 @@ class IndexStore:
             if path.stem not in wanted:
                 path.unlink()
 
-    def _clean_temporaries(self) -> None:
+    def clean_leftovers(self) -> list[Path]:
+        """Remove what a crashed ingest left (under the ingest lock); returns what was removed.
+
+        Raises RetrievalError while another ingest or index operation holds the lock: its build
+        folder is live, not a leftover.
+        """
+        with self._locked():
+            return self._clean_temporaries()
+
+    def _clean_temporaries(self) -> list[Path]:
         """Leftovers of a crashed ingest: never visible to readers, safe to delete under the lock."""
+        removed = []
         for parent in (self.indexes_dir, self.manuals_dir, self.data_dir):
             if parent.is_dir():
                 for path in parent.glob(f"{TMP_PREFIX}*"):
@@ -250,6 +260,8 @@ class IndexStore:
                         remove_tree(path)
                     else:
                         path.unlink(missing_ok=True)
+                    removed.append(path)
+        return removed
 
     def _new_version_id(self, *salt: str) -> str:
         """`vYYYYmmddTHHMMSS-xxxxxx`, strictly later than every existing id so ids sort by age."""
