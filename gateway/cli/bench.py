@@ -1,4 +1,9 @@
-"""`manualqa bench`: the same-conditions comparison of deployment profiles."""
+"""`manualqa bench`: the same-conditions comparison of deployment profiles.
+
+Each profile runs in its own process (gateway.benchmark, gateway.bench_worker), interleaved over
+the repeats, and the recorded conditions (device, governor, load, thermal, power) are printed
+with the figures, so two tables can be compared only when their conditions match.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,10 @@ from typing import Any
 
 import click
 
-from gateway.cli import Ctx, emit_json, pass_ctx
+from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx, user_errors
 
 
-@click.command("bench")
+@main.command("bench")
 @click.option("--profiles", "profiles", multiple=True, metavar="A.toml [B.toml ...]",
               help="Deployment profiles to compare (list them after --profiles, or repeat the option).")
 @click.argument("more_profiles", nargs=-1, metavar="")
@@ -25,7 +30,7 @@ from gateway.cli import Ctx, emit_json, pass_ctx
               help="Output limit for every profile (default: the smallest any profile allows).")
 @click.option("--timeout", "timeout_s", default=1800.0, show_default=True, help="Seconds per run.")
 @click.option("--output", "output", type=click.Path(dir_okay=False), help="Also write the JSON here.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@json_option("Print JSON instead of the table.")
 @pass_ctx
 def bench(ctx: Ctx, profiles: tuple[str, ...], more_profiles: tuple[str, ...], questions: str, repeat: int,
           limit: int, max_tokens: int | None, timeout_s: float, output: str | None, as_json: bool) -> None:
@@ -39,21 +44,19 @@ def bench(ctx: Ctx, profiles: tuple[str, ...], more_profiles: tuple[str, ...], q
           --questions sample_manuals/questions.jsonl --limit 10 --repeat 3
     """
     from gateway.benchmark import BenchError, BenchPlan, common_output_limit, run_bench, unique_labels
-    from gateway.replay import ReplayError, load_questions
+    from gateway.replay import load_questions
     from retrieval.versions import IndexStore
-    from runtimes.profiles import ProfileError, load_profile
+    from runtimes.profiles import load_profile
 
     paths = [*profiles, *more_profiles]
     if not paths:
         raise click.UsageError("name at least one profile: --profiles A.toml [B.toml ...]")
     settings = ctx.settings
-    try:
+    with user_errors("bench: "):
         loaded = [load_profile(p) for p in paths]
         qs = load_questions(questions)
         if not IndexStore(settings.data_dir).active_id():
             raise BenchError(f"no active index in {settings.data_dir}: run `manualqa ingest PATH` first")
-    except (ProfileError, ReplayError, BenchError) as exc:
-        raise click.ClickException(f"bench: {exc}") from exc
     for problem in qs.problems:
         click.echo(f"warning: {questions}: {problem} (skipped)", err=True)
     plan = BenchPlan(

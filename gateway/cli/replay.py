@@ -1,4 +1,9 @@
-"""`manualqa replay` (run, compare, list, show) and `manualqa bench` (same-conditions comparison)."""
+"""`manualqa replay` (run, compare, list, show): the upgrade gate from the command line.
+
+A replay answers a fixed question set and stores the run with its metrics in gateway.db;
+`compare` puts two runs side by side, writes the HTML report and exits 1 when the gate fails, so a
+site's upgrade script can stop on it. The work is in gateway.replay / compare / report.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any
 
 import click
 
-from gateway.cli import Ctx, emit_json, pass_ctx
+from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
 
 
 class DefaultRunGroup(click.Group):
@@ -20,14 +25,7 @@ class DefaultRunGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(replay)
-    from gateway.cli_bench import bench
-
-    group.add_command(bench)
-
-
-@click.group(cls=DefaultRunGroup)
+@main.group("replay", cls=DefaultRunGroup)
 def replay() -> None:
     """Replay a question set and compare runs (the upgrade gate).
 
@@ -54,38 +52,35 @@ def _progress(total: int, quiet: bool) -> Any:
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False), help="In-process: this profile.")
 @click.option("--version", "version", help="In-process: this index version instead of the active one.")
 @click.option("--mode", type=click.Choice(["generate", "extractive"]), default=None)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label: str, scope_by_manual: bool,
                profile: str | None, version: str | None, mode: str | None, as_json: bool) -> None:
     """Answer every question of QUESTIONS (.jsonl) and store the run with its metrics."""
-    from gateway.replay import ReplayError, load_questions, local_answerer, remote_answerer, run_replay
+    from gateway.replay import load_questions, local_answerer, remote_answerer, run_replay
 
     settings = ctx.settings
-    try:
-        qs = load_questions(questions)
-        for problem in qs.problems:
-            click.echo(f"warning: {questions}: {problem} (skipped)", err=True)
-        if url:
-            if profile or version:
-                raise click.UsageError("--profile/--version apply in-process only, not with --url")
-            answerer = remote_answerer(url, key, scope_by_manual)
-            deployment: dict[str, Any] = {"url": url}
-        else:
-            if profile:
-                settings.runtime.profile = profile
-            gw = ctx.gateway
-            answerer = local_answerer(gw, scope_by_manual, mode, version)
-            deployment = {"profile": gw.profile.name, "mode": mode or settings.answer.mode}
-        gw_embed = ctx.gateway.embedder.encode
-        bar = _progress(len(qs.questions), as_json)
-        summary = run_replay(answerer, qs, settings.db_path, label=label, source=questions,
-                             deployment=deployment, embed=gw_embed,
-                             progress=(lambda done, total: bar.update(1)) if bar else None)
-        if bar:
-            bar.__exit__(None, None, None)
-    except ReplayError as exc:
-        raise click.ClickException(str(exc)) from exc
+    qs = load_questions(questions)
+    for problem in qs.problems:
+        click.echo(f"warning: {questions}: {problem} (skipped)", err=True)
+    if url:
+        if profile or version:
+            raise click.UsageError("--profile/--version apply in-process only, not with --url")
+        answerer = remote_answerer(url, key, scope_by_manual)
+        deployment: dict[str, Any] = {"url": url}
+    else:
+        if profile:
+            settings.runtime.profile = profile
+        gw = ctx.gateway
+        answerer = local_answerer(gw, scope_by_manual, mode, version)
+        deployment = {"profile": gw.profile.name, "mode": mode or settings.answer.mode}
+    gw_embed = ctx.gateway.embedder.encode
+    bar = _progress(len(qs.questions), as_json)
+    summary = run_replay(answerer, qs, settings.db_path, label=label, source=questions,
+                         deployment=deployment, embed=gw_embed,
+                         progress=(lambda done, total: bar.update(1)) if bar else None)
+    if bar:
+        bar.__exit__(None, None, None)
     if as_json:
         emit_json(summary)
         return
@@ -105,21 +100,17 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
 @click.argument("candidate")
 @click.option("--gate", "gate_path", type=click.Path(dir_okay=False), help="Gate TOML (default: built-in).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write an HTML report.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def replay_compare(ctx: Ctx, baseline: str, candidate: str, gate_path: str | None,
                    report_path: str | None, as_json: bool) -> None:
     """Per-metric deltas, changed answers, and the gate verdict (exit 1 when it fails)."""
-    from gateway.compare import GateError, compare_runs, load_gate
-    from gateway.replay import ReplayError, get_run
+    from gateway.compare import compare_runs, load_gate
+    from gateway.replay import get_run
     from gateway.report import render_report
 
-    try:
-        gate = load_gate(gate_path)
-        cmp = compare_runs(get_run(ctx.settings.db_path, baseline), get_run(ctx.settings.db_path, candidate),
-                           gate)
-    except (ReplayError, GateError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    gate = load_gate(gate_path)
+    cmp = compare_runs(get_run(ctx.settings.db_path, baseline), get_run(ctx.settings.db_path, candidate), gate)
     if report_path:
         Path(report_path).write_text(render_report(cmp), encoding="utf-8")
     if as_json:
@@ -150,7 +141,7 @@ def _f(v: Any) -> str:
 
 
 @replay.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def replay_list(ctx: Ctx, as_json: bool) -> None:
     """Stored replay runs, newest first."""
@@ -168,16 +159,13 @@ def replay_list(ctx: Ctx, as_json: bool) -> None:
 
 @replay.command("show")
 @click.argument("run")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def replay_show(ctx: Ctx, run: str, as_json: bool) -> None:
     """One run (id, id prefix or label) with its per-question rows."""
-    from gateway.replay import ReplayError, get_run
+    from gateway.replay import get_run
 
-    try:
-        r = get_run(ctx.settings.db_path, run)
-    except ReplayError as exc:
-        raise click.ClickException(str(exc)) from exc
+    r = get_run(ctx.settings.db_path, run)
     if as_json:
         emit_json(r)
         return

@@ -1,18 +1,18 @@
-"""`manualqa serve` and `manualqa keys`: the server and its API keys."""
+"""`manualqa serve` and `manualqa keys`: the server and the API keys it accepts.
+
+`serve` only applies --host/--port to the settings, builds gateway.web.app and hands it to
+uvicorn. Keys are made here, from a shell on the gateway, because the API cannot hand out its own
+first key: a key is printed once and only its hash is kept in gateway.db (gateway.keys).
+"""
 
 from __future__ import annotations
 
 import click
 
-from gateway.cli import Ctx, emit_json, pass_ctx
+from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
 
 
-def register(group: click.Group) -> None:
-    group.add_command(serve)
-    group.add_command(keys)
-
-
-@click.command()
+@main.command("serve")
 @click.option("--host", default=None, help="Bind address (default: server.host, 0.0.0.0).")
 @click.option("--port", type=int, default=None, help="Port (default: server.port, 8080).")
 @click.option("--log-level", default="info", show_default=True,
@@ -37,7 +37,7 @@ def serve(ctx: Ctx, host: str | None, port: int | None, log_level: str) -> None:
                 timeout_graceful_shutdown=5)
 
 
-@click.group()
+@main.group("keys")
 def keys() -> None:
     """API keys (reader | admin). A key is printed once; only its hash is stored."""
 
@@ -45,16 +45,13 @@ def keys() -> None:
 @keys.command("create")
 @click.argument("name")
 @click.option("--role", type=click.Choice(["reader", "admin"]), default="reader", show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
     """Create a key NAME and print it (once)."""
-    from gateway.keys import KeyError_, KeyStore
+    from gateway.keys import KeyStore
 
-    try:
-        key = KeyStore(ctx.settings.db_path).create(name, role)
-    except KeyError_ as exc:
-        raise click.ClickException(str(exc)) from exc
+    key = KeyStore(ctx.settings.db_path).create(name, role)
     if as_json:
         emit_json({"name": name, "role": role, "key": key})
     else:
@@ -63,7 +60,7 @@ def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
 
 
 @keys.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def keys_list(ctx: Ctx, as_json: bool) -> None:
     """List keys (names and roles, never the keys)."""

@@ -1,4 +1,10 @@
-"""`manualqa doctor` and `manualqa profile show|activate|rollback|history`."""
+"""`manualqa doctor` and `manualqa profile show|activate|rollback|history`: the deployment profile.
+
+The profile says which backend, artifact and locked runtime versions a site runs; `doctor` runs the
+three gates of the design card on it and records the verdict for the admin page, and `profile`
+switches the active one atomically (with a rollback stack), refusing a profile that fails gate 1.
+The gates and the store are in runtimes/; this module is their terminal side.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,7 @@ from typing import Any
 
 import click
 
-from gateway.cli import Ctx, emit_json, pass_ctx
-
-
-def _fail(message: str) -> click.ClickException:
-    return click.ClickException(message)
+from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx, user_errors
 
 
 def _lines(pairs: list[tuple[str, Any]], width: int = 16) -> None:
@@ -23,27 +25,22 @@ def _lines(pairs: list[tuple[str, Any]], width: int = 16) -> None:
 
 
 def _load(path: str) -> Any:
-    from runtimes.profiles import ProfileError, load_profile
+    from runtimes.profiles import load_profile
 
-    try:
+    with user_errors("profile: "):
         return load_profile(path)
-    except ProfileError as exc:
-        raise _fail(f"profile: {exc}") from exc
 
 
 def _in_force(ctx: Ctx) -> tuple[Any, str]:
     """(profile, where it comes from): settings runtime.profile, the activated one, or built-in."""
     from runtimes.profile_store import ActiveProfile
-    from runtimes.profiles import ProfileError
 
     override = ctx.settings.runtime.profile
     if override:
         return _load(override), f"settings runtime.profile = {override}"
     store = ActiveProfile(ctx.settings.data_dir)
-    try:
+    with user_errors("active profile: "):
         profile = store.current()
-    except ProfileError as exc:
-        raise _fail(f"active profile: {exc}") from exc
     if store.active_file():
         return profile, f"activated ({store.pointer})"
     return profile, "built-in default (no profile activated)"
@@ -107,10 +104,10 @@ def print_report(report: Any) -> None:
     click.echo(f"overall {'PASS' if data['passed'] else 'FAIL (gate ' + failed + ')'}")
 
 
-@click.command()
+@main.command("doctor")
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
               help="Profile TOML to check (default: the profile in force).")
-@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+@json_option("Print the record as JSON.")
 @pass_ctx
 def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
     """Check a deployment profile's three gates and print the responsibility record.
@@ -139,13 +136,13 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
         click.get_current_context().exit(1)
 
 
-@click.group()
+@main.group("profile")
 def profile() -> None:
     """Show and switch the active deployment profile (atomically, with rollback)."""
 
 
 @profile.command("show")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def profile_show(ctx: Ctx, as_json: bool) -> None:
     """The profile in force and where it comes from."""
@@ -185,12 +182,10 @@ def _store(ctx: Ctx) -> Any:
 @profile.command("activate")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--skip-doctor", is_flag=True, help="Activate without running gate 1 first.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> None:
     """Make PATH the active profile; refused when it fails gate 1 (unless --skip-doctor)."""
-    from runtimes.profiles import ProfileError
-
     prof = _load(path)
     gate: dict[str, Any] | None = None
     if not skip_doctor:
@@ -199,13 +194,11 @@ def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> N
         result, _ = gate_one(prof)
         gate = result.to_dict()
         if not result.passed:
-            raise _fail(f"refused: {prof.name} fails gate 1: {result.detail} "
-                        "(the active profile is unchanged)")
+            raise click.ClickException(f"refused: {prof.name} fails gate 1: {result.detail} "
+                                       "(the active profile is unchanged)")
     store = _store(ctx)
-    try:
+    with user_errors("activate: ", " (the active profile is unchanged)", also=(OSError,)):
         active = store.activate(path)
-    except (ProfileError, OSError) as exc:
-        raise _fail(f"activate: {exc} (the active profile is unchanged)") from exc
     if as_json:
         emit_json({"active": active.to_dict(), "stored_as": store.active_file(), "gate1": gate})
     else:
@@ -215,17 +208,13 @@ def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> N
 
 
 @profile.command("rollback")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def profile_rollback(ctx: Ctx, as_json: bool) -> None:
     """Re-activate the previously active profile."""
-    from runtimes.profiles import ProfileError
-
     store = _store(ctx)
-    try:
+    with user_errors("rollback: ", also=(OSError,)):
         active = store.rollback()
-    except (ProfileError, OSError) as exc:
-        raise _fail(f"rollback: {exc}") from exc
     if as_json:
         emit_json({"active": active.to_dict(), "stored_as": store.active_file()})
     else:
@@ -235,16 +224,11 @@ def profile_rollback(ctx: Ctx, as_json: bool) -> None:
 
 
 @profile.command("history")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_ctx
 def profile_history(ctx: Ctx, as_json: bool) -> None:
     """Activation stack, newest first (rollback pops the top)."""
-    from runtimes.profiles import ProfileError
-
-    try:
-        entries = list(reversed(_store(ctx).history()))
-    except ProfileError as exc:
-        raise _fail(str(exc)) from exc
+    entries = list(reversed(_store(ctx).history()))
     if as_json:
         emit_json(entries)
         return
@@ -253,8 +237,3 @@ def profile_history(ctx: Ctx, as_json: bool) -> None:
     for i, e in enumerate(entries):
         click.echo(f"{'*' if i == 0 else ' '} {e['activated_at'] or '-':<25} {e['name']:<32} {e['file']}")
 
-
-def register(group: click.Group) -> None:
-    """Add this module's commands to the top-level group."""
-    group.add_command(doctor)
-    group.add_command(profile)

@@ -1,0 +1,252 @@
+"""`manualqa ingest`, `remove`, `search` and `index ...`: the commands over the versioned index.
+
+They are thin: retrieval.versions.IndexStore does the work (build beside the active version,
+verify, activate atomically) and its errors reach the user through gateway.cli.root. What lives
+here is only the terminal side: the ingest progress bar and the text renderings.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A click progress bar on a terminal: half parsing (files), half embedding (chunks)."""
+    if not enabled:
+        yield None
+        return
+    state = {"parse": (0, 0), "embed": (0, 0)}
+    with click.progressbar(length=1000, label="Ingesting", file=sys.stderr,
+                           item_show_func=lambda _: _describe(state)) as bar:
+        def update(stage: str, done: int, total: int) -> None:
+            state[stage] = (done, total)
+            pd, pt = state["parse"]
+            ed, et = state["embed"]
+            parsed = pd / pt if pt else 0.0
+            embedded = ed / et if et else 0.0
+            target = int(500 * parsed + 500 * embedded * parsed)
+            bar.update(max(0, target - bar.pos), current_item=stage)
+
+        yield update
+
+
+def _describe(state: dict[str, tuple[int, int]]) -> str:
+    pd, pt = state["parse"]
+    ed, et = state["embed"]
+    return f"parsed {pd}/{pt} files, embedded {ed}/{et} chunks"
+
+
+def _print_report(report: Any) -> None:
+    for label, names in (("added", report.added), ("changed", report.changed),
+                         ("unchanged", report.unchanged), ("removed", report.removed)):
+        if names:
+            click.echo(f"{label:>9}: {', '.join(names)}")
+    if report.reprocessed and report.version:
+        click.echo(f"re-embedded every manual: {report.reprocessed}")
+    for file, message in report.failed:
+        click.secho(f"   FAILED: {file}: {message}", fg="red", err=True)
+    if report.version:
+        click.echo(f"new active version {report.version} ({report.chunks} chunks, {report.embedded} "
+                   f"embedded, {report.pages} pages parsed, {report.seconds:.1f} s)")
+    elif report.added or report.changed or report.unchanged or not report.failed:
+        click.echo("no change: the active index already holds these manuals")
+    else:
+        click.echo("no change: nothing could be ingested")
+
+
+@main.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--rebuild", is_flag=True,
+              help="Re-chunk and re-embed every manual (needed after changing the embedding model).")
+@json_option("Print the report as JSON.")
+@pass_ctx
+def ingest(ctx: Ctx, paths: tuple[str, ...], rebuild: bool, as_json: bool) -> None:
+    """Add or update manuals (PDF files or folders); builds and activates a new index version."""
+    gw = ctx.gateway
+    with _progress(not as_json and sys.stderr.isatty()) as progress:
+        report = gw.store.ingest(list(paths), gw.embedder, gw.chunk_params, gw.parse_limits,
+                                 progress=progress, rebuild=rebuild)
+    if as_json:
+        emit_json(report.to_dict())
+        for file, message in report.failed:
+            click.echo(f"FAILED: {file}: {message}", err=True)
+    else:
+        _print_report(report)
+    if report.failed and not (report.added or report.changed or report.unchanged):
+        sys.exit(1)
+
+
+@main.command("remove")
+@click.argument("manual")
+@json_option()
+@pass_ctx
+def remove(ctx: Ctx, manual: str, as_json: bool) -> None:
+    """Build and activate a version without MANUAL (file name, title or sha256 prefix)."""
+    report = ctx.gateway.store.remove(manual)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        _print_report(report)
+
+
+@main.group("index")
+def index() -> None:
+    """Index versions: list, show, activate, rollback, diff, verify, gc."""
+
+
+@index.command("list")
+@json_option()
+@pass_ctx
+def list_(ctx: Ctx, as_json: bool) -> None:
+    """All versions, oldest first; * marks the active one."""
+    versions = ctx.gateway.store.list_versions()
+    if as_json:
+        emit_json(versions)
+        return
+    if not versions:
+        click.echo("no index yet: run `manualqa ingest PATH`")
+    for v in versions:
+        mark = "*" if v["active"] else " "
+        click.echo(f"{mark} {v['id']}  {str(v['created_at'])[:19]}  {v['manuals']:>3} manuals "
+                   f"{v['chunks'] if v['chunks'] is not None else '?':>6} chunks  "
+                   f"parent {v['parent'] or '-'}{'  UNREADABLE' if v.get('unreadable') else ''}")
+
+
+@index.command("show")
+@click.argument("version", required=False)
+@json_option()
+@pass_ctx
+def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
+    """The manifest of VERSION (default: the active one)."""
+    m = ctx.gateway.store.show(version)
+    if as_json:
+        emit_json(m)
+        return
+    emb = m.get("embedding", {})
+    click.echo(f"version   {m['id']}{'  (active)' if m.get('active') else ''}")
+    click.echo(f"created   {m.get('created_at')}   parent {m.get('parent') or '-'}")
+    click.echo(f"embedding {emb.get('model_id')} ({str(emb.get('model_hash'))[:12]}, "
+               f"dim {emb.get('dim')})")
+    click.echo(f"chunker   {m.get('chunker')}   chunks {m.get('chunk_count')}")
+    for man in m.get("manuals", []):
+        click.echo(f"  {man['sha256'][:12]}  {man['file_name']}  \"{man['title']}\"  "
+                   f"{man['page_count']} pages, {man.get('chunks')} chunks")
+
+
+@index.command("activate")
+@click.argument("version")
+@json_option()
+@pass_ctx
+def activate(ctx: Ctx, version: str, as_json: bool) -> None:
+    """Verify VERSION and make it the active one."""
+    ctx.gateway.store.activate(version)
+    if as_json:
+        emit_json({"active": version})
+    else:
+        click.echo(f"active version: {version}")
+
+
+@index.command("rollback")
+@click.option("--to", "to", default=None, help="Version to activate (default: the active one's parent).")
+@json_option()
+@pass_ctx
+def rollback(ctx: Ctx, to: str | None, as_json: bool) -> None:
+    """Re-activate the previous version (or --to VERSION)."""
+    store = ctx.gateway.store
+    before = store.active_id()
+    now = store.rollback(to)
+    if as_json:
+        emit_json({"previous": before, "active": now})
+    else:
+        click.echo(f"rolled back: {before} -> {now}")
+
+
+@index.command("diff")
+@click.argument("a")
+@click.argument("b")
+@json_option()
+@pass_ctx
+def diff(ctx: Ctx, a: str, b: str, as_json: bool) -> None:
+    """Manuals added, removed and changed from version A to version B."""
+    d = ctx.gateway.store.diff(a, b)
+    if as_json:
+        emit_json(d)
+        return
+    click.echo(f"{a} -> {b}: chunks {d['chunks']['a']} -> {d['chunks']['b']}")
+    for m in d["added"]:
+        click.echo(f"  + {m['file_name']} ({m['sha256'][:12]})")
+    for m in d["removed"]:
+        click.echo(f"  - {m['file_name']} ({m['sha256'][:12]})")
+    for m in d["changed"]:
+        click.echo(f"  ~ {m['file_name']} ({m['old_sha256'][:12]} -> {m['new_sha256'][:12]})")
+    if not (d["added"] or d["removed"] or d["changed"]):
+        click.echo("  same manuals")
+    if d["embedding_changed"] or d["chunker_changed"]:
+        click.echo("  embedding model or chunker settings differ")
+
+
+@index.command("verify")
+@click.argument("version", required=False)
+@json_option()
+@pass_ctx
+def verify(ctx: Ctx, version: str | None, as_json: bool) -> None:
+    """Check VERSION (default: active): files, checksums, counts, FAISS load, SQLite integrity."""
+    store = ctx.gateway.store
+    version = version or store.active_id()
+    problems = store.verify(version)
+    if as_json:
+        emit_json({"version": version, "ok": not problems, "problems": problems})
+    elif problems:
+        for p in problems:
+            click.secho(f"{version}: {p}", fg="red", err=True)
+    else:
+        click.echo(f"{version}: ok")
+    if problems:
+        sys.exit(1)
+
+
+@index.command("gc")
+@click.option("--keep", type=click.IntRange(min=1), required=True,
+              help="How many of the newest versions to keep (the active one and its parent always stay).")
+@json_option()
+@pass_ctx
+def gc(ctx: Ctx, keep: int, as_json: bool) -> None:
+    """Delete old index versions."""
+    removed = ctx.gateway.store.gc(keep)
+    if as_json:
+        emit_json({"removed": removed})
+    else:
+        click.echo(f"removed {len(removed)} version(s){': ' + ', '.join(removed) if removed else ''}")
+
+
+@main.command("search")
+@click.argument("question")
+@click.option("--k", "k", type=click.IntRange(min=1, max=100), default=None, help="Passages (default 5).")
+@click.option("--manual", "manuals", multiple=True, help="Only this manual (repeatable).")
+@click.option("--version", "version", default=None, help="Search this index version, not the active one.")
+@json_option()
+@pass_ctx
+def search(ctx: Ctx, question: str, k: int | None, manuals: tuple[str, ...], version: str | None,
+           as_json: bool) -> None:
+    """Ranked passages (manual, page, heading) for QUESTION, without generating an answer."""
+    gw = ctx.gateway
+    opened = gw.store.open(version)  # fails fast, before the embedding model loads
+    hits = gw.search(question, k=k, manuals=list(manuals) or None, version=opened.id)
+    if as_json:
+        emit_json({"version": opened.id, "hits": [h.to_dict() for h in hits]})
+        return
+    if not hits:
+        click.echo("no passages found")
+    for rank, h in enumerate(hits, 1):
+        snippet = " ".join(h.text.split())
+        snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
+        click.echo(f"{rank}. {h.title} p.{h.page}  {h.heading or '-'}  (score {h.score:.4f})")
+        click.echo(f"   {snippet}")

@@ -1,0 +1,122 @@
+"""The `manualqa` group and what every command shares: the context, `--json`, and error translation.
+
+Command modules (answer, index, replay, bench, runtime, serve) import this module only, and
+register their commands on `main` with `@main.command(...)` / `@main.group(...)`; the package
+`gateway.cli` imports them, so imports run one way: package -> command modules -> root.
+
+Library errors meant for the user (a missing index version, a bad profile, an unknown replay
+run ...) are turned into a one-line `Error: ...` with exit status 1 in one place, `Root.invoke`,
+so commands just call the library. A command that wants a prefix on the message (`bench: ...`)
+wraps the call in `user_errors(prefix)` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from gateway import __version__
+from gateway.config import Settings, load_settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Library exceptions whose message is written for the user, as (module, class name). They are
+# looked up in sys.modules when an error happens, not imported here: an exception can only come
+# from a module that is already loaded, and `manualqa --help` stays free of the library's imports.
+USER_ERRORS: tuple[tuple[str, str], ...] = (
+    ("gateway.config", "ConfigError"),
+    ("gateway.answerlog", "LogError"),
+    ("gateway.keys", "KeyError_"),
+    ("gateway.pipeline", "AnswerInputError"),
+    ("gateway.replay", "ReplayError"),
+    ("gateway.compare", "GateError"),
+    ("gateway.benchmark", "BenchError"),
+    ("ingest.models", "IngestError"),
+    ("retrieval.types", "RetrievalError"),
+    ("runtimes.profiles", "ProfileError"),
+)
+
+
+def _loaded_user_errors() -> tuple[type[BaseException], ...]:
+    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
+    return tuple(cls for cls in found if isinstance(cls, type))
+
+
+@contextmanager
+def user_errors(prefix: str = "", suffix: str = "",
+                also: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """Turn a user-facing library error (or one of `also`) into `Error: {prefix}{message}{suffix}`."""
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, _loaded_user_errors() + also):
+            raise click.ClickException(f"{prefix}{exc}{suffix}") from exc
+        raise
+
+
+class Root(click.Group):
+    """The top-level group: every subcommand runs inside `user_errors()`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with user_errors():
+            return super().invoke(ctx)
+
+
+class Ctx:
+    """Per-invocation state: settings are read once, heavy objects are built on first use."""
+
+    def __init__(self, config_path: str | None) -> None:
+        self.config_path = config_path
+        self._settings: Settings | None = None
+        self._gateway: Any = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            with user_errors("configuration: "):
+                self._settings = load_settings(self.config_path)
+        return self._settings
+
+    @property
+    def gateway(self) -> Any:
+        if self._gateway is None:
+            from gateway.context import Gateway
+
+            self._gateway = Gateway(self.settings)
+        return self._gateway
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def json_option(help_text: str | None = None) -> Callable[[F], F]:
+    """`--json` (passed to the command as `as_json`): every printing command has it."""
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="manualqa")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="manualqa.toml to read (default: ./manualqa.toml or $MANUALQA_CONFIG).")
+@click.pass_context
+def main(ctx: click.Context, config_path: str | None) -> None:
+    """manualqa: offline answers from equipment manuals, with the passages they came from.
+
+    \b
+    Typical use:
+      manualqa ingest sample_manuals        build a new index version from PDFs
+      manualqa search "flash the firmware"  ranked passages (manual + page)
+      manualqa ask "How do I flash the firmware?"
+      manualqa serve                        technician page, admin page and JSON API
+      manualqa doctor                       check the deployment profile's three gates
+    """
+    ctx.obj = Ctx(config_path)
