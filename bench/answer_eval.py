@@ -4,7 +4,7 @@ Each half is its own gateway (its manuals + the two sample manuals as distractor
 real CLI (`manualqa ingest`, then `manualqa replay`) in a subprocess, from any checkout of the code
 (``--code`` points at another worktree, e.g. the commit before this work), with the default
 profile and mode. The report reads every run back from the data directories' gateway.db and scores
-all of them with this checkout's metrics (gateway.replay_metrics), so "before" and "after" are
+all of them with this checkout's metrics (gateway.qa.metrics), so "before" and "after" are
 measured by the same yardstick. Runs that predate the support check get their supported-sentence
 rate computed afterwards from the answer and the passages it cited (uncited sentences count as
 unsupported, as the old pipeline did not check them).
@@ -108,7 +108,7 @@ def _items(data: Path, label: str, split: str) -> list[dict[str, Any]]:
 
 
 def _post_hoc_support(items: list[dict[str, Any]]) -> None:
-    from gateway.support import check_answer
+    from gateway.answer.support import check_answer
 
     for it in items:
         r = it["result"]
@@ -125,12 +125,12 @@ def _post_hoc_support(items: list[dict[str, Any]]) -> None:
 
 def report() -> str:
     from bench.retrieval_quality import machine_markdown
-    from gateway.replay_metrics import compute_metrics
+    from gateway.qa.metrics import compute_metrics
 
     lines = ["## Answers on manuals nobody tuned for (`manualqa replay`, default profile and mode)", "",
              "Each half is a gateway holding its manuals plus the two sample manuals; `before` is the code "
              "before issue 9 (commit 01f8321), `after` this checkout. Scored by this checkout's "
-             "`gateway/replay_metrics.py`. answer correctness: all gold numbers present when the gold answer "
+             "`gateway/qa/metrics.py`. answer correctness: all gold numbers present when the gold answer "
              "has numbers, else token F1 (refusals score 0); answered correctness: the same over `answered` "
              "outcomes only; false answers: unanswerable questions given an `answered` badge.", "",
              "| run | " + " | ".join(SHOWN) + " | outcomes |", "|---|" + "---|" * (len(SHOWN) + 1)]

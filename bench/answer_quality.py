@@ -42,7 +42,7 @@ def gold(q: dict[str, Any]) -> set[tuple[str, int]]:
 
 
 def calibrate(gw: Any, questions: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]], list[str]]:
-    from gateway.pipeline import AGREE_RELIEF, _retrieve, evidence_is_strong
+    from gateway.answer.pipeline import AGREE_RELIEF, _retrieve, evidence_is_strong
 
     evidence = []
     for q in questions:

@@ -5,7 +5,7 @@ the real path (retrieval.versions.IndexStore) into a temporary data directory. E
 setting below is chosen on the development half only (``--sweep`` prints the grid); the test half
 is then measured once with the chosen settings and once with the settings before this work, side
 by side. A hit is a passage from the gold manual on a gold page; only answerable questions count
-for hit@k and MRR; refusals are decided exactly as gateway.pipeline decides them.
+for hit@k and MRR; refusals are decided exactly as gateway.answer.pipeline decides them.
 
     .venv/bin/python -m bench.retrieval_eval            # dev + test, writes docs/bench/retrieval_eval.md
     .venv/bin/python -m bench.retrieval_eval --sweep    # also the development grid
@@ -121,7 +121,7 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], query: 
 def refusals(questions: list[dict[str, Any]], hits_by_id: dict[str, list[Any]], threshold: float
              ) -> tuple[float, float]:
     """(share of unanswerable refused, share of answerable refused) at one min_similarity."""
-    from gateway.pipeline import evidence_is_strong
+    from gateway.answer.pipeline import evidence_is_strong
 
     ans = [q for q in questions if q.get("answerable")]
     un = [q for q in questions if not q.get("answerable")]

@@ -6,7 +6,7 @@
     - gateway: POST /api/v1/ask with stream=true (SSE) on a real `python -m gateway serve`;
     - direct:  the runtime (runtimes.registry.create_runtime with the default profile) called in a
                worker process, with the messages the gateway's pipeline builds for that question
-               (same retrieval, same gateway.prompting.fit_prompt, same GenerationConfig);
+               (same retrieval, same gateway.answer.prompting.fit_prompt, same GenerationConfig);
     - llama-server: `python -m llama_cpp.server` streaming /v1/chat/completions with those messages.
     One harness measures all three at the client: TTFT = request start -> first non-empty piece;
     decode tokens/s = (pieces - 1) / (last piece - first piece). The gateway's client TTFT includes
@@ -153,10 +153,10 @@ def ask_stream(url: str, question: str, max_tokens: int) -> dict[str, Any]:
 def worker(data: str) -> None:
     """stdin: {"question", "max_tokens"} per line; stdout: the messages, then the timed stream."""
     os.environ["MANUALQA_DATA"] = data
+    from gateway.answer.pipeline import _retrieve
+    from gateway.answer.prompting import fit_prompt
     from gateway.config import load_settings
     from gateway.context import Gateway
-    from gateway.pipeline import _retrieve
-    from gateway.prompting import fit_prompt
     from runtimes.base import GenerationStats
 
     gw = Gateway(load_settings())

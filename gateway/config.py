@@ -82,7 +82,7 @@ class AnswerSettings:
     mode: str = "generate"  # "generate" | "extractive"
     max_passages: int = 5
     # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,
-    # or when it is found by both the dense and the lexical side (see gateway.pipeline).
+    # or when it is found by both the dense and the lexical side (see gateway.answer.pipeline).
     # The highest value that refuses at most 5 % of eval/dev's answerable questions (bench/retrieval_eval.py).
     # Retrieval scores do not separate on-topic unanswerable questions from answerable ones (docs/bench/
     # retrieval_eval.md), so this only catches off-topic questions; the support check does the rest.
@@ -94,7 +94,7 @@ class AnswerSettings:
     # Constrain generation so every sentence ends with a citation of a given passage (backends that
     # accept a grammar: llama.cpp); others keep the prompt instruction and the checks.
     constrain_citations: bool = True
-    # Share of a sentence's content words its cited passage must hold (gateway.support).
+    # Share of a sentence's content words its cited passage must hold (gateway.answer.support).
     min_support_overlap: float = 0.6
     # An answer must share a content word with the question (other than the manual's title words),
     # or it is shown as evidence: true sentences about the right machine that answer nothing.

@@ -64,7 +64,7 @@ class Gateway:
         return search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
                       version=version, **s.search_options())
 
-    # -- answers (gateway.pipeline, gateway.answerlog) -----------------------------------------
+    # -- answers (gateway.answer.pipeline, gateway.records.answers) -----------------------------------------
     @cached_property
     def profile(self) -> Any:
         from runtimes.profiles import resolve_profile
@@ -106,17 +106,17 @@ class Gateway:
     def log(self) -> Any:
         with self._init_lock:
             if "_log" not in self.__dict__:
-                from gateway.answerlog import AnswerLog
+                from gateway.records.answers import AnswerLog
 
                 self._log = AnswerLog(self.settings.db_path)
             return self._log
 
     def answer(self, question: str, **kwargs: Any) -> Any:
-        from gateway.pipeline import answer
+        from gateway.answer.pipeline import answer
 
         return answer(self, question, **kwargs)
 
     def answer_events(self, question: str, **kwargs: Any) -> Any:
-        from gateway.pipeline import answer_events
+        from gateway.answer.pipeline import answer_events
 
         return answer_events(self, question, **kwargs)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway import db as gdb
-from gateway.answerlog import AnswerLog, LogError, parse_since
+from gateway.records import db as gdb
+from gateway.records.answers import AnswerLog, LogError, parse_since
 
 
 def make_row(i: int, outcome: str = "answered", client: str = "cli", chain_id: str | None = "chainA") -> dict:

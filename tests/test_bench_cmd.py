@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gateway.benchmark import artifact_notes, spread, thermal_readings
+from gateway.qa.bench import artifact_notes, spread, thermal_readings
 
 REPO = Path(__file__).resolve().parent.parent
 MANUALQA = [str(Path(sys.executable).parent / "manualqa")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.citations import (
+from gateway.answer.citations import (
     parse_citation_groups,
     parse_citations,
     pdf_url,
@@ -98,7 +98,7 @@ def test_no_valid_citation_attaches_closest_passage_as_supporting_and_says_so() 
 
 
 def test_echoed_passage_tags_are_removed_from_answers() -> None:
-    from gateway.prompting import strip_echoed_fences
+    from gateway.answer.prompting import strip_echoed_fences
 
     raw = ('The answer is:\n<passage id=6 manual="Voron Guide" page="1">\nFlash it over USB [1].\n'
            "</passage>\n\n\n<PASSAGES>Done.")

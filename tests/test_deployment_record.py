@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from gateway.config import Settings
-from gateway.deployment import last_doctor_report, save_doctor_report
+from gateway.records.deployments import last_doctor_report, save_doctor_report
 from gateway.web.routes_system import deployment_record
 
 

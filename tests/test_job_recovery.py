@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.db import connect, new_id, utcnow
-from gateway.jobs import INTERRUPTED, JobRunner, recover_interrupted
+from gateway.records.db import connect, new_id, utcnow
+from gateway.records.jobs import INTERRUPTED, JobRunner, recover_interrupted
 from retrieval.versions import IndexStore
 from tests.support.server import GatewayServer
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gateway import pipeline
+from gateway.answer import pipeline
+from gateway.answer.prompting import SYSTEM_PROMPT, fit_prompt
 from gateway.config import Settings
 from gateway.context import Gateway
-from gateway.prompting import SYSTEM_PROMPT, fit_prompt
 from retrieval.types import Hit
 from tests.support.scripted import ScriptedRuntime
 
@@ -186,7 +186,7 @@ def test_fit_prompt_budget(context: int) -> None:
 
 
 def test_fit_prompt_refuses_a_window_smaller_than_the_question() -> None:
-    from gateway.prompting import PromptTooLong
+    from gateway.answer.prompting import PromptTooLong
 
     with pytest.raises(PromptTooLong, match="window is 100 tokens"):
         fit_prompt("How far?", [_hit(1, 10)], lambda s: len(s.split()), 100, max_tokens=64)

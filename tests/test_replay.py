@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from gateway.cli import main
-from gateway.compare import DEFAULT_GATE, GateError, compare_runs, load_gate
 from gateway.config import Settings
 from gateway.context import Gateway
-from gateway.replay import ReplayError, get_run, list_runs, load_questions, local_answerer, run_replay
-from gateway.replay_metrics import compute_metrics, correctness, percentile
-from gateway.report import render_report
+from gateway.qa.compare import DEFAULT_GATE, GateError, compare_runs, load_gate
+from gateway.qa.metrics import compute_metrics, correctness, percentile
+from gateway.qa.replay import ReplayError, get_run, list_runs, load_questions, local_answerer, run_replay
+from gateway.qa.report import render_report
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.grammar import DECLINE, citation_grammar
-from gateway.support import (
+from gateway.answer.grammar import DECLINE, citation_grammar
+from gateway.answer.support import (
     addresses_question,
     check_answer,
     codes_of,

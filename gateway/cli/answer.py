@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from gateway.answerlog import OUTCOMES
 from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
+from gateway.records.answers import OUTCOMES
 
 EXIT_BY_OUTCOME = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 
@@ -68,7 +68,7 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
 
     Exit status: 0 answered or not found, 1 error, 130 cancelled.
     """
-    from gateway.pipeline import answer_events
+    from gateway.answer.pipeline import answer_events
 
     gw = obj.gateway
     cancel = threading.Event()

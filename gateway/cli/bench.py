@@ -1,6 +1,6 @@
 """`manualqa bench`: the same-conditions comparison of deployment profiles.
 
-Each profile runs in its own process (gateway.benchmark, gateway.bench_worker), interleaved over
+Each profile runs in its own process (gateway.qa.bench, gateway.qa.bench_worker), interleaved over
 the repeats, and the recorded conditions (device, governor, load, thermal, power) are printed
 with the figures, so two tables can be compared only when their conditions match.
 """
@@ -43,8 +43,8 @@ def bench(ctx: Ctx, profiles: tuple[str, ...], more_profiles: tuple[str, ...], q
       manualqa bench --profiles profiles/x86-cpu.toml profiles/x86-cpu-1thread.toml \\
           --questions sample_manuals/questions.jsonl --limit 10 --repeat 3
     """
-    from gateway.benchmark import BenchError, BenchPlan, common_output_limit, run_bench, unique_labels
-    from gateway.replay import load_questions
+    from gateway.qa.bench import BenchError, BenchPlan, common_output_limit, run_bench, unique_labels
+    from gateway.qa.replay import load_questions
     from retrieval.versions import IndexStore
     from runtimes.profiles import load_profile
 

@@ -2,7 +2,7 @@
 
 A replay answers a fixed question set and stores the run with its metrics in gateway.db;
 `compare` puts two runs side by side, writes the HTML report and exits 1 when the gate fails, so a
-site's upgrade script can stop on it. The work is in gateway.replay / compare / report.
+site's upgrade script can stop on it. The work is in gateway.qa.replay / compare / report.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _progress(total: int, quiet: bool) -> Any:
 def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label: str, scope_by_manual: bool,
                profile: str | None, version: str | None, mode: str | None, as_json: bool) -> None:
     """Answer every question of QUESTIONS (.jsonl) and store the run with its metrics."""
-    from gateway.replay import load_questions, local_answerer, remote_answerer, run_replay
+    from gateway.qa.replay import load_questions, local_answerer, remote_answerer, run_replay
 
     settings = ctx.settings
     qs = load_questions(questions)
@@ -105,9 +105,9 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
 def replay_compare(ctx: Ctx, baseline: str, candidate: str, gate_path: str | None,
                    report_path: str | None, as_json: bool) -> None:
     """Per-metric deltas, changed answers, and the gate verdict (exit 1 when it fails)."""
-    from gateway.compare import compare_runs, load_gate
-    from gateway.replay import get_run
-    from gateway.report import render_report
+    from gateway.qa.compare import compare_runs, load_gate
+    from gateway.qa.replay import get_run
+    from gateway.qa.report import render_report
 
     gate = load_gate(gate_path)
     cmp = compare_runs(get_run(ctx.settings.db_path, baseline), get_run(ctx.settings.db_path, candidate), gate)
@@ -145,7 +145,7 @@ def _f(v: Any) -> str:
 @pass_ctx
 def replay_list(ctx: Ctx, as_json: bool) -> None:
     """Stored replay runs, newest first."""
-    from gateway.replay import list_runs
+    from gateway.qa.replay import list_runs
 
     runs = list_runs(ctx.settings.db_path)
     if as_json:
@@ -163,7 +163,7 @@ def replay_list(ctx: Ctx, as_json: bool) -> None:
 @pass_ctx
 def replay_show(ctx: Ctx, run: str, as_json: bool) -> None:
     """One run (id, id prefix or label) with its per-question rows."""
-    from gateway.replay import get_run
+    from gateway.qa.replay import get_run
 
     r = get_run(ctx.settings.db_path, run)
     if as_json:

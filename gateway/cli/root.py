@@ -30,12 +30,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 # from a module that is already loaded, and `manualqa --help` stays free of the library's imports.
 USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("gateway.config", "ConfigError"),
-    ("gateway.answerlog", "LogError"),
-    ("gateway.keys", "KeyError_"),
-    ("gateway.pipeline", "AnswerInputError"),
-    ("gateway.replay", "ReplayError"),
-    ("gateway.compare", "GateError"),
-    ("gateway.benchmark", "BenchError"),
+    ("gateway.records.answers", "LogError"),
+    ("gateway.records.keys", "KeyError_"),
+    ("gateway.answer.pipeline", "AnswerInputError"),
+    ("gateway.qa.replay", "ReplayError"),
+    ("gateway.qa.compare", "GateError"),
+    ("gateway.qa.bench", "BenchError"),
     ("ingest.models", "IngestError"),
     ("retrieval.types", "RetrievalError"),
     ("runtimes.profiles", "ProfileError"),

@@ -122,7 +122,7 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
 
     profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
     report = run_doctor(profile)
-    from gateway.deployment import save_doctor_report
+    from gateway.records.deployments import save_doctor_report
 
     try:  # the server's /api/v1/deployment and the admin page show the latest verdicts
         save_doctor_report(ctx.settings.data_dir, report.to_dict())

@@ -2,7 +2,7 @@
 
 `serve` only applies --host/--port to the settings, builds gateway.web.app and hands it to
 uvicorn. Keys are made here, from a shell on the gateway, because the API cannot hand out its own
-first key: a key is printed once and only its hash is kept in gateway.db (gateway.keys).
+first key: a key is printed once and only its hash is kept in gateway.db (gateway.records.keys).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def keys() -> None:
 @pass_ctx
 def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
     """Create a key NAME and print it (once)."""
-    from gateway.keys import KeyStore
+    from gateway.records.keys import KeyStore
 
     key = KeyStore(ctx.settings.db_path).create(name, role)
     if as_json:
@@ -64,7 +64,7 @@ def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
 @pass_ctx
 def keys_list(ctx: Ctx, as_json: bool) -> None:
     """List keys (names and roles, never the keys)."""
-    from gateway.keys import KeyStore
+    from gateway.records.keys import KeyStore
 
     rows = KeyStore(ctx.settings.db_path).list()
     if as_json:
@@ -80,7 +80,7 @@ def keys_list(ctx: Ctx, as_json: bool) -> None:
 @pass_ctx
 def keys_revoke(ctx: Ctx, name: str) -> None:
     """Revoke the key NAME."""
-    from gateway.keys import KeyStore
+    from gateway.records.keys import KeyStore
 
     if not KeyStore(ctx.settings.db_path).revoke(name):
         raise click.ClickException(f"no active key named {name!r}")

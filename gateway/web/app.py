@@ -14,7 +14,7 @@ from litestar.openapi import OpenAPIConfig
 
 from gateway import __version__
 from gateway.config import Settings
-from gateway.jobs import JobRunner
+from gateway.records.jobs import JobRunner
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware

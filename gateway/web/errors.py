@@ -10,7 +10,7 @@ from litestar.exceptions import HTTPException, NotFoundException, SerializationE
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from gateway.answerlog import LogError
+from gateway.records.answers import LogError
 from ingest.models import IngestError
 from retrieval.types import RetrievalError
 
@@ -57,7 +57,7 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(exc, HTTPException):
         code = _CODES.get(exc.status_code, "http_error")
         return _response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
-    from gateway.pipeline import AnswerInputError
+    from gateway.answer.pipeline import AnswerInputError
 
     if isinstance(exc, AnswerInputError):
         return _response(400, "invalid_request", str(exc))

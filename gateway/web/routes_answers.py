@@ -8,7 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.params import Parameter
 
-from gateway.answerlog import OUTCOMES
+from gateway.records.answers import OUTCOMES
 from gateway.web.errors import ApiError
 from gateway.web.schemas import FeedbackRequest
 from gateway.web.security import principal_of, reader_guard

@@ -31,7 +31,7 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
     that a full queue is a 503 before any response starts (also for streams). Extractive answers
     reserve nothing: they never wait behind the model.
     """
-    from gateway.pipeline import answer_events
+    from gateway.answer.pipeline import answer_events
 
     generates = (mode or state.settings.answer.mode) == "generate"
     reservation = state.slots.reserve() if generates else None

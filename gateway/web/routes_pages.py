@@ -11,7 +11,7 @@ from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.response import File, Redirect
 from litestar.static_files import create_static_files_router
 
-from gateway.keys import KeyStore
+from gateway.records.keys import KeyStore
 from gateway.web.errors import ApiError
 from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, live_session
 

@@ -52,7 +52,7 @@ def deployment_record(state: Any) -> dict[str, Any]:
         chain = runtime.describe()
         record["chain_id"] = chain.chain_id
         record["chain"] = chain.to_dict()
-    from gateway.deployment import last_doctor_report
+    from gateway.records.deployments import last_doctor_report
 
     name = (record.get("profile") or {}).get("name")
     last = last_doctor_report(gw.settings.data_dir, name) if name else None

@@ -15,7 +15,7 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from gateway.keys import KeyStore, Principal
+from gateway.records.keys import KeyStore, Principal
 from gateway.web.errors import ApiError, error_body
 
 SESSION_COOKIE = "mqa_session"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from gateway.compare import Comparison
-from gateway.replay_metrics import HIGHER_IS_BETTER
+from gateway.qa.compare import Comparison
+from gateway.qa.metrics import HIGHER_IS_BETTER
 
 QUALITY = ["hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_coverage",
            "false_refusal_rate", "false_answer_rate", "answer_similarity"]
@@ -54,7 +54,7 @@ def _bars(cmp: Comparison) -> str:
 
 def _boxes(cmp: Comparison) -> str:
     """Per latency kind, one box plot (p5-p25-p50-p75-p95) per run on a shared ms axis."""
-    from gateway.replay_metrics import percentile
+    from gateway.qa.metrics import percentile
 
     out = []
     for kind in LATENCY:

@@ -1,6 +1,6 @@
 """The same-conditions comparison of deployment profiles (`manualqa bench`).
 
-Every profile runs in a fresh child process (gateway.bench_worker) on the same index, question
+Every profile runs in a fresh child process (gateway.qa.bench_worker) on the same index, question
 set, output limit, temperature 0 and concurrency 1; repeats are interleaved (A, B, A, B, ...) so
 that drift of the machine (heat, other load) falls on every profile alike. The recorded
 conditions (device, CPU, cores, thermal and power readings) travel with the figures, and a note
@@ -131,7 +131,7 @@ def common_output_limit(profiles: list[Profile], cap: int, requested: int | None
 
 def run_child(plan: BenchPlan, profile: Profile, log_db: Path) -> dict[str, Any]:
     """Run one profile in a fresh process; its JSON, its own peak RSS (wait4) and wall time."""
-    cmd = [sys.executable, "-m", "gateway.bench_worker", "--profile", str(profile.path),
+    cmd = [sys.executable, "-m", "gateway.qa.bench_worker", "--profile", str(profile.path),
            "--questions", str(plan.questions_path.resolve()), "--data", str(plan.data_dir.resolve()),
            "--limit", str(len(plan.questions)), "--max-tokens", str(plan.output_limit),
            "--log-db", str(log_db)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from gateway.citations import content_terms, sentence_spans
+from gateway.answer.citations import content_terms, sentence_spans
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from gateway.db import connect, utcnow
+from gateway.records.db import connect, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""One profile's benchmark run, in its own process: `python -m gateway.bench_worker --profile P ...`.
+"""One profile's benchmark run, in its own process: `python -m gateway.qa.bench_worker --profile P ...`.
 
 A fresh process per run is what makes the cold start honest (nothing is warm from the previous
 profile) and the peak RSS one profile's own. The child opens the same data directory as the
@@ -53,19 +53,19 @@ def _median(values: list[float]) -> float | None:
 
 
 def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
-    """The shape gateway.replay_metrics.compute_metrics reads (as replay stores it)."""
+    """The shape gateway.qa.metrics.compute_metrics reads (as replay stores it)."""
     return {"position": position, "question": q, "result": r,
             "citations": [{"manual": c.get("manual"), "page": c.get("page")} for c in r.get("citations") or []],
             "retrieved": [{"manual": p.get("manual"), "page": p.get("page")} for p in r.get("passages") or []]}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.answerlog import AnswerLog
+    from gateway.answer.pipeline import answer
     from gateway.config import load_settings
     from gateway.context import Gateway
-    from gateway.pipeline import answer
-    from gateway.replay import load_questions
-    from gateway.replay_metrics import compute_metrics
+    from gateway.qa.metrics import compute_metrics
+    from gateway.qa.replay import load_questions
+    from gateway.records.answers import AnswerLog
     from runtimes.profiles import load_profile
 
     t_imports = time.monotonic()
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway.bench_worker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gateway.qa.bench_worker", description=__doc__)
     parser.add_argument("--profile", required=True)
     parser.add_argument("--questions", required=True)
     parser.add_argument("--data", required=True, help="data directory holding the index (read only)")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.replay_metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS
+from gateway.qa.metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS
 
 if sys.version_info >= (3, 11):
     import tomllib

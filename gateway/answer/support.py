@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gateway.citations import CITATION_RE, content_terms, parse_citation_groups, sentence_spans
+from gateway.answer.citations import CITATION_RE, content_terms, parse_citation_groups, sentence_spans
 
 DEFAULT_MIN_OVERLAP = 0.6
 _NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*")

@@ -29,12 +29,12 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gateway.citations import Citation, parse_citations, resolve, validate
-from gateway.db import new_id, utcnow
-from gateway.extractive import extractive_answer
-from gateway.grammar import citation_grammar
-from gateway.prompting import fit_prompt, strip_echoed_fences
-from gateway.support import addresses_question, check_answer, is_decline, supported_text
+from gateway.answer.citations import Citation, parse_citations, resolve, validate
+from gateway.answer.extractive import extractive_answer
+from gateway.answer.grammar import citation_grammar
+from gateway.answer.prompting import fit_prompt, strip_echoed_fences
+from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
+from gateway.records.db import new_id, utcnow
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class AnswerResult:
     client: str = "cli"
     key_name: str | None = None
     draft: str = ""  # the model's text as generated; `answer` keeps its supported sentences
-    support: list[dict[str, Any]] = field(default_factory=list)  # gateway.support, one per sentence
+    support: list[dict[str, Any]] = field(default_factory=list)  # gateway.answer.support, one per sentence
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

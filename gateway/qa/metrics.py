@@ -2,7 +2,7 @@
 
 Answer correctness is scored against the gold answer: when the gold answer holds numbers, every
 one of them must appear in the answer (numbers are what a technician acts on); otherwise it is the
-token F1 of content words. A refusal scores 0. The support figures come from gateway.support.
+token F1 of content words. A refusal scores 0. The support figures come from gateway.answer.support.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from gateway.citations import CITATION_RE, content_terms
-from gateway.support import numbers_of
+from gateway.answer.citations import CITATION_RE, content_terms
+from gateway.answer.support import numbers_of
 
 # Metric name -> True when higher is better (the compare gate and report use this).
 HIGHER_IS_BETTER = {

@@ -4,7 +4,7 @@ A prompt only asks a small model to cite, and it often forgets or invents number
 (llama.cpp GBNF, used where the backend ``accepts_grammar``) the only way to finish a sentence is a
 citation of one of the passages actually in the prompt, and the only other way to answer is the
 fixed sentence that says the passages do not cover the question. What the sentence claims is still
-the model's: gateway.support checks that against the cited passage.
+the model's: gateway.answer.support checks that against the cited passage.
 """
 
 from __future__ import annotations

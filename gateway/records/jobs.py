@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.db import connect, new_id, utcnow
+from gateway.records.db import connect, new_id, utcnow
 
 Work = Callable[[Callable[[str, int, int], None]], dict[str, Any]]
 

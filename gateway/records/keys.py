@@ -42,7 +42,7 @@ class KeyStore:
         self.db_path = db_path
 
     def _db(self) -> Any:
-        from gateway.db import connect
+        from gateway.records.db import connect
 
         return connect(self.db_path)
 

@@ -108,7 +108,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         )""",
     ]),
     ("answer_support", [
-        # draft: what the model wrote; answer keeps only its supported sentences (gateway.support).
+        # draft: what the model wrote; answer keeps only its supported sentences (gateway.answer.support).
         "ALTER TABLE answers ADD COLUMN draft TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE answers ADD COLUMN support TEXT NOT NULL DEFAULT '[]'",  # JSON, one per sentence
     ]),

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.db import connect, new_id, utcnow
-from gateway.replay_metrics import compute_metrics
+from gateway.qa.metrics import compute_metrics
+from gateway.records.db import connect, new_id, utcnow
 
 REQUIRED = {"id": str, "question": str}
 
@@ -73,7 +73,7 @@ Answerer = Callable[[dict[str, Any]], dict[str, Any]]
 def local_answerer(gw: Any, scope_by_manual: bool = False, mode: str | None = None,
                    version: str | None = None) -> Answerer:
     """Answer through this process's pipeline (client "replay"), optionally on a pinned version."""
-    from gateway.pipeline import answer
+    from gateway.answer.pipeline import answer
 
     def run(q: dict[str, Any]) -> dict[str, Any]:
         manuals = [q["manual"]] if scope_by_manual and q.get("manual") else None
