@@ -333,7 +333,7 @@ class IndexStore:
             raise RetrievalError(f"{manual!r} matches several manuals: {names}; use the file name")
         return next(m for m in manuals if m["sha256"] == shas[0])
 
-    def remove(self, manual: str, embedder: Any = None) -> IngestReport:
+    def remove(self, manual: str) -> IngestReport:
         """A new version without one manual (chunks and vectors of the others are re-used)."""
         started = time.perf_counter()
         with self._locked():

@@ -9,7 +9,6 @@ Every failure, expected or not, becomes a gate verdict with its reason: doctor n
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from dataclasses import asdict, dataclass, field
@@ -73,13 +72,8 @@ class DoctorReport:
 
 
 def _create_runtime(backend: str, artifact: str, options: dict[str, Any]) -> Runtime:
-    try:
-        from runtimes.registry import create_runtime
-    except ImportError:  # the registry is the normal path; "module:Class" also works without it
-        if ":" not in backend:
-            raise
-        module, _, cls = backend.partition(":")
-        return getattr(importlib.import_module(module), cls)(artifact, options)
+    from runtimes.registry import create_runtime
+
     return create_runtime(backend, artifact, options)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from runtimes.base import GenerationConfig
 from runtimes.builtin_profiles import BUILTIN_PROFILES
+from runtimes.registry import BACKENDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,7 +28,6 @@ class ProfileError(ValueError):
     """A profile that cannot be used; the message names the file and the key."""
 
 
-KNOWN_BACKENDS = ("llamacpp", "rkllm", "openai")
 REMOTE_BACKENDS = frozenset({"openai"})  # the model lives on another server: no local file to hash
 DEFAULT_ARTIFACT = "default"
 BUILTIN_DIR = Path("<builtin>")
@@ -155,10 +155,6 @@ class Profile:
 
 
 def _known_backends() -> tuple[str, ...]:
-    try:
-        from runtimes.registry import BACKENDS
-    except ImportError:
-        return KNOWN_BACKENDS
     return tuple(BACKENDS)
 
 

@@ -125,7 +125,7 @@ def test_replay_same_deployment_twice_passes_the_gate(gw: Gateway, qfile: Path) 
 
 def test_degraded_index_fails_the_gate_and_report_shows_it(gw: Gateway, qfile: Path, tmp_path: Path) -> None:
     base_version = gw.store.active_id()
-    report = gw.store.remove("voron0_setup_guide.pdf", gw.embedder)
+    report = gw.store.remove("voron0_setup_guide.pdf")
     worse = report.version
     assert worse and worse != base_version
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,10 +192,3 @@ def get_run(db_path: Path, run: str) -> dict[str, Any]:
                 for row in db["replay_items"].rows_where("run_id = ?", [r["id"]], order_by="position")]
             return r
     raise ReplayError(f"no replay run {run!r} (see `manualqa replay list`)")
-
-
-def iter_gold(items: Iterable[dict[str, Any]]) -> Iterable[tuple[dict[str, Any], set[tuple[str, int]]]]:
-    """Each item with its gold (manual, page) pairs."""
-    for it in items:
-        q = it["question"]
-        yield it, {(q.get("manual"), p) for p in q.get("pages") or []}

@@ -280,10 +280,6 @@ class AnswerLog:
         where, params = self._where(since, outcome, client)
         return int(self._read(f"SELECT count(*) AS n FROM answers{where}", params)[0]["n"])
 
-    def outcome_counts(self) -> dict[str, int]:
-        rows = self._read("SELECT outcome, count(*) AS n FROM answers GROUP BY outcome")
-        return {r["outcome"]: r["n"] for r in rows}
-
     def export(self, fmt: str, out: IO[str], since: str | datetime | None = None,
                outcome: str | None = None, client: str | None = None) -> int:
         """Every matching row, oldest first, as JSON lines or CSV (JSON columns as JSON text)."""

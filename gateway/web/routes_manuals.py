@@ -115,7 +115,7 @@ class ManualsController(Controller):
     async def remove(self, request: Request[Any, Any, Any], manual_id: str) -> dict[str, Any]:
         state = request.app.state
         find_manual(state, manual_id)
-        report = await sync_to_thread(state.gw.store.remove, manual_id, state.gw.embedder)
+        report = await sync_to_thread(state.gw.store.remove, manual_id)
         return report.to_dict()
 
     @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",

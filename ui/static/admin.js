@@ -79,7 +79,7 @@ async function loadDeployment() {
     .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
   const gb = $("gates").querySelector("tbody");
   if (!d.gates) { gb.innerHTML = `<tr><td colspan="3">Not checked yet: run <code>manualqa doctor</code> on the gateway.</td></tr>`; return; }
-  gb.innerHTML = (d.gates.gates || []).map((g) => `<tr><td>${esc(g.gate)} ${esc(g.name || "")}</td>
+  gb.innerHTML = (d.gates.gates || []).map((g) => `<tr><td>${esc(g.gate)} ${esc(g.title || "")}</td>
     <td><strong>${g.passed ? "PASS" : "FAIL"}</strong></td><td>${esc(g.detail)}</td></tr>`).join("")
     + `<tr><td colspan="3" class="muted">checked ${esc(d.gates.checked_at)}</td></tr>`;
 }
