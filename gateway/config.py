@@ -15,14 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from gateway.errors import GatewayError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 
-class ConfigError(ValueError):
+class ConfigError(GatewayError):
     """A configuration value that cannot be used; the message names the key."""
+
+    http_status = 500  # the operator's file, not the client's request, is wrong
+    code = "config_error"
 
 
 @dataclass

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 class IngestError(Exception):
     """A manual that cannot be ingested. The message is shown to the user as is."""
+    http_status = 422  # the gateway.errors protocol (this room does not import gateway)
+    code = "ingest_error"
 
 
 @dataclass(frozen=True)

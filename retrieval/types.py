@@ -8,6 +8,14 @@ from typing import Any
 
 class RetrievalError(Exception):
     """A search or index operation that cannot proceed; the message is shown to the user."""
+    http_status = 400  # the gateway.errors protocol (this room does not import gateway)
+    code = "retrieval_error"
+
+
+class NoIndexError(RetrievalError):
+    """No index version is active yet (a state to fix by ingesting, not a malformed request)."""
+
+    http_status = 409
 
 
 @dataclass

@@ -28,7 +28,7 @@ from ingest.models import ChunkParams, ParseLimits
 from retrieval.builder import IngestReport, collect_entries, reuse_manual, write_version
 from retrieval.manifest import CHUNKS_DB, VECTORS, read_manifest, verify_version_dir
 from retrieval.pointer import TMP_PREFIX, atomic_copy, read_pointer, remove_tree, write_pointer
-from retrieval.types import RetrievalError
+from retrieval.types import NoIndexError, RetrievalError
 
 __all__ = ["IndexStore", "IndexVersion", "IngestReport"]
 
@@ -85,7 +85,7 @@ class IndexStore:
         if version is None:
             version = self.active_id()
             if version is None:
-                raise RetrievalError("no index yet: run `manualqa ingest PATH`")
+                raise NoIndexError("no index yet: run `manualqa ingest PATH`")
         with self._cache_lock:
             cached = self._cache.get(version)
             if cached is None:
@@ -117,7 +117,7 @@ class IndexStore:
     def show(self, version: str | None = None) -> dict[str, Any]:
         version = version or self.active_id()
         if version is None:
-            raise RetrievalError("no index yet: run `manualqa ingest PATH`")
+            raise NoIndexError("no index yet: run `manualqa ingest PATH`")
         try:
             manifest = read_manifest(self._dir(version))
         except (OSError, ValueError) as exc:
@@ -127,7 +127,7 @@ class IndexStore:
     def verify(self, version: str | None = None) -> list[str]:
         version = version or self.active_id()
         if version is None:
-            raise RetrievalError("no index yet: run `manualqa ingest PATH`")
+            raise NoIndexError("no index yet: run `manualqa ingest PATH`")
         return verify_version_dir(self._dir(version), version)
 
     def diff(self, a: str, b: str) -> dict[str, Any]:
@@ -196,7 +196,7 @@ class IndexStore:
             if to is None:
                 active = self.active_id()
                 if active is None:
-                    raise RetrievalError("no index yet: nothing to roll back")
+                    raise NoIndexError("no index yet: nothing to roll back")
                 to = self.show(active).get("parent")
                 if not to:
                     raise RetrievalError(f"version {active} has no parent to roll back to")
@@ -339,7 +339,7 @@ class IndexStore:
         with self._locked():
             active = self.active_id()
             if active is None:
-                raise RetrievalError("no index yet: nothing to remove")
+                raise NoIndexError("no index yet: nothing to remove")
             base = self.open(active)
             target = self.resolve_manual(manual, active)
             entries = [reuse_manual(base, m) for m in base.manifest["manuals"]

@@ -26,6 +26,8 @@ else:  # pragma: no cover - Python 3.10
 
 class ProfileError(ValueError):
     """A profile that cannot be used; the message names the file and the key."""
+    http_status = 400  # the gateway.errors protocol (this room does not import gateway)
+    code = "profile_error"
 
 
 REMOTE_BACKENDS = frozenset({"openai"})  # the model lives on another server: no local file to hash

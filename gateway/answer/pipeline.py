@@ -34,6 +34,7 @@ from gateway.answer.extractive import extractive_answer
 from gateway.answer.grammar import citation_grammar
 from gateway.answer.prompting import fit_prompt, strip_echoed_fences
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
+from gateway.errors import GatewayError
 from gateway.records.db import new_id, utcnow
 from retrieval.types import Hit
 
@@ -55,7 +56,7 @@ _DECLINE_RE = re.compile(
     re.IGNORECASE)
 
 
-class AnswerInputError(ValueError):
+class AnswerInputError(GatewayError):
     """The question itself cannot be answered as given (empty, too long): a 4xx, not a log row."""
 
 
@@ -103,11 +104,11 @@ def _retrieve(gw: Any, question: str, manuals: list[str] | None,
               version: str | None) -> tuple[list[Hit], dict[str, float], str]:
     """Hits from one pinned index version (activation during an answer cannot mix versions)."""
     from retrieval.search import search_with_timings
-    from retrieval.types import RetrievalError
+    from retrieval.types import NoIndexError
 
     version = version or gw.store.active_id()
     if not version:
-        raise RetrievalError("no active index version: ingest manuals first (manualqa ingest PATH)")
+        raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
     s = gw.settings.search
     k = max(s.k, gw.settings.answer.max_passages)
     hits, timings = search_with_timings(gw.store, gw.embedder, question, k=k, manuals=manuals or None,

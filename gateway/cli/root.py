@@ -4,8 +4,8 @@ Command modules (answer, index, replay, bench, runtime, serve) import this modul
 register their commands on `main` with `@main.command(...)` / `@main.group(...)`; the package
 `gateway.cli` imports them, so imports run one way: package -> command modules -> root.
 
-Library errors meant for the user (a missing index version, a bad profile, an unknown replay
-run ...) are turned into a one-line `Error: ...` with exit status 1 in one place, `Root.invoke`,
+Library errors meant for the user (gateway.errors: a missing index version, a bad profile, an
+unknown replay run ...) become a one-line `Error: ...` with exit status 1 in one place, `Root.invoke`,
 so commands just call the library. A command that wants a prefix on the message (`bench: ...`)
 wraps the call in `user_errors(prefix)` instead.
 """
@@ -13,7 +13,6 @@ wraps the call in `user_errors(prefix)` instead.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -22,30 +21,9 @@ import click
 
 from gateway import __version__
 from gateway.config import Settings, load_settings
+from gateway.errors import is_user_error
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Library exceptions whose message is written for the user, as (module, class name). They are
-# looked up in sys.modules when an error happens, not imported here: an exception can only come
-# from a module that is already loaded, and `manualqa --help` stays free of the library's imports.
-USER_ERRORS: tuple[tuple[str, str], ...] = (
-    ("gateway.config", "ConfigError"),
-    ("gateway.records.answers", "LogError"),
-    ("gateway.records.keys", "KeyError_"),
-    ("gateway.answer.pipeline", "AnswerInputError"),
-    ("gateway.qa.replay", "ReplayError"),
-    ("gateway.qa.compare", "GateError"),
-    ("gateway.qa.bench", "BenchError"),
-    ("ingest.models", "IngestError"),
-    ("retrieval.types", "RetrievalError"),
-    ("runtimes.profiles", "ProfileError"),
-)
-
-
-def _loaded_user_errors() -> tuple[type[BaseException], ...]:
-    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
-    return tuple(cls for cls in found if isinstance(cls, type))
-
 
 @contextmanager
 def user_errors(prefix: str = "", suffix: str = "",
@@ -54,7 +32,7 @@ def user_errors(prefix: str = "", suffix: str = "",
     try:
         yield
     except Exception as exc:
-        if isinstance(exc, _loaded_user_errors() + also):
+        if is_user_error(exc) or isinstance(exc, also):
             raise click.ClickException(f"{prefix}{exc}{suffix}") from exc
         raise
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import GatewayError
 from runtimes.profiles import Profile
 
 NOT_AVAILABLE = "not available"
@@ -38,7 +39,7 @@ QUALITY = ("hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_covera
            "false_refusal_rate", "false_answer_rate", "answer_similarity")
 
 
-class BenchError(ValueError):
+class BenchError(GatewayError):
     """A benchmark that cannot start (no index, no usable question, bad profile)."""
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import GatewayError
 from gateway.qa.metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS
 
 if sys.version_info >= (3, 11):
@@ -32,7 +33,7 @@ DEFAULT_GATE: dict[str, Any] = {
 }
 
 
-class GateError(ValueError):
+class GateError(GatewayError):
     """A gate file that cannot be used."""
 
 

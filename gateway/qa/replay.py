@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import GatewayError
 from gateway.qa.metrics import compute_metrics
 from gateway.records.db import connect, new_id, utcnow
 
 REQUIRED = {"id": str, "question": str}
 
 
-class ReplayError(ValueError):
+class ReplayError(GatewayError):
     """A replay that cannot run (no usable question, unreachable gateway, unknown run)."""
 
 

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from gateway.errors import GatewayError
 from gateway.records.db import connect, utcnow
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ COLUMNS = ("id", "time", "question", "scope", "answer", "outcome", "mode", "flag
 OUTCOMES = ("answered", "evidence_only", "not_found", "error", "cancelled")
 
 
-class LogError(ValueError):
+class LogError(GatewayError):
     """A log query or feedback that cannot be served (bad filter, unknown answer)."""
 
 

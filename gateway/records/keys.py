@@ -9,10 +9,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import GatewayError
+
 ROLES = ("reader", "admin")
 
 
-class KeyError_(ValueError):
+class KeyStoreError(GatewayError):
     """A key operation that cannot be done (duplicate name, unknown role)."""
 
 
@@ -48,12 +50,12 @@ class KeyStore:
 
     def create(self, name: str, role: str = "reader") -> str:
         if role not in ROLES:
-            raise KeyError_(f"unknown role {role!r} (use one of: {', '.join(ROLES)})")
+            raise KeyStoreError(f"unknown role {role!r} (use one of: {', '.join(ROLES)})")
         if not name or len(name) > 64:
-            raise KeyError_("a key needs a name of 1-64 characters")
+            raise KeyStoreError("a key needs a name of 1-64 characters")
         db = self._db()
         if any(True for _ in db["api_keys"].rows_where("name = ? and revoked is null", [name])):
-            raise KeyError_(f"a key named {name!r} exists already (revoke it first)")
+            raise KeyStoreError(f"a key named {name!r} exists already (revoke it first)")
         # name is the primary key: keep a revoked key's row under a dated name
         db.execute("update api_keys set name = name || '@revoked-' || revoked where name = ? "
                    "and revoked is not null", [name])

@@ -10,9 +10,7 @@ from litestar.exceptions import HTTPException, NotFoundException, SerializationE
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from gateway.records.answers import LogError
-from ingest.models import IngestError
-from retrieval.types import RetrievalError
+from gateway.errors import is_user_error
 
 log = logging.getLogger("manualqa.web")
 
@@ -57,16 +55,8 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(exc, HTTPException):
         code = _CODES.get(exc.status_code, "http_error")
         return _response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
-    from gateway.answer.pipeline import AnswerInputError
-
-    if isinstance(exc, AnswerInputError):
-        return _response(400, "invalid_request", str(exc))
-    if isinstance(exc, RetrievalError):
-        return _response(409 if "no index" in str(exc) else 400, "retrieval_error", str(exc))
-    if isinstance(exc, IngestError):
-        return _response(422, "ingest_error", str(exc))
-    if isinstance(exc, LogError):  # a bad filter or feedback value (e.g. since=yesterday-ish)
-        return _response(400, "invalid_request", str(exc))
+    if is_user_error(exc):  # every room's user-facing errors carry their status and code
+        return _response(type(exc).http_status, type(exc).code, str(exc))
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
     return _response(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error",
                      f"internal error ({type(exc).__name__}); see the server log")
