@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway.records import db as gdb
-from gateway.records.answers import AnswerLog, LogError, parse_since
+from gateway.records.answers import OUTCOMES, AnswerLog, LogError, parse_since
 
 
 def make_row(i: int, outcome: str = "answered", client: str = "cli", chain_id: str | None = "chainA") -> dict:
@@ -184,3 +185,13 @@ def test_record_after_close_still_writes(tmp_path: Path) -> None:
     r = make_row(1)
     log.record(r)
     assert AnswerLog(tmp_path / "gateway.db").get(r["id"])["id"] == r["id"]
+
+
+def test_outcome_names_outside_python_match_the_one_list() -> None:
+    """OUTCOMES is the one list; the admin page's filter and the CLI's exit codes name each one."""
+    from gateway.cli.answer import EXIT_BY_OUTCOME
+
+    html = (Path(__file__).resolve().parents[1] / "ui" / "templates" / "admin.html").read_text()
+    select = re.search(r'<select id="outcome-filter">(.*?)</select>', html, re.S).group(1)
+    assert tuple(re.findall(r"<option>(\w+)</option>", select)) == OUTCOMES
+    assert set(EXIT_BY_OUTCOME) == set(OUTCOMES)

@@ -35,6 +35,7 @@ from gateway.answer.grammar import citation_grammar
 from gateway.answer.prompting import fit_prompt, strip_echoed_fences
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.errors import GatewayError
+from gateway.records.answers import Outcome
 from gateway.records.db import new_id, utcnow
 from retrieval.types import Hit
 
@@ -67,7 +68,7 @@ class AnswerResult:
     question: str
     scope: list[str]
     answer: str = ""
-    outcome: str = "answered"  # answered | evidence_only | not_found | error | cancelled
+    outcome: Outcome = "answered"
     mode: str = "generate"  # generate | extractive | extractive_fallback
     citations: list[Citation] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)

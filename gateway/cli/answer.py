@@ -15,9 +15,9 @@ from typing import Any
 import click
 
 from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
-from gateway.records.answers import OUTCOMES
+from gateway.records.answers import OUTCOMES, Outcome
 
-EXIT_BY_OUTCOME = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
+EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 
 
 def _print_citations(result: Any) -> None:

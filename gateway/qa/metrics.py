@@ -13,6 +13,7 @@ from typing import Any
 
 from gateway.answer.citations import CITATION_RE, content_terms
 from gateway.answer.support import numbers_of
+from gateway.records.answers import Outcome
 
 # Metric name -> True when higher is better (the compare gate and report use this).
 HIGHER_IS_BETTER = {
@@ -27,7 +28,7 @@ HIGHER_IS_BETTER = {
 
 
 # Outcomes whose citations a technician sees as the place to look (coverage counts both).
-SHOWN_WITH_CITATIONS = ("answered", "evidence_only")
+SHOWN_WITH_CITATIONS: tuple[Outcome, ...] = ("answered", "evidence_only")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -131,7 +132,7 @@ def unsupported_numbers(result: dict[str, Any]) -> int:
 
 def _answer_quality(items: list[dict[str, Any]], answerable: list[dict[str, Any]]) -> dict[str, Any]:
     scores = [correctness(it["result"].get("answer") or "", it["question"].get("answer") or "")
-              if it["result"].get("outcome") in ("answered", "evidence_only") else 0.0
+              if it["result"].get("outcome") in SHOWN_WITH_CITATIONS else 0.0
               for it in answerable if it["question"].get("answer")]
     answered = [correctness(it["result"].get("answer") or "", it["question"].get("answer") or "")
                 for it in answerable if it["result"].get("outcome") == "answered" and it["question"].get("answer")]

@@ -19,7 +19,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, Literal, NamedTuple, get_args
 
 from gateway.errors import GatewayError
 from gateway.records.db import connect, utcnow
@@ -34,8 +34,10 @@ COLUMNS = ("id", "time", "question", "scope", "answer", "outcome", "mode", "flag
            "timings", "client", "key_name", "error", "draft", "support")
 # answered: every sentence shown is backed by the passage it cites; evidence_only: quoted evidence
 # is shown instead of an answer (extractive mode, or the model's text was not supported);
-# not_found: the evidence was too weak to show as an answer.
-OUTCOMES = ("answered", "evidence_only", "not_found", "error", "cancelled")
+# not_found: the evidence was too weak to show as an answer. The one list of outcome names: the
+# pipeline, metrics, CLI and web take them from here (ui/templates/admin.html is checked against it).
+Outcome = Literal["answered", "evidence_only", "not_found", "error", "cancelled"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 class LogError(GatewayError):

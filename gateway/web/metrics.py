@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from gateway.records.answers import OUTCOMES
+from gateway.records.answers import OUTCOMES, Outcome
 
 TTFT_BUCKETS_MS = (50, 100, 250, 500, 1000, 2500, 5000, 10000)
 TPS_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200)
@@ -48,7 +48,7 @@ class Metrics:
         with self._lock:
             self.requests[(method, route, status)] += 1
 
-    def answer(self, outcome: str, ttft_ms: float | None, tps: float | None) -> None:
+    def answer(self, outcome: Outcome, ttft_ms: float | None, tps: float | None) -> None:
         with self._lock:
             self.answers[outcome] += 1
             if ttft_ms is not None:
