@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -57,6 +58,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.measure import cpu_model  # noqa: E402 - needs the repo on sys.path when run as a script
+from gateway.qa.metrics import percentile  # noqa: E402
+
+# the percentile convention the published load figures were measured with (see percentile)
+pct = functools.partial(percentile, method="nearest")
 
 OUT = ROOT / "docs" / "bench" / "load.md"
 SUMMARY = ROOT / "docs" / "benchmarks.md"
@@ -71,14 +76,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def pct(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile; None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def clean_env(tree: Path, data: Path, config: Path) -> dict[str, str]:

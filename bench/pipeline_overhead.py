@@ -26,6 +26,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from gateway.qa.metrics import percentile  # noqa: E402
 from runtimes.base import ArtifactChain, GateCheck, GenerationConfig, GenerationStats, Runtime  # noqa: E402
 
 
@@ -77,11 +78,6 @@ class PrecomputedEmbedder:
         return self._vectors[query]
 
 
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
 def measure(gw: Any, questions: list[str], repeats: int) -> dict[str, Any]:
     gw.answer(questions[0], client="replay")  # warm caches (index open, FTS, tokenizer)
     over, prompt, search, own = [], [], [], []
@@ -97,9 +93,9 @@ def measure(gw: Any, questions: list[str], repeats: int) -> dict[str, Any]:
                 search.append(t["retrieval_ms"] - t["embed_ms"])
                 own.append(t["overhead_ms"] - search[-1])
     gw.log.flush()
-    return {"n": len(over), "p50": statistics.median(over), "p95": pct(over, 0.95),
+    return {"n": len(over), "p50": statistics.median(over), "p95": percentile(over, 95, method="floor"),
             "search_p50": statistics.median(search), "own_p50": statistics.median(own),
-            "own_p95": pct(own, 0.95), "prompt_p50": statistics.median(prompt),
+            "own_p95": percentile(own, 95, method="floor"), "prompt_p50": statistics.median(prompt),
             "outcomes": outcomes}
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.retrieval_quality import REPO, build_sample_store, load_questions, machine_markdown, write_combined
+from gateway.qa.metrics import percentile
 
 OUT = REPO / "docs" / "bench" / "search_latency.md"
 WORDS_PER_CHUNK = 140
@@ -144,7 +145,7 @@ def measure(store: Any, embedder: Any, questions: list[str], vectors: list[np.nd
             for key in stages:
                 stages[key].append(t[key])
     totals.sort()
-    out = {"p50": statistics.median(totals), "p95": totals[min(len(totals) - 1, int(0.95 * len(totals)))],
+    out = {"p50": statistics.median(totals), "p95": percentile(totals, 95, method="floor"),
            "n": float(len(totals)), "cpu50": statistics.median(cpu)}
     out.update({k: statistics.median(v) for k, v in stages.items()})
     return out
@@ -190,7 +191,7 @@ def lexical_at_scale(db: Path, questions: list[dict[str, Any]]) -> list[str]:
         n = len(answerable)
         _log(f"lexical at scale, {label}: MRR {rr / n:.3f}")
         lines.append(f"| {label} | {hit1 / n:.3f} | {hit5 / n:.3f} | {rr / n:.3f} | "
-                     f"{statistics.median(times):.1f} | {times[min(n - 1, int(0.95 * n))]:.1f} |")
+                     f"{statistics.median(times):.1f} | {percentile(times, 95, method='floor'):.1f} |")
     store.close()
     return lines
 

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import json
 import os
@@ -45,6 +46,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.measure import timed  # noqa: E402 - needs the repo on sys.path when run as a script
+from gateway.qa.metrics import percentile  # noqa: E402
+
+# the percentile convention the published server figures were measured with (see percentile)
+pct = functools.partial(percentile, method="nearest")
 
 OUT = ROOT / "docs" / "bench" / "server.md"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
@@ -56,11 +61,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def rss_kb(pid: int) -> dict[str, int]:

@@ -79,6 +79,16 @@ def test_metrics_on_hand_made_items() -> None:
     assert percentile([10, 30], 50) == 20.0
 
 
+def test_percentile_conventions() -> None:
+    """The one percentile: linear for replay metrics, nearest and floor for the bench scripts' figures."""
+    vals = [float(v) for v in range(1, 21)]  # 1..20
+    assert percentile(vals, 95) == 19.05
+    assert percentile(vals, 95, method="nearest") == 19.0  # index round(0.95 * 19) = 18
+    assert percentile(vals, 95, method="floor") == 20.0  # index int(0.95 * 20) = 19
+    assert percentile([3.0, None, 1.0], 50) == 2.0  # type: ignore[list-item]
+    assert percentile([], 50, method="nearest") is None
+
+
 def test_answer_correctness_and_support_metrics() -> None:
     assert correctness("Tighten to 85 N·m [1].", "85 N·m in a cross pattern") == 1.0
     assert correctness("Tighten to 2.10 Nm [1].", "85 N·m") == 0.0  # numbers must match exactly

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from gateway.answer.citations import CITATION_RE, content_terms
 from gateway.answer.support import numbers_of
@@ -31,11 +31,22 @@ HIGHER_IS_BETTER = {
 SHOWN_WITH_CITATIONS: tuple[Outcome, ...] = ("answered", "evidence_only")
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100); None for no values."""
+def percentile(values: list[float], q: float, *, method: Literal["linear", "nearest", "floor"] = "linear"
+               ) -> float | None:
+    """The q-th percentile (q in 0..100) of the values that are not None; None for no values.
+
+    The one percentile of gateway and bench/. `linear` (the replay metrics) interpolates between the
+    two nearest ranks and rounds to 3 decimals; the bench scripts keep the convention their published
+    figures were measured with: `nearest` is the value at index round(q/100 * (n-1)) (load, server),
+    `floor` the value at index int(q/100 * n) (pipeline_overhead, search_latency).
+    """
     vals = sorted(v for v in values if v is not None)
     if not vals:
         return None
+    if method == "nearest":
+        return vals[min(len(vals) - 1, max(0, round(q / 100 * (len(vals) - 1))))]
+    if method == "floor":
+        return vals[min(len(vals) - 1, int(q / 100 * len(vals)))]
     pos = (len(vals) - 1) * q / 100.0
     lo = int(pos)
     hi = min(lo + 1, len(vals) - 1)
