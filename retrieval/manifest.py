@@ -15,20 +15,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ingest.discover import sha256_file
 from ingest.models import ChunkParams, ParsedManual
 
 MANIFEST = "manifest.json"
 CHUNKS_DB = "chunks.db"
 VECTORS = "vectors.faiss"
 FORMAT = 1
-
-
-def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk_size):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def tool_version() -> str:
@@ -69,7 +62,7 @@ def build_manifest(
     files = {}
     for name in (CHUNKS_DB, VECTORS):
         path = version_dir / name
-        files[name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+        files[name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "id": version_id,
@@ -140,7 +133,7 @@ def verify_version_dir(version_dir: Path, version_id: str | None = None) -> list
         expected = (files.get(name) or {}).get("sha256")
         if expected is None:
             problems.append(f"{name}: no checksum in the manifest")
-        elif file_sha256(path) != expected:
+        elif sha256_file(path) != expected:
             problems.append(f"{name}: sha256 does not match the manifest")
     if not present:
         return problems

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
+from ingest.discover import sha256_file
 from runtimes.profiles import Profile
 
 NOT_AVAILABLE = "not available"
@@ -81,10 +82,6 @@ def cores_available() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def machine_conditions() -> dict[str, Any]:
@@ -198,7 +195,7 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None,
     qtext = "\n".join(json.dumps(q, sort_keys=True) for q in plan.questions)
     conditions = {
         **conditions_before, "started": started,
-        "prompt_set": {"file": str(plan.questions_path), "file_sha256": file_sha256(plan.questions_path),
+        "prompt_set": {"file": str(plan.questions_path), "file_sha256": sha256_file(plan.questions_path),
                        "questions": len(plan.questions),
                        "questions_sha256": hashlib.sha256(qtext.encode()).hexdigest(),
                        "ids": [q["id"] for q in plan.questions]},

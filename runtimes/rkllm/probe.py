@@ -7,11 +7,12 @@ path is resolved under a `driver_root` (default "/") so tests can point it at a 
 from __future__ import annotations
 
 import ctypes.util
-import hashlib
 import os
 import re
 from pathlib import Path
 from typing import Any
+
+from runtimes.hashing import sha256_uncached
 
 LIB_NAME = "librkllmrt.so"
 STANDARD_LIB_PATHS = ("/usr/lib/librkllmrt.so", "/usr/local/lib/librkllmrt.so",
@@ -63,11 +64,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     st = os.stat(path)
     key = (str(Path(path).resolve()), st.st_size, st.st_mtime)
     if key not in _sha_cache:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _sha_cache[key] = h.hexdigest()
+        _sha_cache[key] = sha256_uncached(path)
     return _sha_cache[key]
 
 
