@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 
@@ -31,6 +30,25 @@ def sha256_uncached(path: str | os.PathLike[str], chunk_bytes: int = 1 << 20) ->
     return digest.hexdigest()
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write temp, fsync, rename, fsync dir: a crash leaves the old file or the new one.
+
+    The one atomic write of runtimes/ (the hash cache here, the profile store's files and pointer);
+    the rooms above use retrieval.pointer.atomic_write_bytes.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _load(cache_file: Path) -> dict[str, dict]:
     try:
         data = json.loads(cache_file.read_text(encoding="utf-8"))
@@ -43,10 +61,7 @@ def _store(cache_file: Path, data: dict[str, dict]) -> None:
     """Write atomically; a cache that cannot be written is only a slower start, never an error."""
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".sha256-", dir=cache_file.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=0, sort_keys=True)
-        os.replace(tmp, cache_file)
+        write_atomic(cache_file, json.dumps(data, indent=0, sort_keys=True).encode("utf-8"))
     except OSError:
         pass
 

@@ -7,13 +7,13 @@ activation stack that rollback pops. No pointer: the built-in default profile is
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from runtimes.hashing import write_atomic
 from runtimes.profiles import (
     BUILTIN_DIR,
     Profile,
@@ -26,21 +26,6 @@ from runtimes.profiles import (
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:64] or "profile"
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write temp, fsync, rename, fsync dir: a crash leaves the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class ActiveProfile:
@@ -70,9 +55,9 @@ class ActiveProfile:
                 pass  # stored unfrozen: doctor reports the missing rollback at gate 3
         target = self.dir / f"{stem}.toml"
         if freeze_rollback or not target.exists():
-            _write_atomic(target.with_suffix(".json"), json.dumps(meta, indent=2).encode())
+            write_atomic(target.with_suffix(".json"), json.dumps(meta, indent=2).encode())
         if not target.exists():
-            _write_atomic(target, profile.text.encode("utf-8"))
+            write_atomic(target, profile.text.encode("utf-8"))
         return target.name
 
     def _load_stored(self, file_name: str) -> Profile:
@@ -134,9 +119,9 @@ class ActiveProfile:
 
     def _commit(self, stack: list[dict[str, Any]]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.history_file, json.dumps(stack, indent=2).encode())
+        write_atomic(self.history_file, json.dumps(stack, indent=2).encode())
         if stack:
-            _write_atomic(self.pointer, (stack[-1]["file"] + "\n").encode())
+            write_atomic(self.pointer, (stack[-1]["file"] + "\n").encode())
         elif self.pointer.exists():
             self.pointer.unlink()
 

@@ -7,11 +7,12 @@ by the server at start-up; the server shows the latest record and when it was ma
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from retrieval.pointer import atomic_write_bytes
 
 
 def _path(data_dir: Path, profile_name: str) -> Path:
@@ -24,9 +25,7 @@ def save_doctor_report(data_dir: Path, report: dict[str, Any]) -> Path:
     path = _path(data_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "report": report}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_bytes(path, json.dumps(record, indent=2, default=str).encode("utf-8"))
     return path
 
 
