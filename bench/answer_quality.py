@@ -29,16 +29,14 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from gateway.qa.metrics import gold_pages  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 MIN_KEPT = 0.90  # calibration: at most 10 % false refusals on the answerable questions
 
 
 def load_questions(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
-def gold(q: dict[str, Any]) -> set[tuple[str, int]]:
-    return {(q["manual"], p) for p in q.get("pages") or []}
 
 
 def calibrate(gw: Any, questions: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]], list[str]]:
@@ -94,7 +92,7 @@ def score(gw: Any, questions: list[dict[str, Any]], mode: str) -> dict[str, Any]
                 false_refusals += 1
             pages = {(c.manual, c.page) for c in real}
             cited += len(pages)
-            hits = pages & gold(q)
+            hits = pages & gold_pages(q)
             cited_gold += len(hits)
             covered += bool(hits) and res.outcome == "answered"
         else:

@@ -28,6 +28,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.retrieval_quality import machine_markdown  # noqa: E402
+from gateway.qa.metrics import gold_pages  # noqa: E402
 
 EVAL = REPO / "eval"
 SAMPLES = REPO / "sample_manuals"
@@ -105,7 +106,7 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], query: 
         if not q.get("answerable"):
             continue
         s.n += 1
-        gold = {(q["manual"], p) for p in q["pages"]}
+        gold = gold_pages(q)
         rank = next((i for i, h in enumerate(hits, start=1) if (h.manual, h.page) in gold), None)
         if rank is None:
             s.misses.append(q["id"])

@@ -32,6 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.measure import cpu_model  # noqa: E402 - needs the repo on sys.path when run as a script
+from gateway.qa.metrics import gold_pages  # noqa: E402
 
 
 def machine_info() -> dict[str, str]:
@@ -95,7 +96,7 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], mode: s
         qv = vectors[q["id"]] if vectors else None
         hits = search(store, embedder, q["question"], k=k, candidates=candidates, rrf_k=rrf_k,
                       query_vector=qv, mode=mode)
-        gold = {(q["manual"], p) for p in q["pages"]}
+        gold = gold_pages(q)
         rank = next((i for i, h in enumerate(hits, start=1) if (h.manual, h.page) in gold), None)
         if rank is None:
             misses.append(q["id"])

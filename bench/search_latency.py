@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.retrieval_quality import REPO, build_sample_store, load_questions, machine_markdown, write_combined
-from gateway.qa.metrics import percentile
+from gateway.qa.metrics import gold_pages, percentile
 
 OUT = REPO / "docs" / "bench" / "search_latency.md"
 WORDS_PER_CHUNK = 140
@@ -181,7 +181,7 @@ def lexical_at_scale(db: Path, questions: list[dict[str, Any]]) -> list[str]:
             t = time.perf_counter()
             ranked = store.lexical(q["question"], 50)
             times.append((time.perf_counter() - t) * 1000)
-            gold = {(q["manual"], p) for p in q["pages"]}
+            gold = gold_pages(q)
             rank = next((i for i, (row, _s) in enumerate(ranked[:5], 1) if where.get(row) in gold), None)
             if rank:
                 hit1 += rank == 1

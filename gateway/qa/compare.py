@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
-from gateway.qa.metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS
+from gateway.qa.metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS, gold_pages
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -81,7 +81,7 @@ def _pages(citations: list[dict[str, Any]]) -> list[str]:
 
 def _gold_cited(item: dict[str, Any]) -> bool:
     q = item.get("question") or {}
-    gold = {(q.get("manual"), p) for p in q.get("pages") or []}
+    gold = gold_pages(q)
     return item.get("outcome") in SHOWN_WITH_CITATIONS and any((c.get("manual"), c.get("page")) in gold
                                                      for c in item["citations"])
 

@@ -53,7 +53,8 @@ def percentile(values: list[float], q: float, *, method: Literal["linear", "near
     return round(vals[lo] + (vals[hi] - vals[lo]) * (pos - lo), 3)
 
 
-def _gold(q: dict[str, Any]) -> set[tuple[str | None, int]]:
+def gold_pages(q: dict[str, Any]) -> set[tuple[str | None, int]]:
+    """The (manual, page) pairs a question names as its gold evidence: the one gold set of gateway and bench/."""
     return {(q.get("manual"), int(p)) for p in q.get("pages") or []}
 
 
@@ -70,7 +71,7 @@ def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], An
     cited = cited_gold = covered = 0
     refusals = 0
     for it in answerable:
-        gold = _gold(it["question"])
+        gold = gold_pages(it["question"])
         ranks = [i for i, h in enumerate(it["retrieved"][:k], start=1) if (h["manual"], h["page"]) in gold]
         if ranks:
             hit1 += ranks[0] == 1
