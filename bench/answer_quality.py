@@ -29,14 +29,11 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from bench.retrieval_quality import load_questions  # noqa: E402
 from gateway.qa.metrics import gold_pages  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MIN_KEPT = 0.90  # calibration: at most 10 % false refusals on the answerable questions
-
-
-def load_questions(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
 def calibrate(gw: Any, questions: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]], list[str]]:

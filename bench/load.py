@@ -58,6 +58,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.measure import cpu_model  # noqa: E402 - needs the repo on sys.path when run as a script
+from bench.retrieval_quality import load_questions as read_question_rows  # noqa: E402
 from gateway.qa.metrics import percentile  # noqa: E402
 
 # the percentile convention the published load figures were measured with (see percentile)
@@ -598,12 +599,8 @@ def display_path(p: Path) -> str:
 
 
 def load_questions(path: Path) -> list[str]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line).get("question", "").strip()
-            if q:
-                out.append(q)
+    """The question texts of a questions.jsonl file (read by bench.retrieval_quality.load_questions)."""
+    out = [q for row in read_question_rows(path) if (q := row.get("question", "").strip())]
     if not out:
         raise SystemExit(f"no questions in {path}")
     return out
