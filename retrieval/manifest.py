@@ -67,7 +67,8 @@ def build_manifest(
         "format": FORMAT,
         "id": version_id,
         "parent": parent,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        # UTC, milliseconds, "Z": the one stored timestamp format (as gateway.records.db.utcnow)
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "tool": {"name": "manualqa", "version": tool_version()},
         "embedding": dict(embedding),
         "chunker": chunk_params.to_dict(),

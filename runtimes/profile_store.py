@@ -7,9 +7,9 @@ activation stack that rollback pops. No pointer: the built-in default profile is
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,12 @@ from runtimes.profiles import (
     load_profile,
     parse_profile,
 )
+
+
+def utc_timestamp() -> str:
+    """UTC, milliseconds, "Z": the one stored timestamp format (as gateway.records.db.utcnow,
+    which this room cannot import)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _safe(name: str) -> str:
@@ -144,7 +150,7 @@ class ActiveProfile:
             file_name = self._store(profile)
             stack = self.history()
             stack.append({"file": file_name, "name": profile.name,
-                          "activated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                          "activated_at": utc_timestamp()})
             self._commit(stack)
         return self._load_stored(file_name)
 

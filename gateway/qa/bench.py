@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
+from gateway.records.db import utcnow
 from ingest.discover import sha256_file
 from runtimes.profiles import Profile
 
@@ -169,7 +170,7 @@ def run_child(plan: BenchPlan, profile: Profile, log_db: Path) -> dict[str, Any]
 def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None,
               runner: Callable[[BenchPlan, Profile, Path], dict[str, Any]] = run_child) -> dict[str, Any]:
     """Interleaved runs (repeat r: every profile in order), then per-profile medians and notes."""
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    started = utcnow()
     conditions_before = machine_conditions()
     runs: list[dict[str, Any]] = []
     tmp = Path(tempfile.mkdtemp(prefix="manualqa-bench-"))

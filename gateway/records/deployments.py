@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gateway.records.db import utcnow
 from retrieval.pointer import atomic_write_bytes
 
 
@@ -24,7 +24,7 @@ def save_doctor_report(data_dir: Path, report: dict[str, Any]) -> Path:
     name = str((report.get("profile") or {}).get("name") or report.get("profile_name") or "profile")
     path = _path(data_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "report": report}
+    record = {"checked_at": utcnow(), "report": report}
     atomic_write_bytes(path, json.dumps(record, indent=2, default=str).encode("utf-8"))
     return path
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
+from gateway.records.db import utcnow
 
 ROLES = ("reader", "admin")
 
@@ -36,7 +36,7 @@ def _hash(key: str) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return utcnow()
 
 
 class KeyStore:
