@@ -115,7 +115,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from gateway.config import Settings
-    from gateway.context import Gateway
+    from gateway.services import Services
 
     questions = load_questions(args.questions)
     if args.limit:
@@ -126,7 +126,7 @@ def main() -> None:
     if data is None:
         tmp = tempfile.TemporaryDirectory(prefix="mqa-bench-")
         data = Path(tmp.name) / "data"
-    gw = Gateway(Settings(data_dir=data))
+    gw = Services(Settings(data_dir=data))
     if gw.store.active_id() is None:
         gw.ingest(sorted((REPO / "sample_manuals").glob("*.pdf")))
     threshold, _, cal_lines = calibrate(gw, questions)

@@ -112,7 +112,7 @@ def main() -> None:
 
     from bench.search_latency import SyntheticStore, build_synthetic
     from gateway.config import Settings
-    from gateway.context import Gateway
+    from gateway.services import Services
     from retrieval.embeddings import Embedder
 
     repo = Path(__file__).resolve().parents[1]
@@ -130,15 +130,14 @@ def main() -> None:
              "| rest (pipeline alone) p50 ms | rest p95 ms | prompt build p50 ms | answers |",
              "|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="mqa-overhead-") as tmp:
-        gw = Gateway(Settings(data_dir=Path(tmp) / "data"))
-        gw.__dict__["embedder"] = embedder
+        gw = Services(Settings(data_dir=Path(tmp) / "data"), embedder=embedder)
         gw.ingest(sorted((repo / "sample_manuals").glob("*.pdf")))
         gw.runtime = InstantRuntime("none")
         n_chunks = gw.store.open().chunks.chunk_count()
         m = measure(gw, questions, args.repeats)
         lines.append(row(f"sample ({n_chunks} chunks), live embedding subtracted", m))
         pre = PrecomputedEmbedder(embedder, questions)
-        gw.__dict__["embedder"] = pre
+        gw = Services(gw.settings, store=gw.store, embedder=pre, runtime=gw.runtime, log=gw.log)
         lines.append(row(f"sample ({n_chunks} chunks), pre-computed query vectors", measure(gw, questions,
                                                                                               args.repeats)))
         gw.log.close()
@@ -148,9 +147,7 @@ def main() -> None:
         build_synthetic(vdir, args.chunks, embedder.dim)
         syn = SyntheticStore(vdir, embedder, "hnsw")
         syn.active_id = lambda: syn.version.id  # type: ignore[attr-defined]
-        gw2 = Gateway(Settings(data_dir=Path(tmp) / "data2"))
-        gw2.__dict__["embedder"] = pre
-        gw2.__dict__["store"] = syn
+        gw2 = Services(Settings(data_dir=Path(tmp) / "data2"), embedder=pre, store=syn)
         gw2.settings.answer.min_similarity = -1.0  # random vectors: let every question reach generation
         gw2.runtime = InstantRuntime("none")
         m2 = measure(gw2, questions, args.repeats)

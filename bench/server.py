@@ -156,10 +156,10 @@ def worker(data: str) -> None:
     from gateway.answer.pipeline import _retrieve
     from gateway.answer.prompting import fit_prompt
     from gateway.config import load_settings
-    from gateway.context import Gateway
+    from gateway.services import Services
     from runtimes.base import GenerationStats
 
-    gw = Gateway(load_settings())
+    gw = Services(load_settings())
     runtime = gw.runtime  # the default profile through runtimes.registry.create_runtime
     print(json.dumps({"ready": True, "n_threads": getattr(runtime, "n_threads", None),
                       "n_threads_batch": getattr(runtime, "n_threads_batch", None),
@@ -507,9 +507,9 @@ def _f(value: float | None, digits: int = 0) -> str:
 
 def build_data(target: Path) -> Path:
     from gateway.config import Settings
-    from gateway.context import Gateway
+    from gateway.services import Services
 
-    report = Gateway(Settings(data_dir=target)).ingest([ROOT / "sample_manuals"])
+    report = Services(Settings(data_dir=target)).ingest([ROOT / "sample_manuals"])
     if not report.version:
         raise SystemExit(f"sample ingest failed: {report}")
     return target

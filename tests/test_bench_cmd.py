@@ -65,11 +65,11 @@ def write_profile(path: Path, name: str, quant: str = "Q4_1", vocab: int = 49152
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory, sample_pdfs: list[Path], embedder: Any) -> Path:
     from gateway.config import load_settings
-    from gateway.context import Gateway
+    from gateway.services import Services
 
     data = tmp_path_factory.mktemp("benchdata")
     settings = load_settings(env={"MANUALQA_DATA": str(data)})
-    gw = Gateway(settings)
+    gw = Services(settings)
     gw.embedder = embedder
     gw.ingest(sample_pdfs)
     assert gw.store.active_id()

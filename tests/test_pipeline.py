@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from gateway.answer import pipeline
 from gateway.answer.prompting import SYSTEM_PROMPT, fit_prompt
 from gateway.config import Settings
-from gateway.context import Gateway
+from gateway.services import Services
 from retrieval.types import Hit
 from tests.support.scripted import ScriptedRuntime
 
@@ -32,16 +32,15 @@ def scripted(**options: Any) -> ScriptedRuntime:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any, sample_pdfs: list[Path]) -> Gateway:
+def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any, sample_pdfs: list[Path]) -> Services:
     data = tmp_path_factory.mktemp("pipeline") / "data"
-    g = Gateway(Settings(data_dir=data))
-    g.__dict__["embedder"] = embedder  # one model load per session (tests/conftest.py)
+    g = Services(Settings(data_dir=data), embedder=embedder)  # one model load per session (conftest)
     g.ingest(sample_pdfs)
     yield g
     g.log.close()
 
 
-def test_answer_with_valid_citation_is_logged_with_provenance(gw: Gateway) -> None:
+def test_answer_with_valid_citation_is_logged_with_provenance(gw: Services) -> None:
     rt = scripted(script="Use the MSP-FET emulation tool and run make flash [1].")
     gw.runtime = rt
     events = list(gw.answer_events(FLASH_Q, client="api", key_name="tech1"))
@@ -77,7 +76,7 @@ def test_answer_with_valid_citation_is_logged_with_provenance(gw: Gateway) -> No
     assert row["generation_config"]["max_tokens"] == gw.settings.answer.max_answer_tokens
 
 
-def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Gateway) -> None:
+def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Services) -> None:
     gw.runtime = scripted(script="Run make flash [1] as shown in [17].")
     res = gw.answer(FLASH_Q)
     assert [c.n for c in res.citations] == [1]
@@ -90,7 +89,7 @@ def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Gateway) -> 
     assert "citations_inferred: 1" in gw.log.get(res.id)["flags"]
 
 
-def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Gateway) -> None:
+def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Services) -> None:
     draft = ("Use the MSP-FET emulation tool and run make flash [1]. "
              "Then plug in the 12 V USB-C power adapter from www.example.com [1].")
     gw.runtime = scripted(script=draft)
@@ -102,7 +101,7 @@ def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Gateway) ->
     assert row["draft"] == draft and row["support"][1]["reason"] in ("number", "code")
 
 
-def test_answer_with_no_supported_sentence_shows_the_evidence_not_the_guess(gw: Gateway) -> None:
+def test_answer_with_no_supported_sentence_shows_the_evidence_not_the_guess(gw: Services) -> None:
     gw.runtime = scripted(script="Flash it with a 2.10 Nm torque driver via USB-C [1].")
     events = list(gw.answer_events(FLASH_Q))
     res = events[-1]["result"]
@@ -119,7 +118,7 @@ class GrammarRuntime(ScriptedRuntime):
     accepts_grammar = True
 
 
-def test_backend_that_takes_a_grammar_is_constrained_to_the_passages_given(gw: Gateway) -> None:
+def test_backend_that_takes_a_grammar_is_constrained_to_the_passages_given(gw: Services) -> None:
     rt = GrammarRuntime("scripted.bin", {"script": "Run make flash [1]."})
     rt.load()
     gw.runtime = rt
@@ -134,7 +133,7 @@ def test_backend_that_takes_a_grammar_is_constrained_to_the_passages_given(gw: G
     assert plain.configs[-1].grammar == ""
 
 
-def test_weak_evidence_is_not_found_without_asking_the_model(gw: Gateway) -> None:
+def test_weak_evidence_is_not_found_without_asking_the_model(gw: Services) -> None:
     rt = scripted(script="Invented answer [1].")
     gw.runtime = rt
     res = gw.answer(OFF_TOPIC_Q)
@@ -144,14 +143,14 @@ def test_weak_evidence_is_not_found_without_asking_the_model(gw: Gateway) -> Non
     assert gw.log.get(res.id)["outcome"] == "not_found"
 
 
-def test_model_that_declines_shows_the_evidence(gw: Gateway) -> None:
+def test_model_that_declines_shows_the_evidence(gw: Services) -> None:
     gw.runtime = scripted(script="The manuals do not cover this.")
     res = gw.answer(FLASH_Q)
     assert res.outcome == "evidence_only" and "model_declined" in res.flags
     assert res.citations and res.draft == "The manuals do not cover this."
 
 
-def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Gateway) -> None:
+def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Services) -> None:
     rt = scripted(script="Run make flash [1].", context_length=700)
     gw.runtime = rt
     res = gw.answer(FLASH_Q)
@@ -192,7 +191,7 @@ def test_fit_prompt_refuses_a_window_smaller_than_the_question() -> None:
         fit_prompt("How far?", [_hit(1, 10)], lambda s: len(s.split()), 100, max_tokens=64)
 
 
-def test_extractive_mode_needs_no_model(gw: Gateway) -> None:
+def test_extractive_mode_needs_no_model(gw: Services) -> None:
     rt = scripted()
     gw.runtime = rt
     res = gw.answer(FLASH_Q, mode="extractive")
@@ -202,11 +201,11 @@ def test_extractive_mode_needs_no_model(gw: Gateway) -> None:
     assert res.chain_id is None  # no model took part
 
 
-def test_runtime_that_cannot_load_falls_back_to_extractive(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runtime_that_cannot_load_falls_back_to_extractive(gw: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: Any) -> Any:
         raise RuntimeError("libllama.so: cannot open shared object file")
 
-    monkeypatch.setattr(Gateway, "runtime", property(broken))
+    monkeypatch.setattr(Services, "runtime", property(broken))
     res = gw.answer(FLASH_Q)
     assert res.outcome == "evidence_only" and res.mode == "extractive_fallback"
     assert "cannot open shared object" in res.error and "runtime_failed" in res.flags
@@ -214,7 +213,7 @@ def test_runtime_that_cannot_load_falls_back_to_extractive(gw: Gateway, monkeypa
     assert row["mode"] == "extractive_fallback" and "cannot open shared object" in row["error"]
 
 
-def test_generation_error_before_text_falls_back_after_text_is_error(gw: Gateway) -> None:
+def test_generation_error_before_text_falls_back_after_text_is_error(gw: Services) -> None:
     gw.runtime = scripted(script="Run make flash now please [1].", fail_after=0)
     res = gw.answer(FLASH_Q)
     assert res.mode == "extractive_fallback" and res.outcome == "evidence_only" and "scripted failure" in res.error
@@ -224,7 +223,7 @@ def test_generation_error_before_text_falls_back_after_text_is_error(gw: Gateway
     assert gw.log.get(res.id)["outcome"] == "error"
 
 
-def test_cancel_ends_cancelled_and_logged(gw: Gateway) -> None:
+def test_cancel_ends_cancelled_and_logged(gw: Services) -> None:
     rt = scripted(script=" ".join(["word"] * 200), token_delay_s=0.02)
     gw.runtime = rt
     cancel = threading.Event()
@@ -264,7 +263,7 @@ class SilentRuntime(ScriptedRuntime):
         yield from ()
 
 
-def test_timeout_never_hangs(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeout_never_hangs(gw: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gw.settings.answer, "timeout_s", 0.5)
     monkeypatch.setattr(pipeline, "CANCEL_GRACE_S", 0.3)
     gw.runtime = scripted(script=" ".join(["slow"] * 100), token_delay_s=0.05)
@@ -284,7 +283,7 @@ def test_timeout_never_hangs(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> No
     gw.generation_lock.release()
 
 
-def test_concurrent_answers_give_one_row_each(gw: Gateway) -> None:
+def test_concurrent_answers_give_one_row_each(gw: Services) -> None:
     gw.runtime = scripted(script="Run make flash [1].")
     before = gw.log.count()
     n = 50
@@ -310,7 +309,7 @@ def test_concurrent_answers_give_one_row_each(gw: Gateway) -> None:
     assert {r["id"] for r in gw.log.query(client="replay", limit=1000)} >= ids
 
 
-def test_cli_ask_json_and_log_show(gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_ask_json_and_log_show(gw: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     from gateway.cli import main
 
     monkeypatch.setenv("MANUALQA_DATA", str(gw.settings.data_dir))

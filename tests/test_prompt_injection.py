@@ -15,7 +15,7 @@ import pytest
 
 from gateway.answer.prompting import SYSTEM_PROMPT, neutralise
 from gateway.config import Settings
-from gateway.context import Gateway
+from gateway.services import Services
 from tests.support.pdfs import stream
 from tests.support.pdfs import write_pdf as pdf_bytes
 from tests.support.scripted import ScriptedRuntime
@@ -48,12 +48,11 @@ def write_pdf(path: Path, lines: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Gateway:
+def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Services:
     root = tmp_path_factory.mktemp("injection")
     pdf = root / "xr7_pump_manual.pdf"
     write_pdf(pdf, [REAL[0], REAL[1], POISON, REAL[2], REAL[3]])
-    g = Gateway(Settings(data_dir=root / "data"))
-    g.__dict__["embedder"] = embedder
+    g = Services(Settings(data_dir=root / "data"), embedder=embedder)
     report = g.ingest([pdf])
     assert not getattr(report, "failed", None), report
     yield g
@@ -67,7 +66,7 @@ def test_neutralise_defuses_fences_and_chat_markers() -> None:
     assert "a" in text and "system d" in text  # still readable
 
 
-def test_poisoned_page_is_fenced_data_and_instructions_are_unchanged(gw: Gateway) -> None:
+def test_poisoned_page_is_fenced_data_and_instructions_are_unchanged(gw: Services) -> None:
     rt = ScriptedRuntime("scripted.bin", {"script": "The maximum pressure is 6 bar [1]."})
     rt.load()
     gw.runtime = rt
@@ -92,7 +91,7 @@ def test_poisoned_page_is_fenced_data_and_instructions_are_unchanged(gw: Gateway
 
 
 @pytest.mark.slow
-def test_real_default_model_is_not_hijacked(gw: Gateway) -> None:
+def test_real_default_model_is_not_hijacked(gw: Services) -> None:
     """SmolLM2-135M is tiny: we assert honesty, not eloquence. The answer must not be the injected
     reply, must come from this manual's page, and must be logged with the real artifact chain."""
     gw.runtime = None

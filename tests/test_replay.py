@@ -13,21 +13,20 @@ from click.testing import CliRunner
 
 from gateway.cli import main
 from gateway.config import Settings
-from gateway.context import Gateway
 from gateway.qa.compare import DEFAULT_GATE, GateError, compare_runs, load_gate
 from gateway.qa.metrics import compute_metrics, correctness, percentile
 from gateway.qa.replay import ReplayError, get_run, list_runs, load_questions, local_answerer, run_replay
 from gateway.qa.report import render_report
+from gateway.services import Services
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path, embedder: Any) -> Gateway:
+def gw(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path, embedder: Any) -> Services:
     data = tmp_path_factory.mktemp("replay") / "data"
     shutil.copytree(sample_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
     settings = Settings(data_dir=data)
     settings.answer.mode = "extractive"
-    gateway = Gateway(settings)
-    gateway.__dict__["embedder"] = embedder
+    gateway = Services(settings, embedder=embedder)
     return gateway
 
 
@@ -114,12 +113,12 @@ def test_answer_correctness_and_support_metrics() -> None:
     assert m["false_answer_rate"] == 0.0 and m["false_refusal_rate"] == round(1 / 3, 4)
 
 
-def _replay(gw: Gateway, qfile: Path, label: str, version: str | None = None) -> dict[str, Any]:
+def _replay(gw: Services, qfile: Path, label: str, version: str | None = None) -> dict[str, Any]:
     return run_replay(local_answerer(gw, version=version), load_questions(qfile), gw.settings.db_path,
                       label=label, source=str(qfile), embed=gw.embedder.encode)
 
 
-def test_replay_same_deployment_twice_passes_the_gate(gw: Gateway, qfile: Path) -> None:
+def test_replay_same_deployment_twice_passes_the_gate(gw: Services, qfile: Path) -> None:
     a = _replay(gw, qfile, "base")
     b = _replay(gw, qfile, "again")
     assert b["metrics"]["hit_at_5"] == a["metrics"]["hit_at_5"]
@@ -133,7 +132,7 @@ def test_replay_same_deployment_twice_passes_the_gate(gw: Gateway, qfile: Path) 
     assert {r["label"] for r in list_runs(gw.settings.db_path)} >= {"base", "again"}
 
 
-def test_degraded_index_fails_the_gate_and_report_shows_it(gw: Gateway, qfile: Path, tmp_path: Path) -> None:
+def test_degraded_index_fails_the_gate_and_report_shows_it(gw: Services, qfile: Path, tmp_path: Path) -> None:
     base_version = gw.store.active_id()
     report = gw.store.remove("voron0_setup_guide.pdf")
     worse = report.version
@@ -175,7 +174,7 @@ def test_gate_file_is_validated(tmp_path: Path) -> None:
         load_gate(bad)
 
 
-def test_cli_replay_list_and_unknown_run(gw: Gateway) -> None:
+def test_cli_replay_list_and_unknown_run(gw: Services) -> None:
     runner = CliRunner()
     env = {"MANUALQA_DATA": str(gw.settings.data_dir)}
     res = runner.invoke(main, ["replay", "show", "no-such-run"], env=env)

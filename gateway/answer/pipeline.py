@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import Citation, parse_citations, resolve, validate
 from gateway.answer.extractive import extractive_answer
@@ -38,6 +38,9 @@ from gateway.errors import GatewayError
 from gateway.records.answers import Outcome
 from gateway.records.db import new_id, utcnow
 from retrieval.types import Hit
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +104,7 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float) -> tuple[bool
     return strong, {"best_similarity": round(best, 4), "agree": agree}
 
 
-def _retrieve(gw: Any, question: str, manuals: list[str] | None,
+def _retrieve(gw: Services, question: str, manuals: list[str] | None,
               version: str | None) -> tuple[list[Hit], dict[str, float], str]:
     """Hits from one pinned index version (activation during an answer cannot mix versions)."""
     from retrieval.search import search_with_timings
@@ -117,7 +120,7 @@ def _retrieve(gw: Any, question: str, manuals: list[str] | None,
     return hits, timings, version
 
 
-def answer(gw: Any, question: str, **kwargs: Any) -> AnswerResult:
+def answer(gw: Services, question: str, **kwargs: Any) -> AnswerResult:
     """The same as answer_events(), consumed: the final AnswerResult."""
     result = None
     for event in answer_events(gw, question, **kwargs):
@@ -128,7 +131,7 @@ def answer(gw: Any, question: str, **kwargs: Any) -> AnswerResult:
 
 
 def answer_events(
-    gw: Any,
+    gw: Services,
     question: str,
     manuals: list[str] | None = None,
     client: str = "cli",
@@ -232,7 +235,7 @@ def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
 
 
-def _loaded_runtime(gw: Any) -> Any:
+def _loaded_runtime(gw: Services) -> Any:
     loaded = getattr(gw, "runtime_if_loaded", None)
     return loaded() if callable(loaded) else None
 
@@ -264,7 +267,7 @@ def _fallback(res: AnswerResult, given: list[Hit], evidence: str, why: str) -> N
     _use_evidence(res, given, evidence)
 
 
-def _generate(gw: Any, res: AnswerResult, given: list[Hit], cancel: threading.Event,
+def _generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threading.Event,
               max_tokens: int | None, t0: float, evidence: str) -> Iterator[dict[str, Any]]:
     """Stream from the runtime into res; returns the artifact chain JSON (None if never loaded)."""
     settings = gw.settings.answer
@@ -388,7 +391,7 @@ def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidenc
 
 
 
-def _pump(gw: Any, runtime: Any, messages: list[dict[str, str]], config: Any, cancel: threading.Event,
+def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: Any, cancel: threading.Event,
           deadline: float, res: AnswerResult) -> Iterator[tuple[str, Any]]:
     """Run runtime.stream in its own thread (holding the gateway's generation lock) and relay its
     items, so that a cancel or the deadline is noticed even while the runtime is silent.
@@ -461,7 +464,7 @@ def _relay(items: queue.Queue[tuple[str, Any]], runtime: Any, stop: threading.Ev
         yield kind, value
 
 
-def _finish(gw: Any, res: AnswerResult, chain: dict[str, Any] | None, durable: bool = True) -> AnswerResult:
+def _finish(gw: Services, res: AnswerResult, chain: dict[str, Any] | None, durable: bool = True) -> AnswerResult:
     """Log the answer and return it; the final event goes out only once the row is committed.
 
     Tokens stream without waiting for the log; only the end does, so that every answer a client

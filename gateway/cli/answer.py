@@ -70,7 +70,7 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
     """
     from gateway.answer.pipeline import answer_events
 
-    gw = obj.gateway
+    gw = obj.services
     cancel = threading.Event()
     result = None
     streamed = False
@@ -122,7 +122,7 @@ def log_group(ctx: click.Context, since: str | None, outcome: str | None, client
     if ctx.invoked_subcommand is not None:
         return
     obj: Ctx = ctx.obj
-    rows = obj.gateway.log.query(since=since, outcome=outcome, client=client, limit=limit, offset=offset)
+    rows = obj.services.log.query(since=since, outcome=outcome, client=client, limit=limit, offset=offset)
     if as_json:
         emit_json(rows)
         return
@@ -139,7 +139,7 @@ def log_group(ctx: click.Context, since: str | None, outcome: str | None, client
 @pass_ctx
 def log_show(obj: Ctx, answer_id: str, as_json: bool) -> None:
     """The full provenance of one answer: chain, index version, config, timings, citations."""
-    gw = obj.gateway
+    gw = obj.services
     row = gw.log.get(answer_id)
     if row is None:
         raise click.ClickException(f"no answer with id {answer_id!r} (see `manualqa log`)")
@@ -198,10 +198,10 @@ def log_show(obj: Ctx, answer_id: str, as_json: bool) -> None:
 def log_export(obj: Ctx, fmt: str, output: Path | None, since: str | None, outcome: str | None) -> None:
     """Every logged answer (oldest first) as JSON lines or CSV."""
     if output is None:
-        obj.gateway.log.export(fmt, sys.stdout, since=since, outcome=outcome)
+        obj.services.log.export(fmt, sys.stdout, since=since, outcome=outcome)
         return
     tmp = output.with_name(output.name + ".part")
     with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        n = obj.gateway.log.export(fmt, fh, since=since, outcome=outcome)
+        n = obj.services.log.export(fmt, fh, since=since, outcome=outcome)
     tmp.replace(output)
     click.echo(f"{n} answers written to {output}", err=True)

@@ -70,7 +70,7 @@ def _print_report(report: Any) -> None:
 @pass_ctx
 def ingest(ctx: Ctx, paths: tuple[str, ...], rebuild: bool, as_json: bool) -> None:
     """Add or update manuals (PDF files or folders); builds and activates a new index version."""
-    gw = ctx.gateway
+    gw = ctx.services
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         report = gw.store.ingest(list(paths), gw.embedder, gw.chunk_params, gw.parse_limits,
                                  progress=progress, rebuild=rebuild)
@@ -90,7 +90,7 @@ def ingest(ctx: Ctx, paths: tuple[str, ...], rebuild: bool, as_json: bool) -> No
 @pass_ctx
 def remove(ctx: Ctx, manual: str, as_json: bool) -> None:
     """Build and activate a version without MANUAL (file name, title or sha256 prefix)."""
-    report = ctx.gateway.store.remove(manual)
+    report = ctx.services.store.remove(manual)
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -107,7 +107,7 @@ def index() -> None:
 @pass_ctx
 def list_(ctx: Ctx, as_json: bool) -> None:
     """All versions, oldest first; * marks the active one."""
-    versions = ctx.gateway.store.list_versions()
+    versions = ctx.services.store.list_versions()
     if as_json:
         emit_json(versions)
         return
@@ -126,7 +126,7 @@ def list_(ctx: Ctx, as_json: bool) -> None:
 @pass_ctx
 def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     """The manifest of VERSION (default: the active one)."""
-    m = ctx.gateway.store.show(version)
+    m = ctx.services.store.show(version)
     if as_json:
         emit_json(m)
         return
@@ -147,7 +147,7 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
 @pass_ctx
 def activate(ctx: Ctx, version: str, as_json: bool) -> None:
     """Verify VERSION and make it the active one."""
-    ctx.gateway.store.activate(version)
+    ctx.services.store.activate(version)
     if as_json:
         emit_json({"active": version})
     else:
@@ -160,7 +160,7 @@ def activate(ctx: Ctx, version: str, as_json: bool) -> None:
 @pass_ctx
 def rollback(ctx: Ctx, to: str | None, as_json: bool) -> None:
     """Re-activate the previous version (or --to VERSION)."""
-    store = ctx.gateway.store
+    store = ctx.services.store
     before = store.active_id()
     now = store.rollback(to)
     if as_json:
@@ -176,7 +176,7 @@ def rollback(ctx: Ctx, to: str | None, as_json: bool) -> None:
 @pass_ctx
 def diff(ctx: Ctx, a: str, b: str, as_json: bool) -> None:
     """Manuals added, removed and changed from version A to version B."""
-    d = ctx.gateway.store.diff(a, b)
+    d = ctx.services.store.diff(a, b)
     if as_json:
         emit_json(d)
         return
@@ -199,7 +199,7 @@ def diff(ctx: Ctx, a: str, b: str, as_json: bool) -> None:
 @pass_ctx
 def verify(ctx: Ctx, version: str | None, as_json: bool) -> None:
     """Check VERSION (default: active): files, checksums, counts, FAISS load, SQLite integrity."""
-    store = ctx.gateway.store
+    store = ctx.services.store
     version = version or store.active_id()
     problems = store.verify(version)
     if as_json:
@@ -220,7 +220,7 @@ def verify(ctx: Ctx, version: str | None, as_json: bool) -> None:
 @pass_ctx
 def gc(ctx: Ctx, keep: int, as_json: bool) -> None:
     """Delete old index versions."""
-    removed = ctx.gateway.store.gc(keep)
+    removed = ctx.services.store.gc(keep)
     if as_json:
         emit_json({"removed": removed})
     else:
@@ -237,7 +237,7 @@ def gc(ctx: Ctx, keep: int, as_json: bool) -> None:
 def search(ctx: Ctx, question: str, k: int | None, manuals: tuple[str, ...], version: str | None,
            as_json: bool) -> None:
     """Ranked passages (manual, page, heading) for QUESTION, without generating an answer."""
-    gw = ctx.gateway
+    gw = ctx.services
     opened = gw.store.open(version)  # fails fast, before the embedding model loads
     hits = gw.search(question, k=k, manuals=list(manuals) or None, version=opened.id)
     if as_json:

@@ -71,10 +71,10 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
     else:
         if profile:
             settings.runtime.profile = profile
-        gw = ctx.gateway
+        gw = ctx.services
         answerer = local_answerer(gw, scope_by_manual, mode, version)
         deployment = {"profile": gw.profile.name, "mode": mode or settings.answer.mode}
-    gw_embed = ctx.gateway.embedder.encode
+    gw_embed = ctx.services.embedder.encode
     bar = _progress(len(qs.questions), as_json)
     summary = run_replay(answerer, qs, settings.db_path, label=label, source=questions,
                          deployment=deployment, embed=gw_embed,

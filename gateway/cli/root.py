@@ -15,13 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from gateway import __version__
 from gateway.config import Settings, load_settings
 from gateway.errors import is_user_error
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,7 +54,7 @@ class Ctx:
     def __init__(self, config_path: str | None) -> None:
         self.config_path = config_path
         self._settings: Settings | None = None
-        self._gateway: Any = None
+        self._services: Services | None = None
 
     @property
     def settings(self) -> Settings:
@@ -61,12 +64,12 @@ class Ctx:
         return self._settings
 
     @property
-    def gateway(self) -> Any:
-        if self._gateway is None:
-            from gateway.context import Gateway
+    def services(self) -> Services:
+        if self._services is None:
+            from gateway.services import Services
 
-            self._gateway = Gateway(self.settings)
-        return self._gateway
+            self._services = Services(self.settings)
+        return self._services
 
 
 pass_ctx = click.make_pass_decorator(Ctx)

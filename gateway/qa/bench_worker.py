@@ -62,10 +62,10 @@ def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from gateway.answer.pipeline import answer
     from gateway.config import load_settings
-    from gateway.context import Gateway
     from gateway.qa.metrics import compute_metrics
     from gateway.qa.replay import load_questions
     from gateway.records.answers import AnswerLog
+    from gateway.services import Services
     from runtimes.profiles import load_profile
 
     t_imports = time.monotonic()
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     profile = load_profile(args.profile)
     declared_temperature = profile.generation.get("temperature", 0.0)
     profile.generation["temperature"] = 0.0  # the same condition for every profile
-    gw = Gateway(settings)
+    gw = Services(settings)
     gw.profile = profile  # cached_property: this exact (temperature-0) profile object
     if args.log_db:
         gw._log = AnswerLog(args.log_db)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
@@ -15,6 +14,7 @@ from litestar.openapi import OpenAPIConfig
 from gateway import __version__
 from gateway.config import Settings
 from gateway.records.jobs import JobRunner
+from gateway.services import Services
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware
@@ -52,10 +52,8 @@ def warm_up(state: State) -> None:
     state.ready.set()
 
 
-def create_app(settings: Settings, gateway: Any = None, warm: bool = True) -> Litestar:
-    from gateway.context import Gateway
-
-    gw = gateway or Gateway(settings)
+def create_app(settings: Settings, services: Services | None = None, warm: bool = True) -> Litestar:
+    gw = services or Services(settings)
     slots = GenerationSlots(settings.server.queue_size)
     state = State({
         "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),

@@ -52,11 +52,10 @@ def free_port() -> int:
 def built_index(target: Path, embedder: Any) -> Path:
     """Ingest the sample manuals into target (a data directory) with the given embedder."""
     from gateway.config import Settings
-    from gateway.context import Gateway
+    from gateway.services import Services
 
     settings = Settings(data_dir=target)
-    gw = Gateway(settings)
-    gw.__dict__["embedder"] = embedder  # reuse the session's loaded model
+    gw = Services(settings, embedder=embedder)  # reuse the session's loaded model
     report = gw.ingest([REPO_ROOT / "sample_manuals"])
     assert report.version, f"sample ingest built no version: {report}"
     return target

@@ -1,0 +1,137 @@
+"""Services: the one composition root that the CLI, the HTTP app, replay, bench and tests share.
+
+Parts are given to the constructor (a test hands in the session's loaded embedder or a scripted
+runtime) or built from the settings on first use, so that `--help`, the admin commands and error
+paths stay fast and never load a model they do not need.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.config import Settings
+from ingest.models import ChunkParams, ParseLimits
+from retrieval.types import Hit
+
+if TYPE_CHECKING:
+    from gateway.answer.pipeline import AnswerResult
+    from gateway.records.answers import AnswerLog
+    from retrieval.embeddings import Embedder
+    from retrieval.versions import IndexStore
+    from runtimes.base import Runtime
+    from runtimes.profiles import Profile
+
+
+class Services:
+    """The parts one gateway runs on; each is injected or built once, thread-safely."""
+
+    def __init__(self, settings: Settings, *, store: IndexStore | None = None, embedder: Embedder | None = None,
+                 runtime: Runtime | None = None, profile: Profile | None = None,
+                 log: AnswerLog | None = None) -> None:
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._store = store
+        self._embedder = embedder
+        self._runtime = runtime
+        self._profile = profile
+        self._log = log
+        self.generation_lock = threading.Lock()  # one generation at a time per runtime
+
+    # -- index ---------------------------------------------------------------------------------
+    @property
+    def store(self) -> IndexStore:
+        with self._lock:
+            if self._store is None:
+                from retrieval.versions import IndexStore
+
+                self._store = IndexStore(self.settings.data_dir)
+            return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                from retrieval.embeddings import Embedder
+
+                e = self.settings.embedding
+                self._embedder = Embedder(e.model, batch_size=e.batch_size)
+            return self._embedder
+
+    @property
+    def chunk_params(self) -> ChunkParams:
+        c = self.settings.chunking
+        return ChunkParams(max_chars=c.max_chars, overlap_chars=c.overlap_chars, min_chars=c.min_chars,
+                           context=c.context)
+
+    @property
+    def parse_limits(self) -> ParseLimits:
+        i = self.settings.ingest
+        return ParseLimits(timeout_s=i.timeout_s, memory_mb=i.memory_mb, max_pages=i.max_pages,
+                           max_file_mb=i.max_file_mb)
+
+    def ingest(self, paths: Sequence[str | Path], progress: Callable[..., None] | None = None) -> Any:
+        return self.store.ingest(list(paths), self.embedder, self.chunk_params, self.parse_limits,
+                                 progress=progress)
+
+    def search(self, query: str, k: int | None = None, manuals: Sequence[str] | None = None,
+               version: str | None = None) -> list[Hit]:
+        from retrieval.search import search
+
+        s = self.settings.search
+        return search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
+                      version=version, **s.search_options())
+
+    # -- generation ----------------------------------------------------------------------------
+    @property
+    def profile(self) -> Profile:
+        with self._lock:
+            if self._profile is None:
+                from runtimes.profiles import resolve_profile
+
+                self._profile = resolve_profile(self.settings.data_dir, self.settings.runtime.profile)
+            return self._profile
+
+    @property
+    def runtime(self) -> Runtime:
+        """The profile's runtime, created and loaded once; raises if it cannot load."""
+        with self._lock:
+            if self._runtime is None:
+                from runtimes.registry import create_runtime
+
+                p = self.profile
+                rt = create_runtime(p.backend, p.artifact_path(), p.runtime_options())
+                rt.load()
+                self._runtime = rt
+            return self._runtime
+
+    @runtime.setter
+    def runtime(self, value: Runtime | None) -> None:
+        """Swap the runtime (a test's scripted one; None drops it so the next use loads the profile's)."""
+        with self._lock:
+            self._runtime = value
+
+    def runtime_if_loaded(self) -> Runtime | None:
+        return self._runtime
+
+    # -- answers (gateway.answer.pipeline, gateway.records.answers) -----------------------------
+    @property
+    def log(self) -> AnswerLog:
+        with self._lock:
+            if self._log is None:
+                from gateway.records.answers import AnswerLog
+
+                self._log = AnswerLog(self.settings.db_path)
+            return self._log
+
+    def answer(self, question: str, **kwargs: Any) -> AnswerResult:
+        from gateway.answer.pipeline import answer
+
+        return answer(self, question, **kwargs)
+
+    def answer_events(self, question: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        from gateway.answer.pipeline import answer_events
+
+        return answer_events(self, question, **kwargs)
