@@ -144,9 +144,10 @@ def choose_threshold(questions: list[dict[str, Any]], hits_by_id: dict[str, list
 
 def shipped() -> tuple[Any, Query]:
     """The defaults this gateway ships with (gateway.config), i.e. "after"."""
-    from gateway.config import ChunkSettings, SearchSettings
+    from ingest.models import ChunkParams
+    from retrieval.types import SearchParams
 
-    c, s = ChunkSettings(), SearchSettings()
+    c, s = ChunkParams(), SearchParams()
     return (recipe(c.max_chars, c.overlap_chars, c.context),
             Query(s.dense_weight, s.lexical_weight, s.rrf_k, s.page_share, s.candidates))
 

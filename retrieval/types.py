@@ -34,3 +34,22 @@ class Hit:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """What is decided at search time; defaults chosen on eval/dev (docs/bench/retrieval_eval.md)."""
+
+    k: int = 5
+    candidates: int = 50
+    rrf_k: int = 10  # 10 > 30 > 60 on eval/dev: a small k trusts each side's top ranks
+    # Reciprocal-rank fusion weights of the dense and the lexical ranking, and the share of the
+    # other candidates' scores on its page that a chunk receives.
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    page_share: float = 0.0
+
+    def search_options(self) -> dict[str, Any]:
+        """The keyword arguments retrieval.search.search takes besides k."""
+        return {"candidates": self.candidates, "rrf_k": self.rrf_k,
+                "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share}

@@ -47,3 +47,19 @@ def test_bad_values_name_the_key(tmp_path: Path, text: str, env: dict[str, str],
 def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_settings(tmp_path / "nope.toml", env={})
+
+
+def test_sections_are_the_rooms_own_parameter_classes(tmp_path: Path) -> None:
+    """Configuration loads into ingest's and retrieval's own dataclasses; a room's validation speaks."""
+    from ingest.models import ChunkParams, ParseLimits
+    from retrieval.types import SearchParams
+
+    cfg = tmp_path / "m.toml"
+    cfg.write_text('[chunking]\nmax_chars = 700\n[search]\nrrf_k = 20\n[ingest]\ntimeout_s = 9\n')
+    s = load_settings(cfg, env={"MANUALQA_SEARCH__LEXICAL_WEIGHT": "0.5"})
+    assert isinstance(s.chunking, ChunkParams) and s.chunking.max_chars == 700
+    assert isinstance(s.search, SearchParams) and (s.search.rrf_k, s.search.lexical_weight) == (20, 0.5)
+    assert isinstance(s.ingest, ParseLimits) and s.ingest.timeout_s == 9.0
+    cfg.write_text('[chunking]\ncontext = "everything"\n')
+    with pytest.raises(ConfigError, match="chunking: chunk context must be one of"):
+        load_settings(cfg, env={})
