@@ -85,7 +85,7 @@ class Services:
     def profile(self) -> Profile:
         with self._lock:
             if self._profile is None:
-                from runtimes.profiles import resolve_profile
+                from gateway.records.active_profile import resolve_profile
 
                 self._profile = resolve_profile(self.settings.data_dir, self.settings.runtime.profile)
             return self._profile

@@ -2,8 +2,8 @@
 
 A profile names the target device, the backend, the artifact (+ expected sha256), the locked
 runtime/driver versions, the generation config, the embedding model, the owners and the rollback
-profile. `manualqa doctor` (runtimes.gates) checks it; ActiveProfile switches the active
-one atomically (runtimes.profile_store.ActiveProfile). Relative paths inside a profile are relative to the profile file.
+profile. `manualqa doctor` (runtimes.gates) checks it; which profile is active is gateway state
+(gateway.records.active_profile). Relative paths inside a profile are relative to the profile file.
 """
 
 from __future__ import annotations
@@ -280,11 +280,3 @@ def builtin_default_profile() -> Profile:
     """The x86 CPU profile on the embedded model: works from a wheel, with no files around."""
     return load_profile(BUILTIN_DIR / "x86-cpu.toml")
 
-
-def __getattr__(name: str) -> Any:
-    """ActiveProfile and resolve_profile live in runtimes.profile_store; reachable from here too."""
-    if name in ("ActiveProfile", "resolve_profile"):
-        from runtimes import profile_store
-
-        return getattr(profile_store, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gateway.records.active_profile import ActiveProfile, resolve_profile
 from runtimes.builtin_profiles import BUILTIN_PROFILES
 from runtimes.defaults import default_gguf_path
-from runtimes.profile_store import ActiveProfile, resolve_profile
 from runtimes.profiles import ProfileError, builtin_default_profile, load_profile, parse_profile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -205,12 +205,19 @@ def test_crash_while_replacing_the_pointer_keeps_the_old_profile(tmp_path: Path,
     assert store.rollback().name == "alpha"
 
 
-def test_store_is_reachable_from_runtimes_profiles_too() -> None:
+def test_runtimes_room_holds_no_gateway_state() -> None:
+    """Parsing profiles is runtimes'; which profile is active is the gateway's (no circle between them)."""
     import runtimes.profiles as profiles
 
-    assert profiles.ActiveProfile is ActiveProfile and profiles.resolve_profile is resolve_profile
-    with pytest.raises(AttributeError):
-        profiles.NoSuchThing  # noqa: B018
+    assert not hasattr(profiles, "ActiveProfile") and not hasattr(profiles, "resolve_profile")
+    assert ActiveProfile.__module__ == "gateway.records.active_profile"
+
+
+def test_profile_names_outside_ascii_store_and_activate(tmp_path: Path) -> None:
+    src = write(tmp_path, "p.toml", name="Prüfstand µ")
+    store = ActiveProfile(tmp_path / "data")
+    assert store.activate(src).name == "Prüfstand µ"
+    assert store.active_file().isascii() and store.current().name == "Prüfstand µ"
 
 
 def test_settings_override_wins(tmp_path: Path) -> None:

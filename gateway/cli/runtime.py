@@ -33,7 +33,7 @@ def _load(path: str) -> Any:
 
 def _in_force(ctx: Ctx) -> tuple[Any, str]:
     """(profile, where it comes from): settings runtime.profile, the activated one, or built-in."""
-    from runtimes.profile_store import ActiveProfile
+    from gateway.records.active_profile import ActiveProfile
 
     override = ctx.settings.runtime.profile
     if override:
@@ -174,7 +174,7 @@ def _override_warning(ctx: Ctx) -> None:
 
 
 def _store(ctx: Ctx) -> Any:
-    from runtimes.profile_store import ActiveProfile
+    from gateway.records.active_profile import ActiveProfile
 
     return ActiveProfile(ctx.settings.data_dir)
 

@@ -1,7 +1,9 @@
 """The active deployment profile of one gateway, switched atomically like index versions.
 
 data_dir/profiles/ACTIVE names a frozen, content-addressed copy of the profile; history.json is the
-activation stack that rollback pops. No pointer: the built-in default profile is active.
+activation stack that rollback pops. No pointer: the built-in default profile is active. This is
+gateway state (which chain serves), so it lives here and reuses the index's crash-safe pointer;
+runtimes/ only parses and checks profiles.
 """
 
 from __future__ import annotations
@@ -9,11 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from runtimes.hashing import write_atomic
+from gateway.records.db import utcnow
+from retrieval.pointer import atomic_write_bytes, read_pointer, write_pointer
 from runtimes.profiles import (
     BUILTIN_DIR,
     Profile,
@@ -24,14 +26,8 @@ from runtimes.profiles import (
 )
 
 
-def utc_timestamp() -> str:
-    """UTC, milliseconds, "Z": the one stored timestamp format (as gateway.records.db.utcnow,
-    which this room cannot import)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:64] or "profile"
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "_" for c in name)[:64] or "profile"
 
 
 class ActiveProfile:
@@ -61,9 +57,9 @@ class ActiveProfile:
                 pass  # stored unfrozen: doctor reports the missing rollback at gate 3
         target = self.dir / f"{stem}.toml"
         if freeze_rollback or not target.exists():
-            write_atomic(target.with_suffix(".json"), json.dumps(meta, indent=2).encode())
+            atomic_write_bytes(target.with_suffix(".json"), json.dumps(meta, indent=2).encode())
         if not target.exists():
-            write_atomic(target, profile.text.encode("utf-8"))
+            atomic_write_bytes(target, profile.text.encode("utf-8"))
         return target.name
 
     def _load_stored(self, file_name: str) -> Profile:
@@ -101,9 +97,9 @@ class ActiveProfile:
 
     def active_file(self) -> str:
         try:
+            return read_pointer(self.pointer) or ""
+        except UnicodeDecodeError:  # written before names were kept ASCII
             return self.pointer.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return ""
 
     def current(self) -> Profile:
         name = self.active_file()
@@ -125,9 +121,9 @@ class ActiveProfile:
 
     def _commit(self, stack: list[dict[str, Any]]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.history_file, json.dumps(stack, indent=2).encode())
+        atomic_write_bytes(self.history_file, json.dumps(stack, indent=2).encode())
         if stack:
-            write_atomic(self.pointer, (stack[-1]["file"] + "\n").encode())
+            write_pointer(self.pointer, stack[-1]["file"])
         elif self.pointer.exists():
             self.pointer.unlink()
 
@@ -150,7 +146,7 @@ class ActiveProfile:
             file_name = self._store(profile)
             stack = self.history()
             stack.append({"file": file_name, "name": profile.name,
-                          "activated_at": utc_timestamp()})
+                          "activated_at": utcnow()})
             self._commit(stack)
         return self._load_stored(file_name)
 
