@@ -89,11 +89,42 @@ class GateCheck:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class Environment:
+    """What doctor reads about a backend before loading anything (gate 1's first look)."""
+
+    versions: dict[str, str | None] = field(default_factory=dict)  # [runtime] lock key -> installed
+    missing: list[str] = field(default_factory=list)  # reasons the backend cannot run here at all
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def distribution_version(name: str) -> str | None:
+    """The installed version of a Python distribution, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 class Runtime(ABC):
-    """One loaded artifact on one backend. One generation at a time per instance."""
+    """One loaded artifact on one backend. One generation at a time per instance.
+
+    A backend's facts are class attributes, so that the registry stays the only list of backends.
+    """
 
     backend: ClassVar[str]
     accepts_grammar: ClassVar[bool] = False  # True: stream() constrains output to config.grammar
+    remote: ClassVar[bool] = False  # the model lives on another server: no local artifact to hash
+    install_hint: ClassVar[str] = "check that the backend's module and its native library are installed"
+    # [runtime] lock keys this backend's Python distributions answer (key -> distribution name)
+    distributions: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def probe_environment(cls, options: dict[str, Any]) -> Environment:
+        """Versions and missing pieces readable without loading an artifact (no network)."""
+        return Environment(versions={key: distribution_version(dist) for key, dist in cls.distributions.items()})
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         self.artifact = artifact

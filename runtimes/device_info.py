@@ -6,16 +6,12 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from runtimes.base import Environment, RuntimeUnavailable, distribution_version
 from runtimes.profiles import Profile
-
-# [runtime] keys doctor can read before loading anything; any other key is looked up in the
-# backend's artifact chain after load.
-DISTRIBUTIONS = {"llama_cpp_python": "llama_cpp_python", "httpx": "httpx"}
+from runtimes.registry import runtime_class
 
 
 def _read(path: str) -> str:
@@ -72,36 +68,15 @@ def describe_device() -> dict[str, Any]:
     }
 
 
-@dataclass
-class Environment:
-    versions: dict[str, str | None] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)  # reasons the backend cannot run here at all
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-def _distribution(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def installed_versions(profile: Profile) -> Environment:
     """Versions readable without loading the artifact, and what is missing for the backend."""
-    env = Environment()
-    for key, dist in DISTRIBUTIONS.items():
-        if key in profile.runtime or (key == "llama_cpp_python" and profile.backend == "llamacpp"):
-            env.versions[key] = _distribution(dist)
-    if profile.backend == "rkllm":
-        from runtimes.rkllm.probe import probe_environment
-
-        probe = probe_environment(lib_path=profile.options.get("lib_path") or None)
-        env.evidence["rkllm"] = probe
-        # library and driver are needed to load; NPU load figures are gate 2's evidence
-        env.missing.extend(m for m in probe["missing"] if not m.startswith("NPU load"))
-        env.versions["rknpu_driver"] = probe.get("driver_version")
-        declared = profile.options.get("runtime_version")
-        env.versions["rkllm_runtime"] = str(declared) if declared else None
+    try:
+        env = runtime_class(profile.backend).probe_environment(dict(profile.options))
+    except RuntimeUnavailable as exc:
+        return Environment(missing=[str(exc)])
+    for key in profile.runtime:  # any other lock key that names an installed Python distribution
+        if key not in env.versions and (version := distribution_version(key)) is not None:
+            env.versions[key] = version
     if "nvidia_driver" in profile.runtime:
         gpus = nvidia_gpus()
         env.versions["nvidia_driver"] = gpus[0]["driver_version"] if isinstance(gpus, list) and gpus else None

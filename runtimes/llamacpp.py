@@ -48,6 +48,8 @@ def resolve_artifact(artifact: str) -> Path:
 class LlamaCppRuntime(Runtime):
     backend = "llamacpp"
     accepts_grammar = True
+    install_hint = LLM_INSTALL_HINT
+    distributions = {"llama_cpp_python": "llama_cpp_python"}
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)

@@ -29,7 +29,7 @@ def _httpx() -> Any:
         import httpx
     except ImportError as exc:
         raise RuntimeUnavailable(
-            f"the openai backend needs httpx ({exc}); install it with: pip install httpx"
+            f"the openai backend needs httpx ({exc}); install it with: {OpenAIRuntime.install_hint}"
         ) from exc
     return httpx
 
@@ -49,6 +49,9 @@ def _why(exc: Exception) -> str:
 
 class OpenAIRuntime(Runtime):
     backend = "openai"
+    remote = True
+    install_hint = "pip install httpx"
+    distributions = {"httpx": "httpx"}
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)

@@ -16,7 +16,7 @@ from typing import Any
 
 from runtimes.base import GenerationConfig
 from runtimes.builtin_profiles import BUILTIN_PROFILES
-from runtimes.registry import BACKENDS
+from runtimes.registry import BACKENDS, is_remote
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,7 +30,6 @@ class ProfileError(ValueError):
     code = "profile_error"
 
 
-REMOTE_BACKENDS = frozenset({"openai"})  # the model lives on another server: no local file to hash
 DEFAULT_ARTIFACT = "default"
 BUILTIN_DIR = Path("<builtin>")
 
@@ -85,7 +84,7 @@ class Profile:
 
     @property
     def is_remote(self) -> bool:
-        return self.backend in REMOTE_BACKENDS
+        return is_remote(self.backend)
 
     @property
     def content_hash(self) -> str:
@@ -222,7 +221,7 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
         raise ProfileError(f"{where}: unknown key(s) artifact.{', artifact.'.join(bad)}")
     artifact = ArtifactSpec(**{k: _string(art, k, where, required=k == "path", label=f"artifact.{k}")
                                for k in _ARTIFACT_KEYS})
-    if not artifact.path and backend not in REMOTE_BACKENDS:
+    if not artifact.path and not is_remote(backend):
         raise ProfileError(f"{where}: artifact.path must not be empty for backend {backend!r}")
     sha = artifact.sha256.strip().lower()
     if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):

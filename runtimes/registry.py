@@ -1,6 +1,9 @@
 """The one place backends are registered; a config string picks one.
 
-Adding a backend = one module implementing runtimes.base.Runtime + one line in BACKENDS.
+Adding a backend = one module implementing runtimes.base.Runtime + one line in BACKENDS. What
+is known about a backend (remote or local, install hint, versions doctor reads, environment probe)
+is on its class; backend modules import their native libraries only in load(), so that reading
+those facts never needs the library.
 """
 
 from __future__ import annotations
@@ -16,13 +19,6 @@ BACKENDS: dict[str, str] = {
     "openai": "runtimes.openai:OpenAIRuntime",
 }
 
-INSTALL_HINTS: dict[str, str] = {
-    "llamacpp": "pip install 'manualqa[llm]'",
-    "rkllm": "install Rockchip's librkllmrt.so (RKLLM runtime) on the board",
-    "openai": "pip install httpx",
-}
-
-
 def runtime_class(backend: str) -> type[Runtime]:
     """The Runtime class for a registered name or a "package.module:Class" path."""
     target = BACKENDS.get(backend)
@@ -35,8 +31,8 @@ def runtime_class(backend: str) -> type[Runtime]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = INSTALL_HINTS.get(backend, "check that the module is installed")
-        raise RuntimeUnavailable(f"backend {backend!r} cannot be imported ({exc}); {hint}") from exc
+        raise RuntimeUnavailable(f"backend {backend!r} cannot be imported ({exc}); check that "
+                                 f"{module_name} is installed") from exc
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Runtime)):
         raise RuntimeUnavailable(f"backend {backend!r}: {target} is not a runtimes.base.Runtime subclass")
@@ -46,3 +42,11 @@ def runtime_class(backend: str) -> type[Runtime]:
 def create_runtime(backend: str, artifact: str, options: dict[str, Any] | None = None) -> Runtime:
     """A runtime ready to load(); nothing heavy happens until load()."""
     return runtime_class(backend)(artifact, options)
+
+
+def is_remote(backend: str) -> bool:
+    """True when the backend's model lives on another server (a backend that cannot import: False)."""
+    try:
+        return runtime_class(backend).remote
+    except RuntimeUnavailable:
+        return False

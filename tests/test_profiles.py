@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.records.active_profile import ActiveProfile, resolve_profile
+from runtimes.base import Environment, Runtime
 from runtimes.builtin_profiles import BUILTIN_PROFILES
 from runtimes.defaults import default_gguf_path
 from runtimes.profiles import ProfileError, builtin_default_profile, load_profile, parse_profile
@@ -130,6 +131,33 @@ def test_module_class_backend_and_remote_backend_without_artifact(tmp_path: Path
     remote = parse_profile(text.replace('"llamacpp"', '"openai"').replace('path = "model.gguf"', 'path = ""'),
                            tmp_path / "r")
     assert remote.is_remote and remote.artifact_path() == ""
+
+
+class FarAwayRuntime(Runtime):
+    """A backend known only by its module:Class path; its facts are all on the class."""
+
+    backend = "faraway"
+    remote = True
+
+    @classmethod
+    def probe_environment(cls, options: dict) -> Environment:
+        return Environment(versions={"faraway_api": "3"}, missing=[f"no route to {options.get('base_url')}"])
+
+
+def test_backend_facts_live_on_the_class_not_in_lists(tmp_path: Path) -> None:
+    """A new backend adds no entry anywhere but its class: remote-ness and doctor's probe come from it."""
+    from runtimes.device_info import installed_versions
+
+    text = write(tmp_path, "p.toml").read_text(encoding="utf-8")
+    text = text.replace('"llamacpp"', '"tests.test_profiles:FarAwayRuntime"').replace('path = "model.gguf"',
+                                                                                     'path = ""')
+    prof = parse_profile(text.replace("[options]\n", '[options]\nbase_url = "http://10.0.0.9"\n'), tmp_path / "f")
+    assert prof.is_remote and prof.artifact_path() == ""
+    env = installed_versions(prof)
+    assert env.versions["faraway_api"] == "3" and env.missing == ["no route to http://10.0.0.9"]
+    broken = parse_profile(text.replace("FarAwayRuntime", "NoSuchRuntime").replace('path = ""', 'path = "m.bin"'),
+                           tmp_path / "b")
+    assert not broken.is_remote and "is not a runtimes.base.Runtime" in installed_versions(broken).missing[0]
 
 
 # -- the active profile ------------------------------------------------------------------------

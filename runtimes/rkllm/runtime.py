@@ -26,6 +26,7 @@ from typing import Any
 
 from runtimes.base import (
     ArtifactChain,
+    Environment,
     GateCheck,
     GenerationConfig,
     GenerationError,
@@ -48,6 +49,18 @@ _DONE = object()
 
 class RKLLMRuntime(Runtime):
     backend = "rkllm"
+    install_hint = "install Rockchip's librkllmrt.so (RKLLM runtime) and the rknpu driver on the board"
+
+    @classmethod
+    def probe_environment(cls, options: dict[str, Any]) -> Environment:
+        """Library and driver are needed to load; NPU load figures are gate 2's evidence."""
+        found = probe.probe_environment(lib_path=options.get("lib_path") or None)
+        declared = options.get("runtime_version")
+        return Environment(
+            versions={"rknpu_driver": found.get("driver_version"),
+                      "rkllm_runtime": str(declared) if declared else None},
+            missing=[m for m in found["missing"] if not m.startswith("NPU load")],
+            evidence={"rkllm": found})
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)
