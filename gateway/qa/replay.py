@@ -16,7 +16,7 @@ from typing import Any
 
 from gateway.errors import GatewayError
 from gateway.qa.metrics import compute_metrics
-from gateway.records.db import connect, new_id, utcnow
+from gateway.records.db import new_id, opened, utcnow
 
 REQUIRED = {"id": str, "question": str}
 
@@ -148,8 +148,7 @@ def run_replay(
     metrics = compute_metrics(items, embed=embed)
     metrics["peak_rss_mb"] = _peak_rss_mb()
     run_id = new_id()
-    db = connect(db_path)
-    with db.conn:
+    with opened(db_path) as db, db.conn:
         db["replay_runs"].insert({"id": run_id, "label": label, "time": utcnow(), "questions_file": source,
                                   "deployment": json.dumps(dep), "metrics": json.dumps(metrics)})
         db["replay_items"].insert_all([{
@@ -173,9 +172,9 @@ def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]
 
 
 def list_runs(db_path: Path) -> list[dict[str, Any]]:
-    db = connect(db_path)
-    rows = db.execute("select id, label, time, questions_file, deployment, metrics from replay_runs "
-                      "order by id desc").fetchall()
+    with opened(db_path) as db:
+        rows = db.execute("select id, label, time, questions_file, deployment, metrics from replay_runs "
+                          "order by id desc").fetchall()
     return [{"id": r[0], "label": r[1], "time": r[2], "questions_file": r[3],
              "deployment": json.loads(r[4]), "metrics": json.loads(r[5])} for r in rows]
 
@@ -184,12 +183,13 @@ def get_run(db_path: Path, run: str) -> dict[str, Any]:
     """A run by id, id prefix or label (the newest with that label)."""
     for r in list_runs(db_path):
         if r["id"] == run or r["label"] == run or (len(run) >= 6 and r["id"].startswith(run)):
-            db = connect(db_path)
+            with opened(db_path) as db:
+                rows = list(db["replay_items"].rows_where("run_id = ?", [r["id"]], order_by="position"))
             r["items"] = [
                 {"position": row["position"], "question_id": row["question_id"], "answer_id": row["answer_id"],
                  "outcome": row["outcome"], "answer": row["answer"],
                  "citations": json.loads(row["citations"]), "retrieved": json.loads(row["retrieved"]),
                  "timings": json.loads(row["timings"]), **json.loads(row["data"])}
-                for row in db["replay_items"].rows_where("run_id = ?", [r["id"]], order_by="position")]
+                for row in rows]
             return r
     raise ReplayError(f"no replay run {run!r} (see `manualqa replay list`)")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, NamedTuple, get_args
 
 from gateway.errors import GatewayError
-from gateway.records.db import connect, utcnow
+from gateway.records.db import opened, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,8 @@ class _Item(NamedTuple):
 class AnswerLog:
     def __init__(self, db_path: str | Path) -> None:
         self.path = Path(db_path)
-        connect(self.path).conn.close()  # create and migrate now: a broken database fails at start
+        with opened(self.path):  # create and migrate now: a broken database fails at start
+            pass
         self._queue: queue.Queue[_Item | None] = queue.Queue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -169,8 +170,7 @@ class AnswerLog:
     def _write(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         for attempt in range(5):
             try:
-                db = connect(self.path)
-                try:
+                with opened(self.path) as db:
                     with db.conn:
                         db.conn.execute("BEGIN IMMEDIATE")
                         for row, chain in rows:
@@ -186,8 +186,6 @@ class AnswerLog:
                             db.conn.execute(f"INSERT OR REPLACE INTO answers ({cols}) VALUES ({marks})",
                                             [row.get(c) for c in COLUMNS])
                         db.conn.execute("COMMIT")
-                finally:
-                    db.conn.close()
                 return
             except Exception as exc:  # noqa: BLE001 - keep the rows whatever SQLite says
                 last = exc
@@ -228,13 +226,10 @@ class AnswerLog:
     # -- reading -------------------------------------------------------------------------------
     def _read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         self.flush()
-        db = connect(self.path)
-        try:
+        with opened(self.path) as db:
             cur = db.conn.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-        finally:
-            db.conn.close()
 
     def get(self, answer_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT * FROM answers WHERE id = ?", (answer_id,))
@@ -314,8 +309,7 @@ class AnswerLog:
         if len(comment) > 2000:
             raise LogError("comment is longer than 2000 characters")
         self.flush()
-        db = connect(self.path)
-        try:
+        with opened(self.path) as db:
             if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:
                 raise LogError(f"no answer with id {answer_id!r}")
             entry = {"answer_id": answer_id, "thumbs": thumbs, "comment": comment, "time": utcnow(),
@@ -324,5 +318,3 @@ class AnswerLog:
                 db.conn.execute("INSERT INTO feedback (answer_id, thumbs, comment, time, key_name)"
                                 " VALUES (:answer_id, :thumbs, :comment, :time, :key_name)", entry)
             return entry
-        finally:
-            db.conn.close()

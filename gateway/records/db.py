@@ -11,6 +11,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -139,6 +141,20 @@ def connect(path: str | Path) -> Any:
     if current < len(MIGRATIONS):
         migrate(conn)
     return sqlite_utils.Database(conn)
+
+
+@contextmanager
+def opened(path: str | Path) -> Iterator[Any]:
+    """The one way repositories reach gateway.db: a migrated connection, closed when done.
+
+    Connections are short-lived and per use (or per worker thread): SQLite's WAL lets readers
+    and the one writer proceed side by side, and nothing is left open for the GC to close.
+    """
+    db = connect(path)
+    try:
+        yield db
+    finally:
+        db.conn.close()
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:

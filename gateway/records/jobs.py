@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.records.db import connect, new_id, utcnow
+from gateway.records.db import new_id, opened, utcnow
 
 Work = Callable[[Callable[[str, int, int], None]], dict[str, Any]]
 
@@ -66,21 +66,20 @@ def recover_interrupted(data_dir: Path, db_path: Path | None = None) -> Recovery
     recovery = Recovery()
     now = utcnow()
     reason = INTERRUPTED.format(time=now)
-    db = connect(db_path or data_dir / "gateway.db")
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        rows = db.execute("SELECT id, message FROM jobs WHERE state IN ('queued', 'running') ORDER BY id").fetchall()
-        for job_id, last in rows:
-            message = f"{reason}; last step: {last}" if last else reason
-            db.execute("UPDATE jobs SET state = 'failed', message = ?, updated = ? WHERE id = ?",
-                       [message, now, job_id])
-            recovery.failed_jobs.append(job_id)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    finally:
-        db.conn.close()
+    with opened(db_path or data_dir / "gateway.db") as db:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = db.execute("SELECT id, message FROM jobs WHERE state IN ('queued', 'running') "
+                              "ORDER BY id").fetchall()
+            for job_id, last in rows:
+                message = f"{reason}; last step: {last}" if last else reason
+                db.execute("UPDATE jobs SET state = 'failed', message = ?, updated = ? WHERE id = ?",
+                           [message, now, job_id])
+                recovery.failed_jobs.append(job_id)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     uploads = data_dir / UPLOADS_DIR
     if uploads.is_dir():
@@ -153,9 +152,9 @@ class JobRunner:
     def submit(self, kind: str, work: Work, message: str = "") -> str:
         job_id = new_id()
         now = utcnow()
-        connect(self.db_path)["jobs"].insert({"id": job_id, "kind": kind, "state": "queued", "progress": 0,
-                                              "total": None, "message": message, "created": now,
-                                              "updated": now, "result": None})
+        with opened(self.db_path) as db:
+            db["jobs"].insert({"id": job_id, "kind": kind, "state": "queued", "progress": 0, "total": None,
+                               "message": message, "created": now, "updated": now, "result": None})
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="manualqa-jobs", daemon=True)
@@ -164,7 +163,8 @@ class JobRunner:
         return job_id
 
     def get(self, job_id: str) -> dict[str, Any] | None:
-        rows = list(connect(self.db_path)["jobs"].rows_where("id = ?", [job_id]))
+        with opened(self.db_path) as db:
+            rows = list(db["jobs"].rows_where("id = ?", [job_id]))
         if not rows:
             return None
         row = dict(rows[0])
@@ -176,7 +176,10 @@ class JobRunner:
         db["jobs"].update(job_id, fields)
 
     def _loop(self) -> None:
-        db = connect(self.db_path)
+        with opened(self.db_path) as db:  # this worker thread's own connection, for its lifetime
+            self._work(db)
+
+    def _work(self, db: Any) -> None:
         while True:
             job_id, work = self._queue.get()
             self._update(db, job_id, state="running")
