@@ -33,8 +33,8 @@ def sha256_uncached(path: str | os.PathLike[str], chunk_bytes: int = 1 << 20) ->
 def write_atomic(path: Path, data: bytes) -> None:
     """Write temp, fsync, rename, fsync dir: a crash leaves the old file or the new one.
 
-    The one atomic write of runtimes/ (the hash cache here, the profile store's files and pointer);
-    the rooms above use retrieval.pointer.atomic_write_bytes.
+    The one atomic write of runtimes/ (its hash cache), which may not import retrieval; the
+    rooms above use retrieval.pointer.atomic_write_bytes.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runtimes.hashing import sha256_uncached
+from runtimes.hashing import file_sha256
 
 LIB_NAME = "librkllmrt.so"
 STANDARD_LIB_PATHS = ("/usr/lib/librkllmrt.so", "/usr/local/lib/librkllmrt.so",
@@ -20,7 +20,6 @@ STANDARD_LIB_PATHS = ("/usr/lib/librkllmrt.so", "/usr/local/lib/librkllmrt.so",
 DRIVER_VERSION_FILES = ("sys/kernel/debug/rknpu/version", "proc/rknpu/version")
 NPU_LOAD_FILES = ("sys/kernel/debug/rknpu/load", "proc/rknpu/load")
 
-_sha_cache: dict[tuple[str, int, float], str] = {}
 
 
 def _under(root: str | os.PathLike[str], rel: str) -> Path:
@@ -57,15 +56,6 @@ def find_library(lib_path: str | None = None) -> tuple[str | None, list[str]]:
 def library_missing_message(looked: list[str]) -> str:
     return (f"RKLLM runtime library {LIB_NAME} not found (looked in: {', '.join(looked)}); "
             "install Rockchip's rknn-llm runtime for aarch64 (or set lib_path / RKLLM_LIB)")
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file, cached by (path, size, mtime): models are GBs and startup must stay fast."""
-    st = os.stat(path)
-    key = (str(Path(path).resolve()), st.st_size, st.st_mtime)
-    if key not in _sha_cache:
-        _sha_cache[key] = sha256_uncached(path)
-    return _sha_cache[key]
 
 
 def driver_version(driver_root: str = "/") -> tuple[str | None, str | None]:
