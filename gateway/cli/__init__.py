@@ -8,6 +8,8 @@ Where things are:
   bench.py    bench
   runtime.py  doctor, profile (show, activate, rollback, history)
   serve.py    serve, keys (create, list, revoke)
+  backup.py   backup, restore
+  fleet.py    index export, index import, signing (create, list, trust)
 
 A new command goes in the module of its concern as `@main.command(...)`, importing only
 gateway.cli.root; a new module is one more name in the import below. Importing a command module
@@ -15,7 +17,7 @@ registers its commands, so this package imports them all, and nothing else in ga
 CLI (tests/test_layers.py checks both).
 """
 
-from gateway.cli import answer, bench, index, replay, runtime, serve  # noqa: F401 - registers the commands
+from gateway.cli import answer, backup, bench, fleet, index, replay, runtime, serve  # noqa: F401 - registers commands
 from gateway.cli.root import main
 
 __all__ = ["main"]

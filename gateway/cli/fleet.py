@@ -1,0 +1,1 @@
+"""`manualqa index export` / `index import` and `manualqa signing ...`: signed index archives for a fleet."""
