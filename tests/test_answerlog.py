@@ -127,6 +127,20 @@ def test_feedback_references_an_answer(log: AnswerLog) -> None:
         log.add_feedback(r["id"], 5)
 
 
+def test_the_answer_list_carries_each_answers_feedback(log: AnswerLog) -> None:
+    """Admins review the log for technicians' verdicts: the list, not only one answer, must carry them."""
+    rows = [make_row(i) for i in range(3)]
+    for r in rows:
+        log.record(r)
+    log.add_feedback(rows[0]["id"], -1, "wrong torque")
+    log.add_feedback(rows[2]["id"], 1)
+    log.add_feedback(rows[2]["id"], -1, "second opinion")
+    listed = {r["id"]: r["feedback"] for r in log.query(limit=10)}
+    assert [(f["thumbs"], f["comment"]) for f in listed[rows[0]["id"]]] == [(-1, "wrong torque")]
+    assert listed[rows[1]["id"]] == []
+    assert [f["thumbs"] for f in listed[rows[2]["id"]]] == [1, -1]
+
+
 def test_rejects_a_row_without_outcome(log: AnswerLog) -> None:
     bad = make_row(1)
     bad["outcome"] = "great"

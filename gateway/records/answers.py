@@ -235,10 +235,21 @@ class AnswerLog:
         rows = self._read("SELECT * FROM answers WHERE id = ?", (answer_id,))
         if not rows:
             return None
-        out = from_row(rows[0])
-        out["feedback"] = self._read("SELECT thumbs, comment, time, key_name FROM feedback"
-                                     " WHERE answer_id = ? ORDER BY id", (answer_id,))
-        return out
+        return self._with_feedback([from_row(rows[0])])[0]
+
+    def _with_feedback(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each row gains its technicians' feedback, oldest first (what an admin reviews the log for)."""
+        by_id: dict[str, list[dict[str, Any]]] = {r["id"]: [] for r in rows}
+        ids = list(by_id)
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            part = ids[start:start + 500]
+            marks = ", ".join("?" for _ in part)
+            for f in self._read(f"SELECT answer_id, thumbs, comment, time, key_name FROM feedback"
+                                f" WHERE answer_id IN ({marks}) ORDER BY id", part):
+                by_id[f.pop("answer_id")].append(f)
+        for r in rows:
+            r["feedback"] = by_id[r["id"]]
+        return rows
 
     def chain(self, chain_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT json, first_seen FROM chains WHERE chain_id = ?", (chain_id,))
@@ -271,7 +282,7 @@ class AnswerLog:
         where, params = self._where(since, outcome, client)
         rows = self._read(f"SELECT * FROM answers{where} ORDER BY id DESC LIMIT ? OFFSET ?",
                           [*params, limit, offset])
-        return [from_row(r) for r in rows]
+        return self._with_feedback([from_row(r) for r in rows])
 
     def count(self, since: str | datetime | None = None, outcome: str | None = None,
               client: str | None = None) -> int:
