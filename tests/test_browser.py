@@ -125,6 +125,89 @@ def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: Gate
     page.wait_for_function("document.getElementById('fb-status').textContent.includes('saved')")
 
 
+def test_citation_markers_link_to_their_cards_and_evidence_keeps_its_lines(page: Any, server: GatewayServer) -> None:
+    ask(page, server.url, QUESTION)
+    page.wait_for_selector("#outcome.answered")
+    marker = page.locator("#answer a.cite")
+    assert marker.count() == 1 and marker.inner_text() == "[1]"
+    assert marker.get_attribute("href") == "#cite-1" and page.locator("#cite-1").count() == 1
+    marker.click()
+    assert page.evaluate("location.hash") == "#cite-1"
+    quote = page.locator("#cite-1 blockquote")
+    assert quote.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    # the passages keep their line breaks (a wiring list or a command sequence stays readable)
+    texts = page.locator("#cards .card blockquote").all_inner_texts()
+    assert any("\n" in x.strip() for x in texts), texts
+
+
+def test_answer_markdown_is_a_safe_subset(page: Any, server: GatewayServer) -> None:
+    page.goto(server.url + "/")
+    html = page.evaluate("""renderAnswer('Torque to **85 N·m** with `M112` [1] and [7].\\n'
+        + '- <img src=x onerror=alert(1)> first\\n- second [2]', new Set([1, 2]))""")
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<strong>85 N·m</strong>" in html and "<code>M112</code>" in html
+    assert '<a class="cite" href="#cite-1">[1]</a>' in html and "[7]" in html and "#cite-7" not in html
+    assert "<ul><li>" in html and html.count("<li>") == 2
+
+
+def test_tap_targets_labels_and_one_live_region(browser: Any, server: GatewayServer) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        pg = context.new_page()
+        ask(pg, server.url, QUESTION)
+        pg.wait_for_selector("#outcome.answered", timeout=60_000)
+        pg.goto(server.url + "/")  # the recent question is listed now
+        small = pg.evaluate("""() => [...document.querySelectorAll('a, button, summary, select, input, textarea')]
+            .filter(e => e.offsetParent !== null)
+            .map(e => [e.id || e.textContent.trim().slice(0, 30), e.getBoundingClientRect().height])
+            .filter(([, h]) => h < 44)""")
+        assert small == [], f"tap targets under 44 px: {small}"
+        assert pg.locator("[aria-live]").count() == 1 and pg.locator("#meta[aria-live]").count() == 1
+        assert pg.get_by_label("Comment (optional)").count() == 1
+        named = pg.evaluate("""() => [...document.querySelectorAll('button')].filter(b => b.getAttribute('aria-label')
+            && !b.getAttribute('aria-label').toLowerCase().includes(b.textContent.trim().toLowerCase()))
+            .map(b => b.id)""")
+        assert named == [], f"buttons whose accessible name differs from their text: {named}"
+    finally:
+        context.close()
+
+
+def test_network_failure_says_so_in_words_and_retry_answers(page: Any, server: GatewayServer) -> None:
+    page.goto(server.url + "/")
+    page.route("**/api/v1/ask", lambda route: route.abort())
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    page.wait_for_selector("#failure:visible")
+    text = page.inner_text("#failure")
+    assert "could not be reached" in text and "Failed to fetch" not in text
+    page.unroute("**/api/v1/ask")
+    page.click("#retry")
+    page.wait_for_selector("#outcome.answered")
+    assert page.locator("#failure").is_hidden()
+
+
+def test_stop_shows_one_clear_state(page: Any, server: GatewayServer) -> None:
+    ask(page, server.url, QUESTION)
+    page.wait_for_function("document.getElementById('outcome').textContent === 'checking'")
+    page.click("#stop")
+    page.wait_for_selector("#outcome.cancelled")
+    assert page.inner_text("#outcome") == "stopped"
+    meta = page.inner_text("#meta")
+    assert "answering" not in meta and "writing" not in meta and "stopped" in meta
+    assert page.locator("#stop").is_hidden() and page.locator("#ask").is_enabled()
+
+
+def test_quick_mode_answers_from_the_evidence_without_the_model(page: Any, server: GatewayServer) -> None:
+    page.goto(server.url + "/")
+    page.fill("#question", QUESTION)
+    page.select_option("#mode", "extractive")
+    page.click("#ask")
+    page.wait_for_function("['answered', 'evidence only', 'not found'].includes("
+                           "document.getElementById('outcome').textContent)")
+    assert page.inner_text("#meta").startswith("extractive")
+    assert "BED_SCREWS_ADJUST, then adjust" not in page.inner_text("#answer")  # not the scripted model's text
+
+
 def test_not_found_is_plain(page: Any, server: GatewayServer) -> None:
     ask(page, server.url, UNANSWERABLE)
     page.wait_for_selector("#outcome.not_found")

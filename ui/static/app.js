@@ -50,10 +50,44 @@ function highlight(text, sentences) {
   return html;
 }
 
+// A safe Markdown subset for answers: the text is escaped first, then only paragraphs, line
+// breaks, "-"/"*"/"1." lists, **bold** and `code` become markup; "[n]" becomes a link to card n
+// when passage n is among the cards shown (an invented marker stays plain text).
+function renderAnswer(text, known) {
+  const inline = (s) => escapeHtml(s)
+    .replace(/`([^`\n]+)`/g, "<code>$1</code>")
+    .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
+    .replace(/\[(\d{1,3})\]/g, (m, n) => (known.has(Number(n)) ? `<a class="cite" href="#cite-${n}">[${n}]</a>` : m));
+  const kind = (l) => (/^\s*[-*•]\s+/.test(l) ? "ul" : /^\s*\d{1,3}[.)]\s+/.test(l) ? "ol" : "p");
+  const out = [];
+  for (const block of String(text || "").split(/\n\s*\n/)) {
+    let run = [], runKind = null;  // consecutive lines of one kind: a paragraph or one list
+    const close = () => {
+      if (!run.length) return;
+      if (runKind === "p") out.push("<p>" + run.map(inline).join("<br>") + "</p>");
+      else out.push(`<${runKind}>` + run.map((l) => "<li>" + inline(l.replace(/^\s*(?:[-*•]|\d{1,3}[.)])\s+/, ""))
+        + "</li>").join("") + `</${runKind}>`);
+      run = [];
+    };
+    for (const line of block.split("\n").filter((l) => l.trim())) {
+      if (kind(line) !== runKind) { close(); runKind = kind(line); }
+      run.push(line);
+    }
+    close();
+  }
+  return out.join("");
+}
+
+function showAnswer(text, citations) {
+  const known = new Set((citations || []).filter((c) => !c.supporting).map((c) => Number(c.n)));
+  $("answer").innerHTML = renderAnswer(text, known);
+}
+
 function card(c, label) {
   const url = c.pdf_url || `/api/v1/manuals/${c.manual_sha256}/file#page=${c.page}`;
   const div = document.createElement("article");
   div.className = "card";
+  if (c.n !== undefined && !c.supporting) div.id = `cite-${c.n}`;
   div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
     <div class="meta">page ${escapeHtml(c.page)}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>
     <blockquote>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
@@ -91,6 +125,7 @@ function renderRecent() {
 }
 
 function resetResult() {
+  $("failure").hidden = true;
   $("result").hidden = false; $("answer").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
   $("answer").className = ""; $("evidence-note").hidden = true; drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
@@ -120,7 +155,7 @@ function flagNote(flag) {
 // The evidence arrives before the model writes: quoted sentences and their passages, at once.
 function showEvidence(ev) {
   $("outcome").textContent = "evidence"; $("outcome").className = "badge evidence";  // not final yet
-  $("evidence-note").hidden = false; $("answer").textContent = ev.text || "";
+  $("evidence-note").hidden = false; showAnswer(ev.text, ev.citations);
   const cards = $("cards"); cards.innerHTML = "";
   for (const c of ev.citations || []) cards.appendChild(card(c, `[${c.n}]`));
   $("meta").textContent = "the model is writing an answer from these passages";
@@ -132,7 +167,7 @@ function showFinal(r) {
   $("outcome").className = "badge " + r.outcome;
   $("answer").className = "";
   $("evidence-note").hidden = r.outcome !== "evidence_only";
-  $("answer").textContent = r.answer || "";
+  showAnswer(r.answer, r.outcome === "not_found" ? [] : r.citations);
   const t = r.timings || {};
   $("meta").textContent = [r.mode, t.total_ms ? `${Math.round(t.total_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : ""]
     .filter(Boolean).join(" · ");
@@ -148,20 +183,36 @@ function showFinal(r) {
   $("feedback").hidden = !r.id;
 }
 
+// What went wrong, in words a technician can act on (the browser's own "Failed to fetch" is not one).
+function failureText(e) {
+  if (e.status === 429) return "Too many questions from this device just now. Wait a moment, then retry.";
+  if (e.status === 503) return "The gateway is busy or still starting. Retry in a few seconds.";
+  if (e.status === 401 || e.status === 403) return "This gateway needs a reader key: open \"Access key\" and enter it.";
+  if (e.status) return `The gateway refused the question: ${e.message}`;
+  return "The gateway could not be reached (network down or server stopped). Check the connection and retry.";
+}
+
+function showFailure(e) {
+  $("outcome").textContent = "not answered"; $("outcome").className = "badge error";
+  $("meta").textContent = ""; $("answer").hidden = true; $("evidence-note").hidden = true;
+  $("failure-text").textContent = failureText(e); $("failure").hidden = false;
+}
+
 async function ask() {
   const question = $("question").value.trim();
   if (!question) { $("question").focus(); return; }
   const manual = $("manual").value;
+  const mode = $("mode").value || null;
   remember(question); resetResult();
   $("ask").disabled = true; $("stop").hidden = false;
   controller = new AbortController();
   try {
-    const r = await postJson("/api/v1/ask", {question, manuals: manual ? [manual] : null, stream: true},
+    const r = await postJson("/api/v1/ask", {question, manuals: manual ? [manual] : null, stream: true, mode},
       {"Accept": "text/event-stream"}, controller.signal);
     if (!r.ok) {
-      let msg = r.statusText;
-      try { msg = (await r.json()).error.message; } catch {}
-      throw new Error(msg);
+      const err = new Error(r.statusText); err.status = r.status;
+      try { err.message = (await r.json()).error.message; } catch {}
+      throw err;
     }
     const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = "";
     $("meta").textContent = "answering";
@@ -189,14 +240,16 @@ async function ask() {
         }
         else if (ev === "evidence") showEvidence(payload);
         else if (ev === "final") showFinal(payload);
-        else if (ev === "error") throw new Error(payload.error.message);
+        else if (ev === "error") { const err = new Error(payload.error.message); err.status = 500; throw err; }
       }
     }
   } catch (e) {
-    if (e.name !== "AbortError") {
-      $("outcome").textContent = "error"; $("outcome").className = "badge error";
-      $("meta").textContent = ""; $("answer").textContent = "Could not answer: " + e.message;
-    } else { $("outcome").textContent = "cancelled"; $("outcome").className = "badge cancelled"; }
+    if (e.name !== "AbortError") showFailure(e);
+    else {  // one clear state: stopped, nothing is still "answering"
+      $("outcome").textContent = "stopped"; $("outcome").className = "badge cancelled";
+      $("meta").textContent = "You stopped this answer; the passages found so far stay below.";
+      if (drafting) { $("answer").hidden = true; }
+    }
   } finally {
     $("ask").disabled = false; $("stop").hidden = true; controller = null;
   }
@@ -216,6 +269,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("question").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); ask(); } });
   $("stop").addEventListener("click", () => controller && controller.abort());
+  $("retry").addEventListener("click", () => ask());
   $("up").addEventListener("click", () => feedback(1));
   $("down").addEventListener("click", () => feedback(-1));
   loadManuals(); renderRecent();
