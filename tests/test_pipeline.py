@@ -76,6 +76,24 @@ def test_answer_with_valid_citation_is_logged_with_provenance(gw: Services) -> N
     assert row["generation_config"]["max_tokens"] == gw.settings.answer.max_answer_tokens
 
 
+def test_echoed_passage_tags_never_stream(gw: Services) -> None:
+    """A small model copies prompt scaffolding; the technician must not see it flash past."""
+    pieces = ["Use ", "<pass", 'age id=6 manual="NOAA', ' LCP" page="1">', "the MSP-FET", " tool and run make",
+              " flash </passage", "> [1]."]
+    gw.runtime = scripted(pieces=pieces)
+    events = list(gw.answer_events(FLASH_Q))
+    streamed = "".join(e["text"] for e in events if e["type"] == "text")
+    assert "<" not in streamed and "passage" not in streamed
+    assert streamed == "Use the MSP-FET tool and run make flash  [1]."
+    assert events[-1]["result"].draft == "".join(pieces)  # the log keeps what the model really wrote
+
+
+def test_answer_cut_at_max_tokens_says_so(gw: Services) -> None:
+    gw.runtime = scripted(script="Use the MSP-FET emulation tool and run make flash [1] then check the LED.")
+    res = gw.answer(FLASH_Q, max_tokens=4)
+    assert "cut_at_max_tokens" in res.flags
+
+
 def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Services) -> None:
     gw.runtime = scripted(script="Run make flash [1] as shown in [17].")
     res = gw.answer(FLASH_Q)

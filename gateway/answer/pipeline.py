@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.answer.citations import Citation, parse_citations, resolve, validate
 from gateway.answer.extractive import extractive_answer
 from gateway.answer.grammar import citation_grammar
-from gateway.answer.prompting import fit_prompt, strip_echoed_fences
+from gateway.answer.prompting import FenceFilter, fit_prompt, strip_echoed_fences
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.errors import GatewayError
 from gateway.records.answers import Outcome
@@ -309,18 +309,24 @@ def _generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadi
     failure: str | None = None
     timed_out = False
     deadline = time.monotonic() + config.timeout_s
+    fences = FenceFilter()  # what streams is what is kept: no echoed <passage> tags, even briefly
     for kind, value in _pump(gw, runtime, plan.messages, config, cancel, deadline, res):
         if kind == "text":
             if not pieces:
                 res.timings["ttft_ms"] = _ms(t0)
             pieces.append(value)
-            yield {"type": "text", "text": value}
+            shown = fences.feed(value)
+            if shown:
+                yield {"type": "text", "text": shown}
         elif kind == "stats":
             stats = value
         elif kind == "error":
             failure = value
         elif kind == "timeout":
             timed_out = True
+    tail = fences.flush()
+    if tail:
+        yield {"type": "text", "text": tail}
     res.draft = "".join(pieces)
     res.answer = strip_echoed_fences(res.draft)
     if stats is not None:
@@ -328,6 +334,8 @@ def _generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadi
                            runtime_ttft_ms=stats.ttft_ms, decode_tps=stats.decode_tps,
                            generation_ms=stats.total_ms, stop_reason=stats.stop_reason)
         timed_out = timed_out or stats.stop_reason == "timeout"
+        if stats.stop_reason == "length":  # cut at max_tokens: the reader must know it is unfinished
+            res.flags.append("cut_at_max_tokens")
         if stats.stop_reason == "error" and failure is None:
             failure = "the runtime reported an error"
     if "ttft_ms" in res.timings and res.timings.get("runtime_ttft_ms") is not None:

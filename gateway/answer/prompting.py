@@ -53,6 +53,58 @@ def strip_echoed_fences(answer: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", cleaned).strip()
 
 
+class FenceFilter:
+    """Strips echoed passage tags from a token stream as it streams, so that nothing is shown that
+    the kept answer will not contain: text that may be the start of a tag is held back until the
+    tag closes (dropped) or proves to be ordinary text (released)."""
+
+    MAX_TAG = 300  # a "<" this far back with no ">" is not a tag
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        buf = self._held + text
+        out: list[str] = []
+        while True:
+            lt = buf.find("<")
+            if lt < 0:
+                out.append(buf)
+                buf = ""
+                break
+            out.append(buf[:lt])
+            rest = buf[lt:]
+            gt = rest.find(">")
+            if gt < 0:
+                if len(rest) > self.MAX_TAG or "\n" in rest or not _could_be_tag(rest):
+                    out.append(rest[0])
+                    buf = rest[1:]
+                    continue
+                buf = rest  # wait for more text
+                break
+            candidate = rest[:gt + 1]
+            if _ECHO_RE.fullmatch(candidate):
+                buf = rest[gt + 1:]  # a passage tag: dropped
+            else:
+                out.append(rest[0])
+                buf = rest[1:]
+        self._held = buf
+        return "".join(out)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return _ECHO_RE.sub("", held)
+
+
+def _could_be_tag(prefix: str) -> bool:
+    """Whether `prefix` (starting with "<", no ">" yet) can still grow into a passage tag."""
+    head = re.sub(r"^<\s*/?\s*", "", prefix).lower()
+    word = re.match(r"[a-z]*", head).group(0)
+    if len(word) == len(head):  # still typing the tag name
+        return "passages".startswith(word) or word.startswith("passage")
+    return word in ("passage", "passages")
+
+
 def format_passage(n: int, hit: Hit, text: str | None = None) -> str:
     body = neutralise(hit.text if text is None else text).strip()
     heading = f' section="{_attr(hit.heading)}"' if hit.heading else ""

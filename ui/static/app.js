@@ -143,6 +143,7 @@ const FLAG_NOTES = {
   answer_off_question: "The model's sentences did not address the question; the evidence is shown instead.",
   dropped_invalid_citations: "Some citations did not match a passage and were removed.",
   timeout: "The answer was cut off by the time limit.",
+  cut_at_max_tokens: "The answer reached its length limit and may be unfinished.",
   runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
   consumer_closed: "", weak_evidence: "",
   max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
