@@ -43,6 +43,16 @@ def user_errors(prefix: str = "", suffix: str = "",
 class Root(click.Group):
     """The top-level group: every subcommand runs inside `user_errors()`."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.late: dict[str, list[click.Command]] = {}  # see in_group()
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(cmd, name)
+        if isinstance(cmd, click.Group):
+            for extra in self.late.get(name or cmd.name or "", []):
+                cmd.add_command(extra)
+
     def invoke(self, ctx: click.Context) -> Any:
         with user_errors():
             return super().invoke(ctx)
@@ -101,3 +111,23 @@ def main(ctx: click.Context, config_path: str | None) -> None:
       manualqa doctor                       check the deployment profile's three gates
     """
     ctx.obj = Ctx(config_path)
+
+
+C = TypeVar("C", bound=click.Command)
+
+
+def in_group(group: str) -> Callable[[C], C]:
+    """Put a command into `main`'s subgroup `group` that another command module defines.
+
+    A command module imports gateway.cli.root only (tests/test_layers.py), so it cannot import the
+    group itself; the command joins the group whichever of the two modules is imported first.
+    """
+
+    def attach(cmd: C) -> C:
+        main.late.setdefault(group, []).append(cmd)
+        target = main.commands.get(group)
+        if isinstance(target, click.Group):
+            target.add_command(cmd)
+        return cmd
+
+    return attach
