@@ -34,6 +34,7 @@ QUESTION = "How do I level the bed on the Voron 0?"
 UNANSWERABLE = "What is the airspeed velocity of an unladen swallow?"
 UPLOAD_TITLE = "Pump P-200 Service Manual"
 UPLOAD_NAME = "pump-p200-service.pdf"
+SECOND_TITLE = "Second Test Manual"
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -279,14 +280,15 @@ def test_phone_viewport(browser: Any, server: GatewayServer) -> None:
         context.close()
 
 
-def _upload_pdf(target: Path) -> Path:
+def _upload_pdf(target: Path, title: str = UPLOAD_TITLE, source: str = "noaa_lcp_pistonboard_user_manual.pdf",
+                pages: int = 5) -> Path:
     from pypdf import PdfReader, PdfWriter
 
-    reader = PdfReader(REPO_ROOT / "sample_manuals" / "noaa_lcp_pistonboard_user_manual.pdf")
+    reader = PdfReader(REPO_ROOT / "sample_manuals" / source)
     writer = PdfWriter()
-    for p in reader.pages[:5]:
+    for p in reader.pages[:pages]:
         writer.add_page(p)
-    writer.add_metadata({"/Title": UPLOAD_TITLE})
+    writer.add_metadata({"/Title": title})
     with target.open("wb") as fh:
         writer.write(fh)
     return target
@@ -312,17 +314,31 @@ def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path
     page.wait_for_selector("#versions tbody tr")
     before = _active_row(page)
 
-    page.set_input_files("#file", str(pdf))
+    # Two files in one go: each is uploaded and ingested in turn, each line says how it went.
+    second = _upload_pdf(tmp_path / "second-test-manual.pdf", title=SECOND_TITLE,
+                         source="voron0_setup_guide.pdf", pages=3)
+    page.set_input_files("#file", [str(pdf), str(second)])
     page.click("#upload")
-    page.wait_for_function("document.getElementById('upload-msg').textContent.startsWith('Done')",
+    page.wait_for_function("document.getElementById('upload-msg').textContent.includes('2 of 2 file(s) ingested')",
                            timeout=240_000)
     assert page.eval_on_selector("#upload-progress", "p => p.value") == 100
-    msg = page.inner_text("#upload-msg")
-    new_version = re.search(r"index version (\S+) is active", msg)
-    assert new_version, msg
+    lines = page.locator("#upload-list li").all_inner_texts()
+    assert len(lines) == 2 and lines[0].startswith(UPLOAD_NAME) and all("is active" in x for x in lines), lines
+    new_version = re.search(r"index version (\S+) is active", lines[1])
+    assert new_version, lines
     page.wait_for_selector(f"#manuals tbody tr:has-text('{UPLOAD_TITLE}')")
+    page.wait_for_selector(f"#manuals tbody tr:has-text('{SECOND_TITLE}')")
     page.wait_for_function(f"document.querySelector('#versions').textContent.includes('{new_version.group(1)}')")
     assert _active_row(page) == new_version.group(1) != before
+
+    # The diff is rendered, not dumped: both uploads listed under "Added", the JSON one click away.
+    page.select_option("#diff-a", before)
+    page.select_option("#diff-b", new_version.group(1))
+    page.click("#diff")
+    added = page.locator("#diff-out ul.diff-added li")
+    added.first.wait_for()
+    assert sorted(x.split(" (")[0] for x in added.all_inner_texts()) == sorted([UPLOAD_TITLE, SECOND_TITLE])
+    assert page.locator("#diff-out details pre").is_hidden()
     shot(page, "admin.png", full_page=True)
 
     # Find it by search (API) and on the technician page, scoped to the new manual.
@@ -344,11 +360,29 @@ def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path
     assert titles and all(UPLOAD_TITLE in t for t in titles), titles
     tech.close()
 
-    # Roll back from the admin page: the previous version is active again, the upload is gone.
+    # The technician's answer, as the admin sees it: provenance in words, not a JSON dump.
     page.bring_to_front()
+    page.click("#refresh-log")
+    row = page.locator("#answers tbody tr", has_text="linear actuator")
+    row.first.click()
+    page.wait_for_selector("#provenance dl.facts")
+    facts = page.inner_text("#provenance dl.facts")
+    assert "linear actuator" in facts and "Index version" in facts and new_version.group(1) in facts
+    assert "Cited pages" in page.inner_text("#provenance")
+    assert page.locator("#provenance details pre").is_hidden()
+
+    # Roll back from the admin page, after a confirmation: dismissing it changes nothing.
+    dialogs: list[str] = []
+    page.once("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.click("#rollback")
-    page.wait_for_function("document.getElementById('index-msg').textContent.startsWith('Rolled back')")
-    assert before in page.inner_text("#index-msg")
+    page.wait_for_timeout(500)
+    assert dialogs and "Roll back" in dialogs[0] and _active_row(page) == new_version.group(1)
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.accept()))
+    for _ in range(2):  # one version per uploaded file
+        page.click("#rollback")
+        page.wait_for_function("document.getElementById('index-msg').textContent.startsWith('Rolled back')")
+        page.evaluate("document.getElementById('index-msg').textContent = ''")
+    assert len(dialogs) == 3
     page.wait_for_function(f"!document.querySelector('#manuals').textContent.includes('{UPLOAD_TITLE}')")
     assert _active_row(page) == before
     versions = httpx.get(server.url + "/api/v1/index/versions").json()

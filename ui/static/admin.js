@@ -60,6 +60,7 @@ async function loadVersions() {
   }
   if (data.versions.length > 1) { a.value = data.versions[1].id; b.value = data.versions[0].id; }
   tb.querySelectorAll("[data-act]").forEach((btn) => btn.addEventListener("click", async () => {
+    if (!confirm(`Activate index version ${btn.dataset.act}? Technicians' answers come from it at once.`)) return;
     try { await api("POST", `/api/v1/index/versions/${btn.dataset.act}/activate`); $("index-msg").textContent = `Activated ${btn.dataset.act}.`; }
     catch (e) { $("index-msg").textContent = e.message; }
     refreshAll();
@@ -92,28 +93,82 @@ async function loadLog() {
     const tr = document.createElement("tr"); tr.tabIndex = 0; tr.style.cursor = "pointer";
     const fb = (r.feedback || []).map((f) => (f.thumbs > 0 ? "helpful" : "not helpful") + (f.comment ? " " + f.comment : "")).join("; ");
     tr.innerHTML = `<td>${esc(r.time)}</td><td>${esc(r.question)}</td><td>${esc(r.outcome)}</td><td>${esc(r.client)}</td><td>${esc(fb)}</td>`;
-    const show = async () => { $("provenance").textContent = JSON.stringify(await api("GET", `/api/v1/answers/${r.id}`), null, 2); };
+    const show = async () => { renderProvenance(await api("GET", `/api/v1/answers/${r.id}`)); };
     tr.addEventListener("click", show); tr.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
     tb.appendChild(tr);
   }
 }
 
-function upload(e) {
+// The provenance of one answer, in words: what was asked, what was shown, from which pages, made by
+// which chain on which index version; the raw record stays one click away.
+function renderProvenance(a) {
+  const t = a.timings || {}, ch = a.chain || {};
+  const facts = [["Question", a.question], ["Outcome", a.outcome], ["Mode", a.mode], ["Client", a.client],
+    ["Key", a.key_name], ["Index version", a.index_version], ["Profile", a.profile],
+    ["Backend", ch.backend], ["Model", ch.model_name || ch.artifact_name || (ch.artifact || {}).path],
+    ["Chain id", a.chain_id], ["Time", a.time],
+    ["Timings", ["retrieval_ms", "ttft_ms", "total_ms"].filter((k) => a[k] ?? t[k])
+      .map((k) => `${k.replace("_ms", "")} ${Math.round(a[k] ?? t[k])} ms`).join(", ")],
+    ["Flags", (a.flags || []).join(", ")]];
+  const cites = (a.citations || []).map((c) => `<li>[${esc(c.n)}] ${esc(c.manual)}, page ${esc(c.page)}</li>`).join("");
+  const fb = (a.feedback || []).map((f) => `<li>${f.thumbs > 0 ? "helpful" : "not helpful"}${f.comment ? ": " + esc(f.comment) : ""}
+    <span class="muted">${esc(f.time)}</span></li>`).join("");
+  $("provenance").innerHTML = `<dl class="facts">${facts.filter((f) => f[1]).map((f) =>
+      `<dt>${esc(f[0])}</dt><dd>${esc(f[1])}</dd>`).join("")}</dl>
+    <h4>Answer shown</h4><blockquote>${esc(a.answer)}</blockquote>
+    <h4>Cited pages</h4>${cites ? `<ul>${cites}</ul>` : "<p class=\"muted\">none</p>"}
+    <h4>Feedback</h4>${fb ? `<ul>${fb}</ul>` : "<p class=\"muted\">none</p>"}
+    <details><summary>Full record (JSON)</summary><pre>${esc(JSON.stringify(a, null, 2))}</pre></details>`;
+}
+
+function renderDiff(d) {
+  const list = (items, cls, fmt) => items.length ? `<ul class="${cls}">${items.map((x) => `<li>${fmt(x)}</li>`).join("")}</ul>`
+    : "<p class=\"muted\">none</p>";
+  const named = (m) => `${esc(m.title || m.file_name)} <span class="muted">(${esc(m.file_name)}, ${esc(m.chunks)} chunks)</span>`;
+  const notes = [d.embedding_changed ? "The embedding model differs: every manual was re-embedded." : "",
+    d.chunker_changed ? "The chunk settings differ." : ""].filter(Boolean);
+  $("diff-out").innerHTML = `<p>From <code>${esc(d.a)}</code> (${esc(d.chunks?.a)} chunks) to <code>${esc(d.b)}</code>
+      (${esc(d.chunks?.b)} chunks).</p>${notes.map((n) => `<p><strong>${esc(n)}</strong></p>`).join("")}
+    <h4>Added</h4>${list(d.added || [], "diff-added", named)}
+    <h4>Removed</h4>${list(d.removed || [], "diff-removed", named)}
+    <h4>Changed</h4>${list(d.changed || [], "diff-changed", (c) => `${esc(c.file_name)} <span class="muted">(${esc(c.old_chunks)}
+      → ${esc(c.new_chunks)} chunks)</span>`)}
+    <p class="muted">Unchanged: ${(d.unchanged || []).length} manual(s).</p>
+    <details><summary>Full diff (JSON)</summary><pre>${esc(JSON.stringify(d, null, 2))}</pre></details>`;
+}
+
+// Several files: uploaded one after another (each becomes one ingest job and one index version).
+async function upload(e) {
   e.preventDefault();
-  const file = $("file").files[0]; if (!file) return;
-  const form = new FormData(); form.append("data", file);
-  const xhr = new XMLHttpRequest();
-  xhr.open("POST", "/api/v1/manuals"); xhr.setRequestHeader("X-CSRF-Token", csrf || "");
-  $("upload-progress").hidden = false; $("upload-progress").value = 0; $("upload-msg").textContent = "Uploading…";
-  xhr.upload.onprogress = (ev) => { if (ev.lengthComputable) $("upload-progress").value = Math.round(50 * ev.loaded / ev.total); };
-  xhr.onload = () => {
-    let data = {}; try { data = JSON.parse(xhr.responseText); } catch {}
-    if (xhr.status !== 202) { $("upload-msg").textContent = "Upload refused: " + (data.error?.message || xhr.statusText); $("upload-progress").hidden = true; return; }
-    $("upload-msg").textContent = `Ingesting ${data.file_name} (${data.pages} pages)…`;
-    pollJob(data.job);
-  };
-  xhr.onerror = () => { $("upload-msg").textContent = "Upload failed (network)."; };
-  xhr.send(form);
+  const files = [...$("file").files]; if (!files.length) return;
+  const list = $("upload-list"); list.innerHTML = "";
+  $("upload").disabled = true;
+  let ok = 0;
+  for (const [i, file] of files.entries()) {
+    const li = document.createElement("li"); li.textContent = `${file.name}: waiting`; list.appendChild(li);
+    $("upload-msg").textContent = `Uploading ${i + 1} of ${files.length}: ${file.name}`;
+    try { li.textContent = `${file.name}: ${await uploadOne(file)}`; ok += 1; }
+    catch (err) { li.textContent = `${file.name}: ${err.message}`; li.className = "error-msg"; }
+  }
+  $("upload-msg").textContent = `${ok} of ${files.length} file(s) ingested.`;
+  $("upload").disabled = false; refreshAll();
+}
+
+function uploadOne(file) {
+  return new Promise((resolve, reject) => {
+    const form = new FormData(); form.append("data", file);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", "/api/v1/manuals"); xhr.setRequestHeader("X-CSRF-Token", csrf || "");
+    $("upload-progress").hidden = false; $("upload-progress").value = 0;
+    xhr.upload.onprogress = (ev) => { if (ev.lengthComputable) $("upload-progress").value = Math.round(50 * ev.loaded / ev.total); };
+    xhr.onload = () => {
+      let data = {}; try { data = JSON.parse(xhr.responseText); } catch {}
+      if (xhr.status !== 202) { reject(new Error("refused: " + (data.error?.message || xhr.statusText))); return; }
+      pollJob(data.job).then(resolve, reject);
+    };
+    xhr.onerror = () => reject(new Error("upload failed (network)"));
+    xhr.send(form);
+  });
 }
 
 async function pollJob(id) {
@@ -122,10 +177,10 @@ async function pollJob(id) {
     if (job.total) $("upload-progress").value = 50 + Math.round(50 * job.progress / job.total);
     if (job.state === "done") {
       const r = job.result || {};
-      $("upload-msg").textContent = r.version ? `Done: index version ${r.version} is active.` : "Done: no change (this file is already indexed).";
-      $("upload-progress").value = 100; refreshAll(); return;
+      $("upload-progress").value = 100;
+      return r.version ? `done: index version ${r.version} is active` : "done: no change (already indexed)";
     }
-    if (job.state === "failed") { $("upload-msg").textContent = "Ingest failed: " + job.message; return; }
+    if (job.state === "failed") throw new Error("ingest failed: " + job.message);
     await new Promise((res) => setTimeout(res, 500));
   }
 }
@@ -139,13 +194,14 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("logout").addEventListener("click", async () => { await api("POST", "/admin/logout"); location.reload(); });
   $("upload-form").addEventListener("submit", upload);
   $("rollback").addEventListener("click", async () => {
+    if (!confirm("Roll back to the previous index version? Technicians' answers come from it at once.")) return;
     try { const r = await api("POST", "/api/v1/index/rollback"); $("index-msg").textContent = `Rolled back: ${r.active} is active.`; }
     catch (e) { $("index-msg").textContent = e.message; }
     refreshAll();
   });
   $("diff").addEventListener("click", async () => {
     const out = $("diff-out"); out.hidden = false;
-    try { out.textContent = JSON.stringify(await api("GET", `/api/v1/index/diff?from=${$("diff-a").value}&to=${$("diff-b").value}`), null, 2); }
+    try { renderDiff(await api("GET", `/api/v1/index/diff?from=${encodeURIComponent($("diff-a").value)}&to=${encodeURIComponent($("diff-b").value)}`)); }
     catch (e) { out.textContent = e.message; }
   });
   $("refresh-log").addEventListener("click", loadLog);
