@@ -43,6 +43,12 @@ def source(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
     gw.log.close()
     ActiveProfile(data).activate(REPO_ROOT / "profiles" / "x86-cpu.toml")
     save_doctor_report(data, {"profile": {"name": "x86-cpu-smollm2"}, "ok": True})
+    from gateway.fleet import signing
+
+    key = signing.create_key(data, "release")  # a fleet signing key, and its public half trusted
+    pub = data.parent / "release.pub"
+    pub.write_bytes(signing.export_public(data, key["id"]))
+    signing.trust(data, pub)
     return data
 
 
@@ -110,6 +116,21 @@ def test_backup_while_writing_restores_an_identical_gateway(source: Path, tmp_pa
     assert sorted(p.name for p in (target / "manuals").iterdir()) == sorted(
         p.name for p in (source / "manuals").iterdir())
     assert not (target / "backup.json").exists() and not (target / ".lock").exists()
+
+
+def test_signing_keys_come_back_private(good_backup: Path, source: Path, tmp_path: Path) -> None:
+    """Losing the fleet signing key with a machine would strand every gateway that trusts it."""
+    import stat
+
+    from gateway.fleet import signing
+
+    target = tmp_path / "restored"
+    restore_backup(good_backup, target)
+    assert signing.list_keys(target) == signing.list_keys(source) != []
+    private = [p for p in (target / "signing").iterdir() if p.suffix == ".key"]
+    assert private and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in private)
+    assert stat.S_IMODE((target / "signing").stat().st_mode) == 0o700
+    assert signing.private_key(target)[0] == signing.private_key(source)[0]
 
 
 def test_backup_refuses_a_used_destination_and_never_leaves_a_half_backup(

@@ -25,6 +25,7 @@ import re
 import secrets
 import shutil
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,7 +49,7 @@ _NAME = r"[^/\\.\x00-\x1f][^/\\\x00-\x1f]*"  # one plain file name: no separator
 _NAME_RE = re.compile(rf"^{_NAME}$")
 _ALLOWED = re.compile(rf"^(gateway\.db|gateway\.db\.unwritten\.jsonl|ACTIVE|manuals/[0-9a-f]{{64}}\.pdf"
                       rf"|indexes/{_VERSION}/({re.escape(MANIFEST)}|{re.escape(CHUNKS_DB)}|{re.escape(VECTORS)})"
-                      rf"|(profiles|doctor)/{_NAME})$")
+                      rf"|(profiles|doctor|signing|signing/trusted)/{_NAME})$")
 
 
 class BackupError(GatewayError):
@@ -79,10 +80,12 @@ def _flock(path: Path, timeout_s: float, holder: str) -> Iterator[None]:
 
 
 def _copy(src: Path, dst: Path) -> tuple[str, int]:
-    """Copy src to dst (fsynced); the sha256 and size of the bytes actually copied."""
+    """Copy src to dst (fsynced, with src's permission bits from the first byte: private signing keys
+    stay 0600); the sha256 and size of the bytes actually copied."""
     dst.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(os.stat(src).st_mode)
     digest, size = hashlib.sha256(), 0
-    with open(src, "rb") as fin, open(dst, "xb") as fout:
+    with open(src, "rb") as fin, open(dst, "xb", opener=lambda p, f: os.open(p, f, mode)) as fout:
         while block := fin.read(1 << 20):
             digest.update(block)
             size += len(block)
@@ -90,6 +93,13 @@ def _copy(src: Path, dst: Path) -> tuple[str, int]:
         fout.flush()
         os.fsync(fout.fileno())
     return digest.hexdigest(), size
+
+
+def _private_dirs(root: Path) -> None:
+    """The signing key folders are the owner's alone, as gateway.fleet.signing makes them."""
+    for sub in ("signing", "signing/trusted"):
+        if (root / sub).is_dir():
+            os.chmod(root / sub, 0o700)
 
 
 def _hash(path: Path) -> tuple[str, int]:
@@ -174,6 +184,12 @@ def create_backup(data_dir: str | Path, dest: str | Path, lock_timeout_s: float 
         for path in sorted(doctor.iterdir()) if doctor.is_dir() else []:
             if _NAME_RE.match(path.name) and path.is_file() and not path.is_symlink():
                 take(f"doctor/{path.name}")
+        for sub in ("signing", "signing/trusted"):  # fleet keys (gateway.fleet.signing)
+            folder = data_dir / sub
+            for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+                if _NAME_RE.match(path.name) and path.is_file() and not path.is_symlink():
+                    take(f"{sub}/{path.name}")
+        _private_dirs(tmp)
         answers = None
         if (data_dir / "gateway.db").is_file():
             answers = _backup_db(data_dir / "gateway.db", tmp / "gateway.db")
@@ -348,6 +364,7 @@ def restore_backup(src: str | Path, data_dir: str | Path, force: bool = False) -
         for rel, entry in manifest["files"].items():
             if _copy(src / rel, tmp / rel)[0] != entry["sha256"]:
                 raise BackupError(f"{rel} changed while it was being restored")
+        _private_dirs(tmp)
         for directory in {(tmp / rel).parent for rel in manifest["files"]} | {tmp}:
             fsync_dir(directory)
         if occupied:
