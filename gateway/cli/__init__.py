@@ -9,7 +9,7 @@ Where things are:
   runtime.py  doctor, profile (show, activate, rollback, history)
   serve.py    serve, keys (create, list, revoke)
   backup.py   backup, restore
-  fleet.py    index export, index import, signing (create, list, trust)
+  fleet.py    index export, index import, signing (create, list, export-public, trust, untrust)
 
 A new command goes in the module of its concern as `@main.command(...)`, importing only
 gateway.cli.root; a new module is one more name in the import below. Importing a command module
