@@ -1,5 +1,8 @@
 """schemathesis against the served OpenAPI schema: no 5xx, no response that violates the schema.
 
+Every JSON answer of /api/v1 is a typed object in the schema (gateway.web.responses), and the
+Structs that mirror a library dict keep its keys in its order (the wire format is theirs).
+
 A real server (scripted runtime), an admin key, real ids supplied as parameters so that the
 operations get past 404s, and a bounded number of examples per operation. DELETE
 /api/v1/manuals/{manual_id} is left out: with a real id it removes a sample manual in the middle
@@ -13,9 +16,12 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
@@ -32,6 +38,13 @@ ISSUE_OPERATIONS = {
     ("get", "/api/v1/answers/{answer_id}"), ("post", "/api/v1/answers/{answer_id}/feedback"),
     ("get", "/api/v1/deployment"), ("get", "/api/v1/health"), ("get", "/api/v1/metrics"),
     ("post", "/v1/chat/completions"), ("get", "/v1/models"),
+}
+
+# /api/v1 operations whose success response is deliberately not JSON, and why. (POST /api/v1/ask
+# also answers text/event-stream with stream: true, but its JSON answer is typed, so it is checked.)
+NOT_JSON = {
+    ("get", "/api/v1/metrics"): "Prometheus text exposition (text/plain), for scrapers",
+    ("get", "/api/v1/manuals/{manual_id}/file"): "the original PDF (application/pdf)",
 }
 
 
@@ -69,6 +82,63 @@ def test_schema_documents_the_api_and_its_error_shape(server: GatewayServer) -> 
     assert {"application/json", "text/event-stream"} <= set(ask)
     docs = httpx.get(server.url + "/api/v1/schema")
     assert docs.status_code == 200 and "text/html" in docs.headers["content-type"]
+
+
+def resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    return schema["components"]["schemas"][ref.rsplit("/", 1)[1]] if ref else node
+
+
+def test_every_api_v1_json_response_is_an_object_with_named_properties(server: GatewayServer) -> None:
+    schema = httpx.get(server.url + "/api/v1/schema/openapi.json").json()
+    seen = set()
+    for path, item in schema["paths"].items():
+        if not path.startswith("/api/v1/"):
+            continue
+        for method, op in item.items():
+            seen.add((method, path))
+            successes = {code: r for code, r in op["responses"].items() if code.startswith("2")}
+            assert successes, (method, path, "documents no success response")
+            for code, response in successes.items():
+                content = response.get("content") or {}
+                if (method, path) in NOT_JSON:
+                    assert "application/json" not in content, (method, path, code, "is JSON after all")
+                    continue
+                assert "application/json" in content, (method, path, code, sorted(content))
+                body = resolved(schema, content["application/json"]["schema"])
+                assert body.get("type") == "object" and body.get("properties"), (method, path, code, body)
+    assert set(NOT_JSON) <= seen, set(NOT_JSON) - seen  # the exclusions name real operations
+
+
+def struct_fields(cls: type[msgspec.Struct]) -> list[str]:
+    return list(cls.__struct_fields__)
+
+
+def test_response_structs_mirror_the_library_dicts_key_for_key_in_order(tmp_path: Path) -> None:
+    from gateway.answer.citations import Citation
+    from gateway.answer.pipeline import AnswerResult
+    from gateway.records.answers import AnswerLog
+    from gateway.records.jobs import JobRunner
+    from gateway.web.responses import AnswerDetail, AnswerOut, AnswerRow, CitationOut, IngestReportOut, Job
+    from retrieval.builder import IngestReport
+
+    assert struct_fields(AnswerOut) == [f.name for f in fields(AnswerResult)]
+    assert struct_fields(CitationOut) == [f.name for f in fields(Citation)]
+    assert struct_fields(IngestReportOut) == list(IngestReport().to_dict())
+    log = AnswerLog(tmp_path / "gateway.db")
+    try:
+        answer_id = log.record(AnswerResult(id="01TESTANSWER", time="2026-01-01T00:00:00.000Z", question="q?",
+                                            scope=[], client="api"), durable=True)
+        log.add_feedback(answer_id, 1, "ok")
+        assert struct_fields(AnswerRow) == list(log.query()[0])
+        assert struct_fields(AnswerDetail) == [*log.get(answer_id), "chain"]
+    finally:
+        log.close()
+    jobs = JobRunner(tmp_path / "gateway.db")
+    try:
+        assert struct_fields(Job) == list(jobs.get(jobs.submit("test", lambda progress: {})) or {})
+    finally:
+        jobs.close()
 
 
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(server: GatewayServer,

@@ -6,9 +6,10 @@ import logging
 import threading
 import time
 
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
+from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 
 from gateway import __version__
@@ -29,6 +30,34 @@ from gateway.web.security import RateLimiter, Sessions, allowed_hosts_middleware
 from gateway.web.slots import GenerationSlots
 
 log = logging.getLogger("manualqa.web")
+API_PREFIX = "/api/v1"
+
+
+def provide_services(state: State) -> Services:
+    """The composition root, so that handlers declare `services: Services` instead of reading app state."""
+    return state.gw
+
+
+def provide_settings(state: State) -> Settings:
+    """The server's settings (those the app was created with, which may differ from services.settings)."""
+    return state.settings
+
+
+def provide_jobs(state: State) -> JobRunner:
+    """The background job runner (ingest after an upload)."""
+    return state.jobs
+
+
+API_DEPENDENCIES = {"services": Provide(provide_services, sync_to_thread=False),
+                    "settings": Provide(provide_settings, sync_to_thread=False),
+                    "jobs": Provide(provide_jobs, sync_to_thread=False)}
+
+
+def api_router() -> Router:
+    """The JSON API: every controller's path is relative to /api/v1, written once here."""
+    return Router(path=API_PREFIX, dependencies=API_DEPENDENCIES,
+                  route_handlers=[AskController, ManualsController, IndexController, AnswersController,
+                                  SystemController])
 
 
 def warm_up(state: State) -> None:
@@ -69,8 +98,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
             state.ready.set()
 
     app = Litestar(
-        route_handlers=[AskController, ManualsController, IndexController, AnswersController,
-                        SystemController, OpenAIController, PagesController, static_router],
+        route_handlers=[api_router(), OpenAIController, PagesController, static_router],
         state=state,
         on_startup=[start],
         middleware=[counting_middleware(state.metrics), allowed_hosts_middleware(settings.server.allowed_hosts),

@@ -9,7 +9,9 @@ from litestar.concurrency import sync_to_thread
 from litestar.params import Parameter
 
 from gateway.records.answers import OUTCOMES
+from gateway.services import Services
 from gateway.web.errors import ApiError
+from gateway.web.responses import AnswerDetail, AnswerPage, AnswerRow, FeedbackOut
 from gateway.web.schemas import FeedbackRequest
 from gateway.web.security import principal_of, reader_guard
 
@@ -17,41 +19,41 @@ OUTCOME_PATTERN = "^(" + "|".join(OUTCOMES) + ")$"
 
 
 class AnswersController(Controller):
-    path = "/api/v1/answers"
+    path = "/answers"
     tags = ["answers"]
 
     @get("/", guards=[reader_guard], summary="The answer log, newest first")
     async def list_answers(
-        self, request: Request[Any, Any, Any],
+        self, services: Services,
         outcome: Annotated[str | None, Parameter(pattern=OUTCOME_PATTERN)] = None,
         since: str | None = None,
         client: str | None = None,
         limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
         offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
-    ) -> dict[str, Any]:
-        log = request.app.state.gw.log
+    ) -> AnswerPage:
+        log = services.log
         rows = await sync_to_thread(lambda: log.query(since=since, outcome=outcome, client=client,
                                                       limit=limit, offset=offset))
-        return {"answers": rows, "limit": limit, "offset": offset}
+        return AnswerPage(answers=[AnswerRow(**r) for r in rows], limit=limit, offset=offset)
 
     @get("/{answer_id:str}", guards=[reader_guard], summary="One answer with its full provenance")
-    async def show(self, request: Request[Any, Any, Any], answer_id: str) -> dict[str, Any]:
-        log = request.app.state.gw.log
+    async def show(self, services: Services, answer_id: str) -> AnswerDetail:
+        log = services.log
         row = await sync_to_thread(log.get, answer_id)
         if row is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")
         # provenance: the artifact chain itself, not only its id
         row["chain"] = await sync_to_thread(log.chain, row["chain_id"]) if row.get("chain_id") else None
-        return row
+        return AnswerDetail(**row)
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
           summary="Thumbs up/down with an optional comment")
-    async def feedback(self, request: Request[Any, Any, Any], answer_id: str,
-                       data: FeedbackRequest) -> dict[str, Any]:
-        log = request.app.state.gw.log
+    async def feedback(self, request: Request[Any, Any, Any], services: Services, answer_id: str,
+                       data: FeedbackRequest) -> FeedbackOut:
+        log = services.log
         if await sync_to_thread(log.get, answer_id) is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")
         principal = principal_of(request, strict=False)
         await sync_to_thread(lambda: log.add_feedback(answer_id, data.thumbs, data.comment or "",
                                                       key_name=principal.name if principal else None))
-        return {"answer_id": answer_id, "thumbs": data.thumbs}
+        return FeedbackOut(answer_id=answer_id, thumbs=data.thumbs)

@@ -8,11 +8,14 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from litestar import Controller, Request, post
+from litestar import Controller, Request, Response, post
 from litestar.concurrency import sync_to_thread
+from litestar.datastructures import State
 
+from gateway.services import Services
 from gateway.web.bridge import EventStream, stream_events
 from gateway.web.errors import ApiError
+from gateway.web.responses import AnswerOut, SearchOut
 from gateway.web.schemas import AskRequest, SearchRequest
 from gateway.web.security import client_id, principal_of, reader_guard
 
@@ -62,14 +65,13 @@ def key_name_of(request: Request[Any, Any, Any]) -> str | None:
 
 
 class AskController(Controller):
-    path = "/api/v1"
     guards = [reader_guard]
     tags = ["answers"]
 
     @post("/ask", summary="Answer a question from the manuals, with citations",
           status_code=200)
-    async def ask(self, request: Request[Any, Any, Any], data: AskRequest) -> Any:
-        state = request.app.state
+    async def ask(self, request: Request[Any, Any, Any], state: State, data: AskRequest) -> Response[AnswerOut]:
+        """One answer as JSON, or (stream: true) its events as SSE: both are Responses, the JSON one typed."""
         require_ready(state)
         state.rate.check(client_id(request))
         question = data.question.strip()
@@ -86,18 +88,17 @@ class AskController(Controller):
                 result = event["result"]
         if result is None:  # pragma: no cover - the pipeline always ends with a final event
             raise ApiError(500, "internal_error", "the answer pipeline ended without a result")
-        return result.to_dict()
+        return Response(AnswerOut.of(result.to_dict()))
 
     @post("/search", summary="Ranked passages (hybrid dense + lexical) without generation",
           status_code=200)
-    async def search(self, request: Request[Any, Any, Any], data: SearchRequest) -> dict[str, Any]:
-        state = request.app.state
+    async def search(self, state: State, services: Services, data: SearchRequest) -> SearchOut:
         require_ready(state)
         t0 = time.perf_counter()
-        hits = await sync_to_thread(state.gw.search, data.query, data.k, data.manuals, data.version)
-        return {"query": data.query, "version": data.version or state.gw.store.active_id(),
-                "took_ms": round((time.perf_counter() - t0) * 1000, 2),
-                "hits": [h.to_dict() for h in hits]}
+        hits = await sync_to_thread(services.search, data.query, data.k, data.manuals, data.version)
+        return SearchOut(query=data.query, version=data.version or services.store.active_id(),
+                         took_ms=round((time.perf_counter() - t0) * 1000, 2),
+                         hits=[h.to_dict() for h in hits])
 
 
 async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:

@@ -4,37 +4,39 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.params import Parameter
 
+from gateway.services import Services
 from gateway.web.errors import ApiError
+from gateway.web.responses import Activated, IndexDiff, RolledBack, VersionList
 from gateway.web.security import admin_guard, reader_guard
 from retrieval.types import RetrievalError
 
 
 class IndexController(Controller):
-    path = "/api/v1/index"
+    path = "/index"
     tags = ["index"]
 
     @get("/versions", guards=[reader_guard], summary="Index versions, newest first")
-    async def versions(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        store = request.app.state.gw.store
+    async def versions(self, services: Services) -> VersionList:
+        store = services.store
         versions = await sync_to_thread(store.list_versions)
-        return {"active": store.active_id(), "versions": list(reversed(versions))}
+        return VersionList(active=store.active_id(), versions=list(reversed(versions)))
 
     @post("/versions/{version:str}/activate", guards=[admin_guard], status_code=200,
           summary="Verify, then activate a version")
-    async def activate(self, request: Request[Any, Any, Any], version: str) -> dict[str, Any]:
-        store = request.app.state.gw.store
+    async def activate(self, services: Services, version: str) -> Activated:
+        store = services.store
         _known(store, version)
         await sync_to_thread(store.activate, version)
-        return {"active": store.active_id()}
+        return Activated(active=store.active_id())
 
     @post("/rollback", guards=[admin_guard], status_code=200,
           summary="Re-activate the parent of the active version (or ?to=V)")
-    async def rollback(self, request: Request[Any, Any, Any], to: str | None = None) -> dict[str, Any]:
-        store = request.app.state.gw.store
+    async def rollback(self, services: Services, to: str | None = None) -> RolledBack:
+        store = services.store
         previous = store.active_id()
         if to:
             _known(store, to)
@@ -42,15 +44,15 @@ class IndexController(Controller):
             active = await sync_to_thread(store.rollback, to)
         except RetrievalError as exc:  # nothing to roll back to is a state conflict, not a bad request
             raise ApiError(409, "conflict", str(exc)) from exc
-        return {"active": active, "previous": previous}
+        return RolledBack(active=active, previous=previous)
 
     @get("/diff", guards=[reader_guard], summary="Manuals added / removed / changed between versions")
-    async def diff(self, request: Request[Any, Any, Any], from_: Annotated[str, Parameter(query="from")],
-                   to: str) -> dict[str, Any]:
-        store = request.app.state.gw.store
+    async def diff(self, services: Services, from_: Annotated[str, Parameter(query="from")],
+                   to: str) -> IndexDiff:
+        store = services.store
         _known(store, from_)
         _known(store, to)
-        return await sync_to_thread(store.diff, from_, to)
+        return IndexDiff(**await sync_to_thread(store.diff, from_, to))
 
 
 def _known(store: Any, version: str) -> None:

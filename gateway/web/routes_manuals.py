@@ -16,7 +16,11 @@ from litestar.concurrency import sync_to_thread
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.response import File
 
+from gateway.config import Settings
+from gateway.records.jobs import JobRunner
+from gateway.services import Services
 from gateway.web.errors import ApiError
+from gateway.web.responses import IngestReportOut, Job, ManualList, PageText, UploadAccepted
 from gateway.web.security import admin_guard, reader_guard
 from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload
 from ingest.models import IngestError
@@ -25,16 +29,16 @@ from ingest.sandbox import parse_pdf
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _manuals(state: Any) -> list[dict[str, Any]]:
-    if state.gw.store.active_id() is None:
+def _manuals(services: Services) -> list[dict[str, Any]]:
+    if services.store.active_id() is None:
         return []
-    return state.gw.store.open().chunks.manuals()
+    return services.store.open().chunks.manuals()
 
 
-def find_manual(state: Any, manual_id: str) -> dict[str, Any]:
+def find_manual(services: Services, manual_id: str) -> dict[str, Any]:
     if not SHA_RE.match(manual_id):
         raise ApiError(404, "not_found", "manual ids are the sha256 of the PDF (64 hex characters)")
-    for manual in _manuals(state):
+    for manual in _manuals(services):
         if manual["sha256"] == manual_id:
             return manual
     raise ApiError(404, "not_found", f"no manual {manual_id} in the active index version")
@@ -60,21 +64,18 @@ def shown_name(original: str | None, fallback: str) -> str:
 
 
 class ManualsController(Controller):
-    path = "/api/v1"
     tags = ["manuals"]
 
     @get("/manuals", guards=[reader_guard], summary="Manuals in the active index version")
-    async def list_manuals(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        state = request.app.state
-        manuals = await sync_to_thread(_manuals, state)
-        return {"version": state.gw.store.active_id(), "manuals": [
-            {**m, "id": m["sha256"], "file_url": f"/api/v1/manuals/{m['sha256']}/file"} for m in manuals]}
+    async def list_manuals(self, services: Services) -> ManualList:
+        manuals = await sync_to_thread(_manuals, services)
+        return ManualList(version=services.store.active_id(), manuals=[
+            {**m, "id": m["sha256"], "file_url": f"/api/v1/manuals/{m['sha256']}/file"} for m in manuals])
 
     @post("/manuals", guards=[admin_guard], status_code=202, operation_class=UploadOperation,
           summary="Upload a PDF manual; starts an ingest job")
-    async def upload(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        state = request.app.state
-        settings = state.settings
+    async def upload(self, request: Request[Any, Any, Any], settings: Settings, services: Services,
+                     jobs: JobRunner) -> UploadAccepted:
         with UPLOADS.slot():
             upload = await receive_upload(request, settings.data_dir / "uploads", settings.server.max_upload_mb)
             folder, target, name = upload.folder, upload.path, upload.path.name
@@ -84,7 +85,7 @@ class ManualsController(Controller):
                         raise ApiError(415, "unsupported_media_type",
                                        f"{shown_name(upload.original_name, name)} is not a PDF file")
                 try:
-                    parsed = await sync_to_thread(parse_pdf, target, state.gw.parse_limits)
+                    parsed = await sync_to_thread(parse_pdf, target, services.parse_limits)
                 except IngestError as exc:
                     raise ApiError(422, "invalid_pdf", str(exc)) from exc
             except BaseException:
@@ -93,37 +94,35 @@ class ManualsController(Controller):
 
         def work(progress: Any) -> dict[str, Any]:
             try:
-                report = state.gw.ingest([target], progress=progress)
+                report = services.ingest([target], progress=progress)
                 return report.to_dict()
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
 
-        job_id = state.jobs.submit("ingest", work, message=f"ingest {name}")
-        return {"job": job_id, "job_url": f"/api/v1/jobs/{job_id}", "file_name": name,
-                "sha256": parsed.sha256, "pages": parsed.page_count,
-                "pages_without_text": parsed.pages_without_text}
+        job_id = jobs.submit("ingest", work, message=f"ingest {name}")
+        return UploadAccepted(job=job_id, job_url=f"/api/v1/jobs/{job_id}", file_name=name,
+                              sha256=parsed.sha256, pages=parsed.page_count,
+                              pages_without_text=parsed.pages_without_text)
 
     @get("/jobs/{job_id:str}", guards=[reader_guard], summary="Progress of an ingest job")
-    async def job(self, request: Request[Any, Any, Any], job_id: str) -> dict[str, Any]:
-        row = await sync_to_thread(request.app.state.jobs.get, job_id)
+    async def job(self, jobs: JobRunner, job_id: str) -> Job:
+        row = await sync_to_thread(jobs.get, job_id)
         if row is None:
             raise ApiError(404, "not_found", f"no job {job_id}")
-        return row
+        return Job(**row)
 
     @delete("/manuals/{manual_id:str}", guards=[admin_guard], status_code=200,
             summary="Remove a manual (builds a new index version without it)")
-    async def remove(self, request: Request[Any, Any, Any], manual_id: str) -> dict[str, Any]:
-        state = request.app.state
-        find_manual(state, manual_id)
-        report = await sync_to_thread(state.gw.store.remove, manual_id)
-        return report.to_dict()
+    async def remove(self, services: Services, manual_id: str) -> IngestReportOut:
+        find_manual(services, manual_id)
+        report = await sync_to_thread(services.store.remove, manual_id)
+        return IngestReportOut(**report.to_dict())
 
     @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",
          media_type="application/pdf")
-    async def file(self, request: Request[Any, Any, Any], manual_id: str) -> File:
-        state = request.app.state
-        manual = find_manual(state, manual_id)
-        path = state.gw.store.manual_pdf(manual_id)
+    async def file(self, services: Services, manual_id: str) -> File:
+        manual = find_manual(services, manual_id)
+        path = services.store.manual_pdf(manual_id)
         if not Path(path).is_file():
             raise ApiError(404, "not_found", f"the original PDF of {manual['file_name']} is missing")
         return File(path=path, filename=manual["file_name"], media_type="application/pdf",
@@ -131,11 +130,10 @@ class ManualsController(Controller):
 
     @get("/manuals/{manual_id:str}/pages/{page:int}", guards=[reader_guard],
          summary="Text of one page (1-based), for highlighting")
-    async def page(self, request: Request[Any, Any, Any], manual_id: str, page: int) -> dict[str, Any]:
-        state = request.app.state
-        manual = find_manual(state, manual_id)
+    async def page(self, services: Services, manual_id: str, page: int) -> PageText:
+        manual = find_manual(services, manual_id)
         if page < 1 or page > int(manual["page_count"]):
             raise ApiError(404, "not_found", f"{manual['file_name']} has pages 1-{manual['page_count']}")
-        text = state.gw.store.open().chunks.page_text(manual_id, page)
-        return {"manual": manual["file_name"], "title": manual["title"], "page": page, "text": text or "",
-                "has_text": bool(text and text.strip())}
+        text = services.store.open().chunks.page_text(manual_id, page)
+        return PageText(manual=manual["file_name"], title=manual["title"], page=page, text=text or "",
+                        has_text=bool(text and text.strip()))

@@ -4,38 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, MediaType, Request, Response, get
+from litestar import Controller, MediaType, Response, get
 from litestar.concurrency import sync_to_thread
+from litestar.datastructures import State
 from litestar.openapi import ResponseSpec
 
+from gateway.services import Services
+from gateway.web.responses import Deployment, Health
 from gateway.web.security import reader_guard
 
 
 class SystemController(Controller):
-    path = "/api/v1"
     tags = ["system"]
 
     @get("/health", summary="200 when the index and runtime are ready, 503 while loading",
-         responses={503: ResponseSpec(dict[str, Any], description='Still loading: {"status": "loading"}')})
-    async def health(self, request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
-        state = request.app.state
-        body: dict[str, Any] = {"status": "ok" if state.ready.is_set() else "loading",
-                                "index_version": state.gw.store.active_id()}
-        if state.load_error:
-            body["warning"] = state.load_error
+         responses={503: ResponseSpec(Health, description='Still loading: {"status": "loading"}')})
+    async def health(self, state: State, services: Services) -> Response[Health]:
+        body = Health(status="ok" if state.ready.is_set() else "loading", index_version=services.store.active_id(),
+                      warning=state.load_error or None)
         if not state.ready.is_set():
             return Response(body, status_code=503, headers={"Retry-After": "5"})
         return Response(body, status_code=200)
 
     @get("/metrics", media_type=MediaType.TEXT, summary="Prometheus text exposition")
-    async def metrics(self, request: Request[Any, Any, Any]) -> str:
-        return request.app.state.metrics.render()
+    async def metrics(self, state: State) -> str:
+        return state.metrics.render()
 
     @get("/deployment", guards=[reader_guard],
          summary="Active profile, artifact chain, index version, last gate results")
-    async def deployment(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        state = request.app.state
-        return await sync_to_thread(deployment_record, state)
+    async def deployment(self, state: State) -> Deployment:
+        return Deployment(**await sync_to_thread(deployment_record, state))
 
 
 def deployment_record(state: Any) -> dict[str, Any]:

@@ -1,0 +1,230 @@
+"""Response bodies of /api/v1, as msgspec Structs so that the OpenAPI document types every answer.
+
+Each Struct mirrors the dict its route returned before, key for key and in the same order (msgspec
+encodes fields in declaration order), so the JSON on the wire is unchanged. Rows whose shape is
+open (manifests, hits, timings, support checks) stay `dict[str, Any]` fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from gateway.records.answers import Outcome
+
+
+# -- answers -----------------------------------------------------------------------------------
+class CitationOut(msgspec.Struct):
+    """One citation: gateway.answer.citations.Citation.to_dict()."""
+
+    n: int
+    chunk_id: str
+    manual: str
+    title: str
+    manual_sha256: str
+    page: int
+    heading: str
+    passage: str
+    sentences: list[str]
+    spans: list[list[int]]
+    pdf_url: str
+    supporting: bool
+
+
+class AnswerOut(msgspec.Struct):
+    """One answer as POST /api/v1/ask returns it: gateway.answer.pipeline.AnswerResult.to_dict()."""
+
+    id: str
+    time: str
+    question: str
+    scope: list[str]
+    answer: str
+    outcome: Outcome
+    mode: str
+    citations: list[CitationOut]
+    flags: list[str]
+    passages: list[dict[str, Any]]
+    index_version: str | None
+    chain_id: str | None
+    profile: str | None
+    generation_config: dict[str, Any]
+    timings: dict[str, Any]
+    error: str | None
+    client: str
+    key_name: str | None
+    draft: str
+    support: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> AnswerOut:
+        """From AnswerResult.to_dict(); the values are kept as they are (no copy, no conversion)."""
+        return cls(**{**data, "citations": [CitationOut(**c) for c in data["citations"]]})
+
+
+class AnswerRow(msgspec.Struct):
+    """One row of the answer log as AnswerLog.query() gives it: the `answers` columns in table order
+    (JSON columns decoded), then its feedback. Rows written by older versions may lack citation
+    fields added since, so citations stay open.
+    """
+
+    id: str
+    time: str
+    question: str
+    scope: list[str]
+    answer: str
+    outcome: str
+    mode: str
+    flags: list[str]
+    citations: list[dict[str, Any]]
+    passages: list[dict[str, Any]]
+    index_version: str | None
+    chain_id: str | None
+    profile: str | None
+    generation_config: dict[str, Any] | None
+    retrieval_ms: float | None
+    embed_ms: float | None
+    ttft_ms: float | None
+    total_ms: float | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    decode_tps: float | None
+    timings: dict[str, Any]
+    client: str
+    key_name: str | None
+    error: str | None
+    draft: str
+    support: list[dict[str, Any]]
+    feedback: list[dict[str, Any]]
+
+
+class AnswerDetail(AnswerRow):
+    """One logged answer with its artifact chain (provenance)."""
+
+    chain: dict[str, Any] | None
+
+
+class AnswerPage(msgspec.Struct):
+    answers: list[AnswerRow]
+    limit: int
+    offset: int
+
+
+class FeedbackOut(msgspec.Struct):
+    answer_id: str
+    thumbs: int
+
+
+class SearchOut(msgspec.Struct):
+    query: str
+    version: str | None
+    took_ms: float
+    hits: list[dict[str, Any]]
+
+
+# -- manuals and jobs --------------------------------------------------------------------------
+class ManualList(msgspec.Struct):
+    version: str | None
+    manuals: list[dict[str, Any]]
+
+
+class UploadAccepted(msgspec.Struct):
+    job: str
+    job_url: str
+    file_name: str
+    sha256: str
+    pages: int
+    pages_without_text: list[int]
+
+
+class Job(msgspec.Struct):
+    """One row of the `jobs` table; `result` is the ingest report once done."""
+
+    id: str
+    kind: str
+    state: str
+    progress: int
+    total: int | None
+    message: str
+    created: str
+    updated: str
+    result: dict[str, Any] | None
+
+
+class IngestReportOut(msgspec.Struct):
+    """retrieval.builder.IngestReport.to_dict()."""
+
+    version: str | None
+    added: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    removed: list[str]
+    failed: list[dict[str, str]]
+    chunks: int
+    embedded: int
+    pages: int
+    seconds: float
+    parent: str | None
+    reprocessed: str
+    timings: dict[str, float]
+    status: str
+
+
+class PageText(msgspec.Struct):
+    manual: str
+    title: str | None
+    page: int
+    text: str
+    has_text: bool
+
+
+# -- index versions ----------------------------------------------------------------------------
+class VersionList(msgspec.Struct):
+    active: str | None
+    versions: list[dict[str, Any]]
+
+
+class Activated(msgspec.Struct):
+    active: str | None
+
+
+class RolledBack(msgspec.Struct):
+    active: str
+    previous: str | None
+
+
+class IndexDiff(msgspec.Struct):
+    """retrieval.versions.IndexStore.diff()."""
+
+    a: str
+    b: str
+    added: list[dict[str, Any]]
+    removed: list[dict[str, Any]]
+    changed: list[dict[str, Any]]
+    unchanged: list[str]
+    chunks: dict[str, int | None]
+    embedding_changed: bool
+    chunker_changed: bool
+
+
+# -- system ------------------------------------------------------------------------------------
+class Health(msgspec.Struct, omit_defaults=True):
+    """`warning` is there only when loading failed (the gateway then answers extractively)."""
+
+    status: Literal["ok", "loading"]
+    index_version: str | None
+    warning: str | None = None
+
+
+class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """`profile` or `profile_error`; `chain_id` and `chain` only once the runtime is loaded."""
+
+    index_version: str | None
+    answer_mode: str
+    ready: bool
+    load_error: str | None
+    profile: dict[str, Any] | None = None
+    profile_error: str | None = None
+    chain_id: str | None = None
+    chain: dict[str, Any] | None = None
+    gates: dict[str, Any] | None
