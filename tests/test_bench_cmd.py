@@ -69,8 +69,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory, sample_pdfs: list[Path], 
 
     data = tmp_path_factory.mktemp("benchdata")
     settings = load_settings(env={"MANUALQA_DATA": str(data)})
-    gw = Services(settings)
-    gw.embedder = embedder
+    gw = Services(settings, embedder=embedder)
     gw.ingest(sample_pdfs)
     assert gw.store.active_id()
     return data
