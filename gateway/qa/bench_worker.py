@@ -75,10 +75,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     profile = load_profile(args.profile)
     declared_temperature = profile.generation.get("temperature", 0.0)
     profile.generation["temperature"] = 0.0  # the same condition for every profile
-    gw = Services(settings)
-    gw.profile = profile  # cached_property: this exact (temperature-0) profile object
-    if args.log_db:
-        gw._log = AnswerLog(args.log_db)
+    # this exact (temperature-0) profile object; answers logged where the bench says
+    gw = Services(settings, profile=profile, log=AnswerLog(args.log_db) if args.log_db else None)
     qs = load_questions(args.questions).questions[: args.limit or None]
 
     t0 = time.monotonic()
