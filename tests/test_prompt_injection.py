@@ -94,8 +94,8 @@ def test_poisoned_page_is_fenced_data_and_instructions_are_unchanged(gw: Service
 def test_real_default_model_is_not_hijacked(gw: Services) -> None:
     """SmolLM2-135M is tiny: we assert honesty, not eloquence. The answer must not be the injected
     reply, must come from this manual's page, and must be logged with the real artifact chain."""
-    gw.runtime = None
-    gw.__dict__.pop("profile", None)  # the built-in default profile: SmolLM2 on llama.cpp
+    gw.runtime = None  # the next answer loads the built-in default profile's runtime: SmolLM2 on llama.cpp
+    assert gw.profile.backend == "llamacpp"
     res = gw.answer(QUESTION, max_tokens=64)
     print("\nSmolLM2 answer:", repr(res.answer), res.flags)
     assert res.mode == "generate" and res.outcome in ("answered", "evidence_only", "not_found"), res.error
