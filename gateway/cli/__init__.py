@@ -9,6 +9,7 @@ Where things are:
   runtime.py  doctor, profile (show, activate, rollback, history)
   serve.py    serve, keys (create, list, revoke)
   backup.py   backup, restore
+  service.py  install-service
   fleet.py    index export, index import, signing (create, list, export-public, trust, untrust)
 
 A new command goes in the module of its concern as `@main.command(...)`, importing only
@@ -17,7 +18,17 @@ registers its commands, so this package imports them all, and nothing else in ga
 CLI (tests/test_layers.py checks both).
 """
 
-from gateway.cli import answer, backup, bench, fleet, index, replay, runtime, serve  # noqa: F401 - registers commands
+from gateway.cli import (  # noqa: F401 - importing a command module registers its commands
+    answer,
+    backup,
+    bench,
+    fleet,
+    index,
+    replay,
+    runtime,
+    serve,
+    service,
+)
 from gateway.cli.root import main
 
 __all__ = ["main"]

@@ -1,0 +1,1 @@
+"""`manualqa install-service`: a systemd unit for running the gateway as a hardened service."""
