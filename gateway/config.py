@@ -83,6 +83,9 @@ class ServerSettings:
     rate_limit_per_minute: int = 30
     allowed_hosts: list[str] = field(default_factory=lambda: ["*"])
     cors_origins: list[str] = field(default_factory=list)
+    # On SIGTERM (systemctl stop) answers in progress get this long to finish; those still running
+    # are then cancelled (and logged as cancelled). Keep systemd's TimeoutStopSec above it.
+    drain_timeout_s: float = 60.0
 
 
 @dataclass

@@ -122,6 +122,13 @@ class Services:
                 self._log = AnswerLog(self.settings.db_path)
             return self._log
 
+    def close(self) -> None:
+        """Flush and close the answer log if this process opened it: a stop must not drop queued rows."""
+        with self._lock:
+            log = self._log
+        if log is not None:
+            log.close()
+
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         from gateway.answer.pipeline import answer
 

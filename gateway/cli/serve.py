@@ -1,8 +1,9 @@
 """`manualqa serve` and `manualqa keys`: the server and the API keys it accepts.
 
 `serve` only applies --host/--port to the settings, builds gateway.web.app and hands it to
-uvicorn. Keys are made here, from a shell on the gateway, because the API cannot hand out its own
-first key: a key is printed once and only its hash is kept in gateway.db (gateway.records.keys).
+uvicorn (gateway.web.drain: SIGTERM drains the answers in progress, then exits 0). Keys are made
+here, from a shell on the gateway, because the API cannot hand out its own first key: a key is
+printed once and only its hash is kept in gateway.db (gateway.records.keys).
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
 @pass_ctx
 def serve(ctx: Ctx, host: str | None, port: int | None, log_level: str) -> None:
     """Serve the technician page, the admin page, the JSON API and /v1 (OpenAI-compatible)."""
-    import uvicorn
-
     from gateway.web.app import create_app
+    from gateway.web.drain import serve as serve_app
 
     settings = ctx.settings
     if host:
@@ -33,8 +33,7 @@ def serve(ctx: Ctx, host: str | None, port: int | None, log_level: str) -> None:
     shown = "localhost" if settings.server.host in ("0.0.0.0", "::") else settings.server.host
     click.echo(f"manualqa: serving on http://{shown}:{settings.server.port}/ (admin: /admin, "
                f"API docs: /api/v1/schema); data in {settings.data_dir}", err=True)
-    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level=log_level,
-                timeout_graceful_shutdown=5)
+    serve_app(app, settings.server.host, settings.server.port, settings.server.drain_timeout_s, log_level)
 
 
 @main.group("keys")

@@ -16,6 +16,7 @@ from gateway import __version__
 from gateway.config import Settings
 from gateway.records.jobs import JobRunner
 from gateway.services import Services
+from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware
@@ -88,7 +89,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
         "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),
         "sessions": Sessions(), "rate": RateLimiter(settings.server.rate_limit_per_minute),
         "jobs": JobRunner(settings.db_path), "ready": threading.Event(), "load_error": None,
-        "ready_s": None,
+        "ready_s": None, "in_flight": InFlight(),
     })
 
     def start() -> None:
@@ -97,10 +98,14 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
         else:
             state.ready.set()
 
+    async def stop() -> None:  # after uvicorn's drain (gateway.web.drain): no answer row is lost
+        await finish_answers(state.in_flight, gw, state.jobs)
+
     app = Litestar(
         route_handlers=[api_router(), OpenAIController, PagesController, static_router],
         state=state,
         on_startup=[start],
+        on_shutdown=[stop],
         middleware=[counting_middleware(state.metrics), allowed_hosts_middleware(settings.server.allowed_hosts),
                     body_limits_middleware(settings.server.max_json_kb, settings.server.max_upload_mb)],
         exception_handlers=EXCEPTION_HANDLERS,

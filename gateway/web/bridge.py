@@ -34,14 +34,20 @@ async def stream_events(
     queue: asyncio.Queue[Any] = asyncio.Queue()
     cancel = cancel or threading.Event()
 
+    def put(item: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the loop has closed (the server stopped): nobody is left to read it
+            pass
+
     def worker() -> None:
         try:
             for event in produce(cancel):
-                loop.call_soon_threadsafe(queue.put_nowait, event)
+                put(event)
         except BaseException as exc:  # handed to the async side, which re-raises it
-            loop.call_soon_threadsafe(queue.put_nowait, exc)
+            put(exc)
         finally:
-            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+            put(_DONE)
 
     thread = threading.Thread(target=worker, name="manualqa-answer", daemon=True)
     thread.start()

@@ -44,14 +44,15 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
 
     def produce(cancel: threading.Event) -> Iterator[dict[str, Any]]:
         try:
-            events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
-                                   mode=mode, cancel=cancel, max_tokens=max_tokens,
-                                   slot=slot if reservation is not None else None)
-            for event in events:
-                if event["type"] == "final":
-                    r = event["result"]
-                    state.metrics.answer(r.outcome, r.timings.get("ttft_ms"), r.timings.get("decode_tps"))
-                yield event
+            with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
+                events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
+                                       mode=mode, cancel=cancel, max_tokens=max_tokens,
+                                       slot=slot if reservation is not None else None)
+                for event in events:
+                    if event["type"] == "final":
+                        r = event["result"]
+                        state.metrics.answer(r.outcome, r.timings.get("ttft_ms"), r.timings.get("decode_tps"))
+                    yield event
         finally:
             if reservation is not None:  # an answer that never reached generation frees its place
                 reservation.release()
