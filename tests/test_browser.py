@@ -122,6 +122,8 @@ def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: Gate
     assert popup.value.url == server.url + href
     page.bring_to_front()
     assert page.locator("#stop").is_hidden()  # the Stop button goes away once the answer is final
+    latest = httpx.get(server.url + "/api/v1/answers", params={"limit": 1}).json()["answers"][0]
+    assert latest["question"] == QUESTION and latest["client"] == "web"  # the page says who asked
     page.click("#up")
     page.wait_for_function("document.getElementById('fb-status').textContent.includes('saved')")
 

@@ -277,6 +277,68 @@ def test_openai_models_and_chat(server: GatewayServer) -> None:
     assert last.model_extra["citations"][0]["page"] == extra["citations"][0]["page"]
 
 
+def test_openai_conventions_an_sdk_relies_on(server: GatewayServer, client: httpx.Client) -> None:
+    """Content parts, include_usage, finish_reason "length", model ids, n and tools, absolute pdf_url."""
+    from openai import BadRequestError, NotFoundError, OpenAI
+
+    oa = OpenAI(base_url=server.url + "/v1", api_key=server.reader, max_retries=0, timeout=60)
+    ask = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]  # content as an array of parts
+    done = oa.chat.completions.create(model="manualqa", messages=ask)
+    assert done.model_extra["manualqa"]["outcome"] == "answered"
+    url = done.model_extra["citations"][0]["pdf_url"]
+    assert url.startswith(server.url + "/api/v1/manuals/") and client.get(url).status_code == 200
+    assert done.choices[0].finish_reason == "stop"
+
+    chunks = list(oa.chat.completions.create(model="manualqa", messages=ask, stream=True,
+                                             stream_options={"include_usage": True}))
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
+    assert all(c.usage is None for c in chunks[:-1])
+
+    cut = oa.chat.completions.create(model="manualqa", messages=ask, max_tokens=3)
+    assert cut.choices[0].finish_reason == "length"
+    last = list(oa.chat.completions.create(model="manualqa", messages=ask, max_tokens=3, stream=True))[-1]
+    assert last.choices[0].finish_reason == "length"
+
+    assert oa.models.retrieve("manualqa").id == "manualqa"
+    with pytest.raises(NotFoundError):
+        oa.models.retrieve("gpt-4o")
+    with pytest.raises(NotFoundError) as missing:
+        oa.chat.completions.create(model="gpt-4o", messages=ask)
+    assert missing.value.body["code"] == "model_not_found"
+    for extra in ({"n": 2}, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}):
+        with pytest.raises(BadRequestError):
+            oa.chat.completions.create(model="manualqa", messages=ask, **extra)
+    image = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]
+    with pytest.raises(BadRequestError) as bad:
+        oa.chat.completions.create(model="manualqa", messages=image)
+    assert "text parts" in bad.value.body["message"]
+
+
+def test_openai_follow_up_searches_with_the_conversation(server: GatewayServer, client: httpx.Client) -> None:
+    from openai import OpenAI
+
+    oa = OpenAI(base_url=server.url + "/v1", api_key=server.reader, max_retries=0, timeout=60)
+    follow_up = "And which command do I run for that?"
+    turns = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Use the paper test [1]."},
+             {"role": "user", "content": follow_up}]
+    done = oa.chat.completions.create(model="manualqa", messages=turns)
+    row = client.get(f"/api/v1/answers/{done.model_extra['manualqa']['answer_id']}").json()
+    assert row["question"] == follow_up and "searched_with_conversation" in row["flags"]
+    alone = client.post("/api/v1/search", json={"query": follow_up, "k": 1}).json()["hits"][0]
+    with_context = client.post("/api/v1/search", json={"query": f"{QUESTION} {follow_up}", "k": 1}).json()["hits"][0]
+    assert row["passages"][0]["chunk_id"] == with_context["chunk_id"] != alone["chunk_id"]
+
+
+def test_the_log_says_which_client_asked(client: httpx.Client) -> None:
+    ids = {}
+    for name, headers in (("web", {"X-Manualqa-Client": "web"}), ("api", {})):
+        ids[name] = client.post("/api/v1/ask", json={"question": QUESTION}, headers=headers).json()["id"]
+    chat = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": QUESTION}]}).json()
+    ids["openai"] = chat["manualqa"]["answer_id"]
+    for name, answer_id in ids.items():
+        assert client.get(f"/api/v1/answers/{answer_id}").json()["client"] == name
+
+
 def test_openai_needs_a_user_message(client: httpx.Client) -> None:
     r = client.post("/v1/chat/completions", json={"messages": [{"role": "system", "content": "hi"}]})
     assert_error_shape(r, 400)

@@ -141,8 +141,12 @@ def answer_events(
     version: str | None = None,
     max_tokens: int | None = None,
     slot: Slot | None = None,
+    search_query: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The answer as events (see the module docstring).
+
+    `search_query` (default: the question) is what retrieval searches for: a chat client's
+    follow-up ("and the torque for it?") needs the conversation's earlier turns to find its page.
 
     `slot(cancel)` is held around generation only, the one step that needs the model: retrieval,
     the evidence, not-found and extractive answers never wait for it. It yields False when the
@@ -165,7 +169,10 @@ def answer_events(
     try:
         # 1. retrieve ---------------------------------------------------------------------------
         try:
-            hits, rt, res.index_version = _retrieve(gw, question, manuals, version)
+            query = (search_query or question).strip()[: 2 * MAX_QUESTION_CHARS]
+            if query != question:
+                res.flags.append("searched_with_conversation")
+            hits, rt, res.index_version = _retrieve(gw, query, manuals, version)
         except Exception as exc:  # noqa: BLE001 - every failure ends as a logged outcome
             res.outcome, res.error = "error", f"retrieval failed: {exc}"
             res.answer = f"Could not search the manuals: {exc}"

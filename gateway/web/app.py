@@ -15,6 +15,7 @@ from litestar.openapi import OpenAPIConfig
 from gateway import __version__
 from gateway.config import Settings
 from gateway.records.jobs import JobRunner
+from gateway.records.keys import KeyStore
 from gateway.services import Services
 from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
@@ -87,7 +88,8 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
     slots = GenerationSlots(settings.server.queue_size)
     state = State({
         "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),
-        "sessions": Sessions(), "rate": RateLimiter(settings.server.rate_limit_per_minute),
+        "sessions": Sessions(), "key_store": KeyStore(settings.db_path),
+        "rate": RateLimiter(settings.server.rate_limit_per_minute),
         "jobs": JobRunner(settings.db_path), "ready": threading.Event(), "load_error": None,
         "ready_s": None, "in_flight": InFlight(),
     })

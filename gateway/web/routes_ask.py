@@ -27,7 +27,7 @@ def require_ready(state: Any) -> None:
 
 
 def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
-                    max_tokens: int | None, client: str, key_name: str | None):
+                    max_tokens: int | None, client: str, key_name: str | None, search_query: str | None = None):
     """A function cancel -> pipeline events; only the generation step takes the generation slot.
 
     A question that may need the model reserves its queue place here, in the request handler, so
@@ -47,7 +47,8 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
                 events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
                                        mode=mode, cancel=cancel, max_tokens=max_tokens,
-                                       slot=slot if reservation is not None else None)
+                                       slot=slot if reservation is not None else None,
+                                       search_query=search_query)
                 for event in events:
                     if event["type"] == "final":
                         r = event["result"]
@@ -58,6 +59,14 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
                 reservation.release()
 
     return produce
+
+
+CLIENT_HEADER = "X-Manualqa-Client"  # the technician page says "web"; anything else is "api"
+
+
+def client_of(request: Request[Any, Any, Any]) -> str:
+    """Who asked, as the answer log records it: the technician page or an integrator's tool."""
+    return "web" if request.headers.get(CLIENT_HEADER, "").strip().lower() == "web" else "api"
 
 
 def key_name_of(request: Request[Any, Any, Any]) -> str | None:
@@ -79,7 +88,7 @@ class AskController(Controller):
         if not question:
             raise ApiError(400, "invalid_request", "the question is empty (only blanks or control characters)")
         produce = answer_producer(state, question, data.manuals, data.mode, data.max_tokens,
-                                  "api", key_name_of(request))
+                                  client_of(request), key_name_of(request))
         if data.stream:
             return EventStream(_sse(produce), headers={"Cache-Control": "no-store",
                                                             "X-Accel-Buffering": "no"})

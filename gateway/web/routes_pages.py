@@ -11,7 +11,6 @@ from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.response import File, Redirect
 from litestar.static_files import create_static_files_router
 
-from gateway.records.keys import KeyStore
 from gateway.web.errors import ApiError
 from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, live_session
 
@@ -46,7 +45,7 @@ class PagesController(Controller):
         else:
             form = await request.form()
             key = form.get("key")
-        principal = KeyStore(state.settings.db_path).verify(str(key or "").strip())
+        principal = state.key_store.verify(str(key or "").strip())
         if principal is None:
             raise ApiError(401, "unauthorized", "unknown or revoked key")
         if not principal.is_admin:

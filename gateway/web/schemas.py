@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -30,18 +30,36 @@ class FeedbackRequest(msgspec.Struct, forbid_unknown_fields=True):
     comment: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
 
 
+class ContentPart(msgspec.Struct):
+    """One part of an OpenAI message whose content is an array; only "text" parts carry a question."""
+
+    type: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+    text: Annotated[str, msgspec.Meta(max_length=20000)] | None = None
+
+
 class ChatMessage(msgspec.Struct):
     role: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    content: Annotated[str, msgspec.Meta(max_length=20000)] | None = None
+    content: (Annotated[str, msgspec.Meta(max_length=20000)]
+              | Annotated[list[ContentPart], msgspec.Meta(max_length=50)] | None) = None
+
+
+class StreamOptions(msgspec.Struct):
+    include_usage: bool = False
 
 
 class ChatCompletionRequest(msgspec.Struct):
-    """OpenAI's chat request; fields the gateway does not use are accepted and ignored."""
+    """OpenAI's chat request. Sampling fields are accepted and ignored (the deployment profile
+    decides them); what the gateway cannot do (n > 1, tools) is refused, not silently dropped."""
 
     messages: Annotated[list[ChatMessage], msgspec.Meta(min_length=1, max_length=100)]
     model: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     stream: bool = False
+    stream_options: StreamOptions | None = None
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=2048)] | None = None
+    max_completion_tokens: Annotated[int, msgspec.Meta(ge=1, le=2048)] | None = None
     temperature: float | None = None
     top_p: float | None = None
+    n: int | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
     user: str | None = None

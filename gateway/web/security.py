@@ -15,7 +15,7 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from gateway.records.keys import KeyStore, Principal
+from gateway.records.keys import Principal
 from gateway.web.errors import ApiError, error_body
 
 SESSION_COOKIE = "mqa_session"
@@ -77,7 +77,7 @@ def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | No
     session = state.sessions.get(connection.cookies.get(SESSION_COOKIE))
     if session is None:
         return None
-    if not KeyStore(state.settings.db_path).is_live(session.principal):
+    if not state.key_store.is_live(session.principal):
         state.sessions.drop_key(session.principal.key_hash)
         return None
     return session
@@ -119,10 +119,16 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = 
     With strict=False (reader routes) a session write without the right CSRF token is simply
     anonymous: a cross-site page can then do no more than any anonymous reader could.
     """
-    state = connection.app.state
+    memo = connection.scope.setdefault("manualqa.principal", {})  # guards and handlers ask again
+    if strict not in memo:
+        memo[strict] = _principal(connection, strict)
+    return memo[strict]
+
+
+def _principal(connection: ASGIConnection[Any, Any, Any, Any], strict: bool) -> Principal | None:
     key = _bearer(connection)
     if key:
-        principal = KeyStore(state.settings.db_path).verify(key)
+        principal = connection.app.state.key_store.verify(key)
         if principal is None:
             raise ApiError(401, "unauthorized", "invalid or revoked API key")
         return principal

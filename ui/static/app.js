@@ -209,7 +209,7 @@ async function ask() {
   controller = new AbortController();
   try {
     const r = await postJson("/api/v1/ask", {question, manuals: manual ? [manual] : null, stream: true, mode},
-      {"Accept": "text/event-stream"}, controller.signal);
+      {"Accept": "text/event-stream", "X-Manualqa-Client": "web"}, controller.signal);
     if (!r.ok) {
       const err = new Error(r.statusText); err.status = r.status;
       try { err.message = (await r.json()).error.message; } catch {}
