@@ -182,3 +182,14 @@ def test_cli_replay_list_and_unknown_run(gw: Services) -> None:
     res = runner.invoke(main, ["replay", "list", "--json"], env=env)
     assert res.exit_code == 0
     assert isinstance(json.loads(res.output), list)
+
+
+def test_one_registry_names_every_metric_a_run_computes() -> None:
+    """The gate, the report, `replay run` and `bench` read one list; a new metric cannot be half-added."""
+    from gateway.qa.metrics import METRICS
+
+    computed = set(compute_metrics([]))
+    registered = {m.name for m in METRICS}
+    counts = {"answerable", "unanswerable", "questions", "outcomes"}  # counts, not metrics to gate on
+    assert computed - counts == registered - {"peak_rss_mb"}  # peak RSS is added by the replay runner
+    assert all(m.label and m.group for m in METRICS) and len(registered) == len(METRICS)

@@ -124,14 +124,14 @@ def render_table(report: dict[str, Any]) -> str:
                      _cell(f["decode_tps"], "{:.1f}"), _cell(f["peak_rss_mb"]), _temp(f), chain])
     lines += _grid(rows)
     lines.append("")
-    qhead = ["profile", "hit@1", "hit@5", "MRR", "cit. precision", "cit. coverage", "false refusals",
-             "false answers", "similarity", "outcomes"]
+    from gateway.qa.metrics import BY_NAME, names
+
+    quality = names("quality")
+    qhead = ["profile", *(BY_NAME[k].label for k in quality), "outcomes"]
     qrows = [qhead]
     for p in report["profiles"]:
         q = p["quality"]
-        qrows.append([p["label"], *(_cell(q[k], "{:.2f}") for k in (
-            "hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_coverage", "false_refusal_rate",
-            "false_answer_rate", "answer_similarity")), json.dumps(p["outcomes"] or {})])
+        qrows.append([p["label"], *(_cell(q[k], "{:.2f}") for k in quality), json.dumps(p["outcomes"] or {})])
     lines += _grid(qrows)
     lines.append("")
     lines.append("figures: median (min-max) over the repeats; TTFT = question to first token (retrieval "

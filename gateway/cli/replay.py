@@ -87,11 +87,11 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
     m = summary["metrics"]
     click.echo(f"run {summary['id']} {label!r}: {summary['questions']} questions; "
                f"deployment {summary['deployment']}")
-    for name in ("hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_coverage",
-                 "false_refusal_rate", "false_answer_rate", "answer_similarity", "retrieval_ms_p50",
-                 "ttft_ms_p50", "ttft_ms_p95", "total_ms_p50", "total_ms_p95", "decode_tps_median",
-                 "peak_rss_mb"):
-        click.echo(f"  {name:<22} {m.get(name)}")
+    from gateway.qa.metrics import METRICS
+
+    for metric in METRICS:
+        if metric.name in m:
+            click.echo(f"  {metric.name:<28} {m.get(metric.name)}")
     click.echo(f"  outcomes               {m.get('outcomes')}")
 
 

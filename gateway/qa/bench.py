@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
+from gateway.qa.metrics import names
 from gateway.records.db import utcnow
 from ingest.discover import sha256_file
 from runtimes.profiles import Profile
@@ -37,8 +38,7 @@ NOT_AVAILABLE = "not available"
 RUN_FIGURES = {"cold_start_ms": False, "ttft_ms_median": False, "runtime_ttft_ms_median": False,
                "decode_tps": True, "total_ms_median": False, "peak_rss_mb": False,
                "temp_before_c": False, "temp_after_c": False, "temp_delta_c": False}
-QUALITY = ("hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_coverage",
-           "false_refusal_rate", "false_answer_rate", "answer_similarity")
+QUALITY = names("quality")
 
 
 class BenchError(GatewayError):

@@ -9,22 +9,56 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway.answer.citations import CITATION_RE, content_terms
 from gateway.answer.support import numbers_of
 from gateway.records.answers import Outcome
 
-# Metric name -> True when higher is better (the compare gate and report use this).
-HIGHER_IS_BETTER = {
-    "hit_at_1": True, "hit_at_5": True, "mrr": True, "citation_precision": True,
-    "citation_coverage": True, "false_refusal_rate": False, "false_answer_rate": False,
-    "answer_similarity": True, "retrieval_ms_p50": False, "retrieval_ms_p95": False,
-    "ttft_ms_p50": False, "ttft_ms_p95": False, "total_ms_p50": False, "total_ms_p95": False,
-    "decode_tps_median": True, "peak_rss_mb": False, "error_rate": False,
-    "answer_correctness": True, "answered_correctness": True, "supported_sentence_rate": True,
-    "unsupported_numbers": False, "unanswerable_not_found_rate": True,
-}
+
+@dataclass(frozen=True)
+class Metric:
+    """One replay metric: its name in a run, which way is better, and how people read it."""
+
+    name: str
+    higher_is_better: bool
+    label: str
+    group: Literal["quality", "answers", "latency", "resources"]
+
+
+# The one list of replay metrics: the gate (compare), the HTML report, `replay run`, `bench` read it.
+METRICS: tuple[Metric, ...] = (
+    Metric("hit_at_1", True, "hit@1", "quality"),
+    Metric("hit_at_5", True, "hit@5", "quality"),
+    Metric("mrr", True, "MRR", "quality"),
+    Metric("citation_precision", True, "citation precision", "quality"),
+    Metric("citation_coverage", True, "citation coverage", "quality"),
+    Metric("false_refusal_rate", False, "false refusals", "quality"),
+    Metric("false_answer_rate", False, "false answers", "quality"),
+    Metric("answer_similarity", True, "answer similarity", "quality"),
+    Metric("answer_correctness", True, "answer correctness", "answers"),
+    Metric("answered_correctness", True, "correctness of answered", "answers"),
+    Metric("supported_sentence_rate", True, "supported sentences", "answers"),
+    Metric("unsupported_numbers", False, "unsupported numbers", "answers"),
+    Metric("unanswerable_not_found_rate", True, "unanswerable refused", "answers"),
+    Metric("error_rate", False, "errors", "answers"),
+    Metric("retrieval_ms_p50", False, "retrieval p50 ms", "latency"),
+    Metric("retrieval_ms_p95", False, "retrieval p95 ms", "latency"),
+    Metric("ttft_ms_p50", False, "TTFT p50 ms", "latency"),
+    Metric("ttft_ms_p95", False, "TTFT p95 ms", "latency"),
+    Metric("total_ms_p50", False, "total p50 ms", "latency"),
+    Metric("total_ms_p95", False, "total p95 ms", "latency"),
+    Metric("decode_tps_median", True, "decode tok/s", "latency"),
+    Metric("peak_rss_mb", False, "peak RSS MiB", "resources"),
+)
+BY_NAME = {m.name: m for m in METRICS}
+HIGHER_IS_BETTER = {m.name: m.higher_is_better for m in METRICS}
+
+
+def names(*groups: str) -> tuple[str, ...]:
+    """Metric names of the given groups, in the registry's order."""
+    return tuple(m.name for m in METRICS if m.group in groups)
 
 
 # Outcomes whose citations a technician sees as the place to look (coverage counts both).

@@ -6,10 +6,9 @@ from html import escape
 from typing import Any
 
 from gateway.qa.compare import Comparison
-from gateway.qa.metrics import HIGHER_IS_BETTER
+from gateway.qa.metrics import HIGHER_IS_BETTER, names
 
-QUALITY = ["hit_at_1", "hit_at_5", "mrr", "citation_precision", "citation_coverage",
-           "false_refusal_rate", "false_answer_rate", "answer_similarity"]
+QUALITY = list(names("quality"))
 LATENCY = ["retrieval_ms", "ttft_ms", "total_ms"]
 BASE_COLOR, CAND_COLOR = "#5b6b7f", "#0b4fbd"
 
