@@ -190,6 +190,36 @@ def test_manuals_file_and_pages(client: httpx.Client, sample_pdfs: list[Path]) -
     assert_error_shape(client.get(f"/api/v1/manuals/{'0' * 64}/file"), 404)
 
 
+def test_pdf_byte_ranges_for_phone_viewers(client: httpx.Client) -> None:
+    """A viewer on a phone asks for the bytes it shows; it must not have to download the manual first."""
+    manual = next(m for m in client.get("/api/v1/manuals").json()["manuals"]
+                  if m["file_name"] == "noaa_lcp_pistonboard_user_manual.pdf")
+    url = f"/api/v1/manuals/{manual['id']}/file"
+    whole = client.get(url)
+    data, size = whole.content, len(whole.content)
+    assert whole.status_code == 200 and whole.headers["accept-ranges"] == "bytes"
+    part = client.get(url, headers={"Range": "bytes=100-1123"})
+    assert part.status_code == 206 and part.content == data[100:1124]
+    assert part.headers["content-range"] == f"bytes 100-1123/{size}" and part.headers["content-length"] == "1024"
+    tail = client.get(url, headers={"Range": "bytes=-500"})
+    assert tail.status_code == 206 and tail.content == data[-500:]
+    open_end = client.get(url, headers={"Range": f"bytes={size - 10}-"})
+    assert open_end.status_code == 206 and open_end.content == data[-10:]
+    beyond = client.get(url, headers={"Range": f"bytes={size}-"})
+    assert beyond.status_code == 416 and beyond.headers["content-range"] == f"bytes */{size}"
+    several = client.get(url, headers={"Range": "bytes=0-9,20-29"})  # may be served whole (RFC 9110)
+    assert several.status_code == 200 and several.content == data
+
+
+def test_range_header_parsing() -> None:
+    from gateway.web.ranges import parse_range
+
+    assert parse_range(None, 100) is None and parse_range("items=0-5", 100) is None
+    assert parse_range("bytes=0-0", 100) == (0, 0) and parse_range("bytes=90-200", 100) == (90, 99)
+    assert parse_range("bytes=-0", 100) == "unsatisfiable" and parse_range("bytes=-300", 100) == (0, 99)
+    assert parse_range("bytes=5-2", 100) is None and parse_range("bytes=100-", 100) == "unsatisfiable"
+
+
 # -- answer log ------------------------------------------------------------------------------
 
 def test_answers_list_filters_paging_and_provenance(client: httpx.Client, answered: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from gateway.config import Settings
 from gateway.records.jobs import JobRunner
 from gateway.services import Services
 from gateway.web.errors import ApiError
+from gateway.web.ranges import pdf_response
 from gateway.web.responses import IngestReportOut, Job, ManualList, PageText, UploadAccepted
 from gateway.web.security import admin_guard, reader_guard
 from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload
@@ -120,13 +121,13 @@ class ManualsController(Controller):
 
     @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",
          media_type="application/pdf")
-    async def file(self, services: Services, manual_id: str) -> File:
+    async def file(self, request: Request[Any, Any, Any], services: Services, manual_id: str) -> File:
+        """The whole PDF, or the one byte range asked for (206), so viewers fetch only what they show."""
         manual = find_manual(services, manual_id)
         path = services.store.manual_pdf(manual_id)
         if not Path(path).is_file():
             raise ApiError(404, "not_found", f"the original PDF of {manual['file_name']} is missing")
-        return File(path=path, filename=manual["file_name"], media_type="application/pdf",
-                    content_disposition_type="inline")
+        return pdf_response(Path(path), manual["file_name"], request.headers.get("range"))  # type: ignore[return-value]
 
     @get("/manuals/{manual_id:str}/pages/{page:int}", guards=[reader_guard],
          summary="Text of one page (1-based), for highlighting")
