@@ -29,12 +29,18 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new content.
+
+    With `mode` (e.g. 0o600 for a private key) the file has those permissions from its first byte.
+    """
     path = Path(path)
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
+    if mode is not None and tmp.exists():
+        tmp.unlink()  # a stale temporary keeps its old permissions: never reuse it
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if mode is not None else os.O_TRUNC)
     try:
-        with open(tmp, "wb") as fh:
+        with os.fdopen(os.open(tmp, flags, 0o666 if mode is None else mode), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

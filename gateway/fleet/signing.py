@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from gateway.fleet import FleetError
 from gateway.records.db import utcnow
-from retrieval.pointer import TMP_PREFIX, fsync_dir
+from retrieval.pointer import atomic_write_bytes
 
 PUBLIC_TYPE = "manualqa-ed25519-public-key"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -53,18 +53,7 @@ def key_id(public: Ed25519PublicKey) -> str:
 
 def _write_private(path: Path, data: bytes, mode: int) -> None:
     """Write a new file with `mode` from its first byte (never readable by others, not even briefly)."""
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    fsync_dir(path.parent)
+    atomic_write_bytes(path, data, mode)
 
 
 def _public_doc(public: Ed25519PublicKey, name: str, created_at: str) -> dict[str, Any]:
