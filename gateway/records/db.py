@@ -1,4 +1,4 @@
-"""gateway.db: one SQLite file (WAL) for the answer log, feedback, API keys, jobs and replay runs.
+"""gateway.db: one SQLite file (WAL) for the answer log, feedback, API keys, admin sessions, jobs, replay runs.
 
 Migrations are an ordered list applied on open, each recorded in ``_migrations``; a migration is
 never edited once shipped, only appended to. Opening takes an IMMEDIATE transaction per pending
@@ -114,10 +114,28 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "ALTER TABLE answers ADD COLUMN draft TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE answers ADD COLUMN support TEXT NOT NULL DEFAULT '[]'",  # JSON, one per sentence
     ]),
+    ("admin_sessions", [
+        # gateway.records.sessions: admin cookie sessions, so a restart does not log admins out.
+        """CREATE TABLE admin_sessions (
+            id_hash TEXT PRIMARY KEY,       -- sha256 (hex) of the cookie value; the value itself is never stored
+            key_hash TEXT NOT NULL REFERENCES api_keys(key_hash) ON DELETE CASCADE,
+            csrf TEXT NOT NULL,             -- the session's CSRF token (why in plain: sessions.py)
+            created TEXT NOT NULL,          -- ISO 8601 UTC
+            expires TEXT NOT NULL           -- ISO 8601 UTC, same format: compared as text
+        )""",
+        "CREATE INDEX admin_sessions_key ON admin_sessions(key_hash)",
+        "CREATE INDEX admin_sessions_expires ON admin_sessions(expires)",
+    ]),
 ]
 
+
+def iso_utc(moment: datetime) -> str:
+    """The one stored timestamp format: UTC, milliseconds, Z (fixed width, so text order is time order)."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def utcnow() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_utc(datetime.now(timezone.utc))
 
 
 def connect(path: str | Path) -> Any:

@@ -16,6 +16,7 @@ from gateway import __version__
 from gateway.config import Settings
 from gateway.records.jobs import JobRunner
 from gateway.records.keys import KeyStore
+from gateway.records.sessions import SessionStore
 from gateway.services import Services
 from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
@@ -28,7 +29,7 @@ from gateway.web.routes_manuals import ManualsController
 from gateway.web.routes_openai import OpenAIController
 from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
 from gateway.web.routes_system import SystemController
-from gateway.web.security import RateLimiter, Sessions, allowed_hosts_middleware
+from gateway.web.security import RateLimiter, allowed_hosts_middleware
 from gateway.web.slots import GenerationSlots
 
 log = logging.getLogger("manualqa.web")
@@ -88,7 +89,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
     slots = GenerationSlots(settings.server.queue_size)
     state = State({
         "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),
-        "sessions": Sessions(), "key_store": KeyStore(settings.db_path),
+        "sessions": SessionStore(settings.db_path), "key_store": KeyStore(settings.db_path),
         "rate": RateLimiter(settings.server.rate_limit_per_minute),
         "jobs": JobRunner(settings.db_path), "ready": threading.Event(), "load_error": None,
         "ready_s": None, "in_flight": InFlight(),

@@ -8,7 +8,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request
@@ -16,71 +15,22 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
 from gateway.records.keys import Principal
+from gateway.records.sessions import DEFAULT_TTL_S, Session
 from gateway.web.errors import ApiError, error_body
 
 SESSION_COOKIE = "mqa_session"
 CSRF_HEADER = "x-csrf-token"
-SESSION_TTL_S = 8 * 3600
-
-
-@dataclass
-class Session:
-    principal: Principal
-    csrf: str
-    expires: float
-
-
-class Sessions:
-    """Server-side sessions kept in memory: a restart logs admins out, which is acceptable here."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, Session] = {}
-        self._lock = threading.Lock()
-
-    def create(self, principal: Principal) -> tuple[str, Session]:
-        sid = secrets.token_urlsafe(32)
-        session = Session(principal, secrets.token_urlsafe(24), time.time() + SESSION_TTL_S)
-        with self._lock:
-            self._items[sid] = session
-        return sid, session
-
-    def get(self, sid: str | None) -> Session | None:
-        if not sid:
-            return None
-        with self._lock:
-            session = self._items.get(sid)
-            if session and session.expires < time.time():
-                del self._items[sid]
-                return None
-            return session
-
-    def drop(self, sid: str | None) -> None:
-        with self._lock:
-            self._items.pop(sid or "", None)
-
-    def drop_key(self, key_hash: str) -> int:
-        """End every session logged in with this key; returns how many."""
-        with self._lock:
-            gone = [sid for sid, s in self._items.items() if s.principal.key_hash == key_hash]
-            for sid in gone:
-                del self._items[sid]
-        return len(gone)
-
+SESSION_TTL_S = DEFAULT_TTL_S  # the cookie's Max-Age; gateway.db's admin_sessions rows expire with it
 
 def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | None:
     """The caller's admin session, if its key is still unrevoked.
 
-    Keys are revoked in gateway.db, often by the CLI in another process, so the key is checked on
-    every use: a revoked key ends all its sessions at the next request, not when they expire.
+    Sessions live in gateway.db (gateway.records.sessions), so they survive a restart. Keys are
+    revoked there too, often by the CLI in another process, so the key is checked on every use (the
+    lookup joins api_keys): a revoked key ends all its sessions at the next request, not when they
+    expire.
     """
-    state = connection.app.state
-    session = state.sessions.get(connection.cookies.get(SESSION_COOKIE))
-    if session is None:
-        return None
-    if not state.key_store.is_live(session.principal):
-        state.sessions.drop_key(session.principal.key_hash)
-        return None
-    return session
+    return connection.app.state.sessions.get(connection.cookies.get(SESSION_COOKIE))
 
 
 class RateLimiter:
