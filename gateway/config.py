@@ -71,6 +71,9 @@ class AnswerSettings:
     # An answer must share a content word with the question (other than the manual's title words),
     # or it is shown as evidence: true sentences about the right machine that answer nothing.
     require_question_terms: bool = True
+    # A question that plainly asks for a quantity (a voltage, a torque, a weight) whose passages state
+    # none of that kind is "not found" (gateway.answer.quantities; chosen on eval/dev).
+    quantity_check: bool = True
 
 
 @dataclass

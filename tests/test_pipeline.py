@@ -353,3 +353,22 @@ def test_cli_ask_json_and_log_show(gw: Services, monkeypatch: pytest.MonkeyPatch
     assert missing.exit_code != 0 and "no answer" in missing.output
     bad = runner.invoke(main, ["log", "--since", "last tuesday"])
     assert bad.exit_code != 0 and "since" in bad.output
+
+
+def test_quantity_no_passage_states_is_not_found_without_the_model(gw: Services) -> None:
+    """On-topic (the right manual is found) yet unanswerable: neither sample manual states a humidity."""
+    rt = scripted(script="Humidity 0 to 95 % [1].")
+    gw.runtime = rt
+    res = gw.answer("What operating humidity range is the piston board rated for?")
+    assert res.outcome == "not_found" and rt.received == []
+    assert "quantity_not_in_evidence: humidity" in res.flags and "humidity" in res.answer
+    assert res.passages and res.passages[0]["manual"] == "noaa_lcp_pistonboard_user_manual.pdf"
+    assert gw.log.get(res.id)["outcome"] == "not_found"
+    # A quantity the passages do state goes on to the model as before.
+    res = gw.answer("What input voltage range does the piston board accept?")
+    assert res.outcome != "not_found" and not any(f.startswith("quantity_not") for f in res.flags)
+    gw.settings.answer.quantity_check = False  # the operator's switch
+    try:
+        assert gw.answer("What operating humidity range is the piston board rated for?").outcome != "not_found"
+    finally:
+        gw.settings.answer.quantity_check = True

@@ -33,6 +33,7 @@ from gateway.answer.citations import Citation, parse_citations, resolve, validat
 from gateway.answer.extractive import extractive_answer
 from gateway.answer.grammar import citation_grammar
 from gateway.answer.prompting import FenceFilter, fit_prompt, strip_echoed_fences
+from gateway.answer.quantities import unstated_quantities
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.errors import GatewayError
 from gateway.records.answers import Outcome
@@ -91,6 +92,12 @@ class AnswerResult:
         data = asdict(self)
         data["citations"] = [c.to_dict() for c in self.citations]
         return data
+
+
+def quantity_not_found_text(kinds: list[str]) -> str:
+    """Not found, saying which value the passages lack (the technician sees what is missing)."""
+    return (f"The closest passages in the manuals do not state a {' or '.join(kinds)} for this question. "
+            "They are listed below; they may not answer it.")
 
 
 def evidence_is_strong(hits: Sequence[Hit], min_similarity: float) -> tuple[bool, dict[str, Any]]:
@@ -200,9 +207,13 @@ def answer_events(
             yield {"type": "final", "result": _finish(gw, res, chain)}
             return
         # 2. weak evidence: say so, with the nearest passages; the model is not asked ---------
-        if not strong:
-            res.outcome, res.answer = "not_found", NOT_FOUND_TEXT
-            res.flags.append(f"weak_evidence: best similarity {ev['best_similarity']}")
+        unstated = (unstated_quantities(res.question, (f"{h.heading}\n{h.text}" for h in given))
+                    if strong and settings.quantity_check else [])
+        if not strong or unstated:
+            res.outcome = "not_found"
+            res.answer = NOT_FOUND_TEXT if not strong else quantity_not_found_text(unstated)
+            res.flags.append(f"weak_evidence: best similarity {ev['best_similarity']}" if not strong
+                             else f"quantity_not_in_evidence: {', '.join(unstated)}")
             res.timings["total_ms"] = _ms(t0)
             yield {"type": "text", "text": res.answer}
             yield {"type": "final", "result": _finish(gw, res, chain)}

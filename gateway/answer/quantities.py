@@ -1,0 +1,73 @@
+"""A question that asks for a quantity is not answered by passages that state none of that kind.
+
+Retrieval scores cannot tell "what is the operating humidity range?" asked of a manual that gives
+no humidity from one that does: both land on the right manual's specification page with the same
+similarity (docs/bench/retrieval_eval.md). What does tell them apart, on any equipment manual, is
+that a stated humidity is a number followed by "%", a torque a number in N·m, a weight one in kg.
+So when a question plainly asks for a quantity of one of these kinds and none of the passages
+given to the answer holds a number with a unit of that kind, the honest answer is "not found",
+with the passages shown, rather than evidence that cannot contain the value.
+
+The question patterns are deliberately narrow (explicit quantity words, not "size" or "flash"):
+a question they miss is answered as before; one they catch wrongly would be refused. They were
+chosen on eval/dev (refusing 2 of 88 answerable and 8 of 16 unanswerable questions there) and
+measured once on eval/test (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# kind -> (what the question says when it asks for it, what a passage holds when it states it)
+KINDS: dict[str, tuple[str, str]] = {
+    "voltage": (r"\b(voltage|volts?)\b",
+                r"\d\s*(v|vac|vdc|volts?|mv|kv)\b|[(\[]\s*(v|mv|vac|vdc)\s*[)\]]"),
+    "current": (r"\b(amperage|amps|current (draw|consumption|rating)|how much current|draws?|consumption)\b",
+                r"\d\s*(a|ma|µa|ua|amps?|amperes?)\b|[(\[]\s*(a|ma)\s*[)\]]"),
+    "power": (r"\b(wattage|watts|power (consumption|rating))\b",
+              r"\d\s*(w|kw|mw|watts?|va)\b|[(\[]\s*(w|kw)\s*[)\]]"),
+    "temperature": (r"\btemperatures?\b",
+                    r"\d\s*(°\s*[cf]|º\s*[cf]|deg|degrees?|c|f)\b|°\s*[cf]"),
+    "pressure": (r"\b(pressure|psi|in bar)\b",
+                 r"\d\s*(bar|psi|kpa|mpa|pa|hpa)\b|[(\[]\s*(bar|psi|kpa)\s*[)\]]"),
+    "duration": (r"\b(in hours|how many hours|lifetime|life expectancy|expected life"
+                 r"|how long (does|will|can|should))\b",
+                 r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|days?|weeks?|months?|years?)\b"),
+    "length": (r"\b(cable length|how far|in (metres|meters|mm|cm)|distance|footprint|dimensions)\b",
+               r"\d\s*(m|mm|cm|km|ft|in|inch|inches|meters?|metres?)\b|[(\[]\s*(m|mm|cm|in)\s*[)\]]"),
+    "mass": (r"\b(weight|weigh|weighs|how heavy)\b",
+             r"\d\s*(kg|g|lbs?|pounds?|grams?)\b|[(\[]\s*(kg|g|lbs?)\s*[)\]]"),
+    "loudness": (r"\b(how loud|noise level|loudness|in db|db\(a\)|dba)\b",
+                 r"\d\s*(db|dba|db\(a\))\b"),
+    "frequency": (r"\b(frequency|clock speed|mhz|ghz|khz)\b",
+                  r"\d\s*(hz|khz|mhz|ghz)\b"),
+    "torque": (r"\b(torque|n·m|newton.metres?)\b",
+               r"\d\s*(n\s*·?\s*m|nm|in-?lbs?|ft-?lbs?|kgf\s*·?\s*cm)\b"),
+    "humidity": (r"\bhumidity\b", r"\d\s*%"),
+    "memory": (r"\b(sram|ram|how much memory|memory size|flash size)\b",
+               r"\d\s*(kb|mb|gb|kib|mib|gib|bytes?|kbytes|mbytes)\b"),
+    "resolution": (r"\bresolution\b", r"\d+\s*[x×]\s*\d+|\d\s*(dpi|ppi|px|pixels?)\b"),
+}
+_ASKED = {kind: re.compile(q) for kind, (q, _s) in KINDS.items()}
+_STATED = {kind: re.compile(s) for kind, (_q, s) in KINDS.items()}
+
+
+def asked_quantities(question: str) -> list[str]:
+    """The kinds of quantity the question plainly asks for ("how heavy" -> mass)."""
+    low = question.lower()
+    return [kind for kind, pattern in _ASKED.items() if pattern.search(low)]
+
+
+def states(text: str, kind: str) -> bool:
+    """Whether the text holds a number with a unit of this kind (or a unit column label like "(mm)")."""
+    return _STATED[kind].search(text.lower()) is not None
+
+
+def unstated_quantities(question: str, passages: Iterable[str]) -> list[str]:
+    """The asked kinds that none of the passages states; empty when the question asks for none."""
+    asked = asked_quantities(question)
+    if not asked:
+        return []
+    texts = list(passages)
+    return [kind for kind in asked if not any(states(t, kind) for t in texts)]
