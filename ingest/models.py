@@ -15,6 +15,9 @@ class IngestError(Exception):
 class PageText:
     number: int  # 1-based PDF page index
     text: str
+    # The page's printed label from the PDF's /PageLabels ("11", "iv", "A-3"); None when the PDF
+    # has none (then the index is all there is). See ingest.labels.
+    label: str | None = None
 
 
 @dataclass

@@ -6,31 +6,26 @@ with pypdf and writes one JSON object to stdout: {"ok": {...}} or {"error": "rea
 Error reasons are short, user-facing and never name the file (the parent does).
 
 A worker never outlives its parent: killed with -9, the parent cannot stop it, so the worker
-watches for itself (`--parent-pid`, `--lifeline-fd`, see die_with_parent) and also ends itself
+watches for itself (`--parent-pid`, `--lifeline-fd`, see ingest.worker_limits) and also ends itself
 after `--timeout-s`, the limit its parent applies.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import math
 import os
 import re
-import select
-import signal
 import sys
-import threading
 import unicodedata
 from pathlib import Path
 from typing import Any
 
+from ingest.labels import page_labels
 from ingest.models import IngestError
+from ingest.worker_limits import die_with_parent, limit_memory, limit_time
 
-ORPHANED_EXIT = 3  # exit status of a worker that found its parent gone (nobody is left to read it)
-_WATCH_INTERVAL_S = 0.25
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 MIN_TEXT_CHARS = 20  # a page with fewer non-space characters counts as having no text
 NO_TEXT_MESSAGE = "no text layer on any page (scanned? OCR is not supported)"
 _HEAD_BYTES = 1024
@@ -150,8 +145,8 @@ def _decrypt(reader: Any) -> None:
         raise IngestError("PDF is password protected (encrypted); remove the password and ingest it again")
 
 
-def extract(path: Path, max_pages: int) -> dict[str, Any]:
-    """Parse the PDF; returns title, page_count, pages [(number, text)], pages_without_text."""
+def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
+    """(reader, page_count, metadata title) of a PDF that opens and whose page count is allowed."""
     from pypdf import PdfReader
     from pypdf.errors import LimitReachedError
 
@@ -172,6 +167,14 @@ def extract(path: Path, max_pages: int) -> dict[str, Any]:
         raise IngestError("PDF has no pages")
     if page_count > max_pages:
         raise IngestError(f"PDF has {page_count} pages, over the {max_pages}-page limit (ingest.max_pages)")
+    return reader, page_count, meta_title
+
+
+def extract(path: Path, max_pages: int) -> dict[str, Any]:
+    """Parse the PDF; returns title, page_count, pages [(number, text, label)], pages_without_text."""
+    from pypdf.errors import LimitReachedError
+
+    reader, page_count, meta_title = open_reader(path, max_pages)
 
     runs: list[tuple[float, str]] = []
 
@@ -199,7 +202,15 @@ def extract(path: Path, max_pages: int) -> dict[str, Any]:
     if len(without) == page_count:
         raise IngestError(NO_TEXT_MESSAGE)
     title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem)
-    return {"title": title, "page_count": page_count, "pages": pages, "pages_without_text": without}
+    labels = page_labels(reader, page_count)
+    rows = [(n, text, label) for (n, text), label in zip(pages, labels, strict=True)]
+    return {"title": title, "page_count": page_count, "pages": rows, "pages_without_text": without}
+
+
+def extract_labels(path: Path, max_pages: int) -> dict[str, Any]:
+    """Only the printed page labels (`--labels-only`): for manuals indexed before labels were kept."""
+    reader, page_count, _title = open_reader(path, max_pages)
+    return {"page_count": page_count, "labels": page_labels(reader, page_count)}
 
 
 def memory_message(memory_mb: int) -> str:
@@ -212,73 +223,6 @@ def _brief(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _limit_memory(memory_mb: int) -> None:
-    try:
-        import resource
-    except ImportError:  # not a POSIX system: only the wall-clock limit applies
-        return
-    cap = int(memory_mb) * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-
-def die_with_parent(parent_pid: int, lifeline_fd: int | None) -> None:
-    """End this worker within ~0.25 s of its parent's death, however the parent died.
-
-    Three independent signs, because each alone has a gap: the lifeline pipe (its write end lives
-    only in the parent, so EOF means the parent is gone), the parent pid (re-parenting changes
-    getppid()), and PR_SET_PDEATHSIG, which needs no Python thread to run but fires when the
-    parent's forking *thread* ends (the server forks from pool threads), so it is never relied on
-    alone. The watch runs in a daemon thread so a parse in progress does not delay it.
-    """
-    _kill_on_parent_death()
-    if os.getppid() != parent_pid:  # the parent died before we could watch it
-        os._exit(ORPHANED_EXIT)
-
-    def watch() -> None:
-        while True:
-            if lifeline_fd is None:
-                threading.Event().wait(_WATCH_INTERVAL_S)
-            else:
-                readable, _, _ = select.select([lifeline_fd], [], [], _WATCH_INTERVAL_S)
-                if readable and not os.read(lifeline_fd, 1):
-                    os._exit(ORPHANED_EXIT)
-            if os.getppid() != parent_pid:
-                os._exit(ORPHANED_EXIT)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def _kill_on_parent_death() -> None:
-    """prctl(PR_SET_PDEATHSIG, SIGKILL) where the platform has it; a no-op elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def limit_time(timeout_s: float) -> None:
-    """Stop this worker after timeout_s of wall-clock time even if its parent cannot kill it.
-
-    SIGALRM (not caught here, so it terminates the process) at the parent's own limit; an
-    RLIMIT_CPU hard cap just above it as a backstop that cannot be caught or ignored.
-    """
-    if timeout_s <= 0:
-        return
-    seconds = max(1, math.ceil(timeout_s))
-    if hasattr(signal, "alarm"):
-        signal.alarm(seconds)
-    try:
-        import resource
-    except ImportError:
-        return
-    cap = seconds + 2
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if hard == resource.RLIM_INFINITY or hard > cap:
-        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap))
-
 
 def main(argv: list[str] | None = None) -> int:
     """Worker entry point; stdout carries exactly one JSON object (pypdf's chatter goes to stderr)."""
@@ -290,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit when this process is gone (default: the parent at start)")
     parser.add_argument("--lifeline-fd", type=int, default=None,
                         help="read end of a pipe the parent holds open; EOF means the parent died")
+    parser.add_argument("--labels-only", action="store_true", help="read the printed page labels only")
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
     die_with_parent(args.parent_pid or os.getppid(), args.lifeline_fd)
@@ -301,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         pass
     try:
         if args.memory_mb > 0:
-            _limit_memory(args.memory_mb)
-        result: dict[str, Any] = {"ok": extract(args.path, args.max_pages)}
+            limit_memory(args.memory_mb)
+        work = extract_labels if args.labels_only else extract
+        result: dict[str, Any] = {"ok": work(args.path, args.max_pages)}
     except IngestError as exc:
         result = {"error": str(exc)}
     except MemoryError:

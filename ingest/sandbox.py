@@ -8,7 +8,7 @@ that names the file. pypdf's own decompression limits stay on inside the child.
 If this process is killed (kill -9 of `manualqa ingest` or of the server) it cannot kill the
 child, so the child is told this process's pid and given the read end of a pipe whose write end
 only this process holds; it exits when either says the parent is gone, and it also stops itself
-after limits.timeout_s (ingest.pdf.die_with_parent, limit_time).
+after limits.timeout_s (ingest.worker_limits: die_with_parent, limit_time).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from typing import Any
 
 from ingest.discover import sha256_file
 from ingest.models import IngestError, PageText, ParsedManual, ParseLimits
@@ -43,9 +44,30 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
         title=result["title"],
         page_count=result["page_count"],
         size_bytes=size,
-        pages=[PageText(number=int(n), text=text) for n, text in result["pages"]],
+        pages=[_page(row) for row in result["pages"]],
         pages_without_text=[int(n) for n in result["pages_without_text"]],
     )
+
+
+def _page(row: list[Any]) -> PageText:
+    """A worker's [number, text, label] row (label None when the PDF has no /PageLabels)."""
+    number, text, *rest = row
+    return PageText(number=int(number), text=text, label=rest[0] if rest else None)
+
+
+def read_labels(path: Path, limits: ParseLimits = ParseLimits()) -> list[str | None]:
+    """The printed page labels of a PDF, one per page, read in a sandboxed worker like a parse.
+
+    For manuals indexed before labels were kept: reading them costs a fraction of a full parse.
+    Raises IngestError ("<file name>: <what is wrong>").
+    """
+    path = Path(path)
+    try:
+        check_file(path, limits.max_file_mb)
+        result = _run_worker(path, limits, labels_only=True)
+    except IngestError as exc:
+        raise IngestError(f"{path.name}: {exc}") from None
+    return [None if label is None else str(label) for label in result["labels"]]
 
 
 def parse_many(
@@ -86,7 +108,7 @@ def parse_many(
                 future.cancel()
 
 
-def _run_worker(path: Path, limits: ParseLimits) -> dict:
+def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONIOENCODING", "utf-8")
@@ -94,7 +116,8 @@ def _run_worker(path: Path, limits: ParseLimits) -> dict:
     lifeline_read, lifeline_write = os.pipe()
     command = [sys.executable, "-m", "ingest.pdf", "--max-pages", str(int(limits.max_pages)),
                "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{limits.timeout_s:g}",
-               "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read), str(path.resolve())]
+               "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read),
+               *(["--labels-only"] if labels_only else []), str(path.resolve())]
     try:
         proc = subprocess.run(command, capture_output=True, timeout=limits.timeout_s, env=env,
                               stdin=subprocess.DEVNULL, cwd=_PACKAGE_ROOT, check=False,
