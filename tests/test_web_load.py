@@ -186,3 +186,45 @@ def test_stream_events_are_valid_json(server: GatewayServer) -> None:
     datas = [line[5:].strip() for line in r.text.splitlines() if line.startswith("data:")]
     parsed = [json.loads(d) for d in datas]
     assert parsed[-1]["timings"]["output_tokens"] == 3 and parsed[-1]["outcome"] == FILLER_OUTCOME
+
+
+def _sse_events(url: str, max_tokens: int, out: dict[str, list[tuple[str, Any, float]]], name: str) -> None:
+    """Every (event, data, arrival time) of one streamed ask."""
+    events: list[tuple[str, Any, float]] = []
+    with httpx.stream("POST", url + "/api/v1/ask", timeout=120,
+                      json={"question": QUESTION, "stream": True, "max_tokens": max_tokens}) as r:
+        kind = "message"
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:"):
+                events.append((kind, json.loads(line[5:]), time.perf_counter()))
+    out[name] = events
+
+
+def test_waiting_streams_hear_their_place_in_the_queue(server: GatewayServer) -> None:
+    """Three asks at once: the first generates, the others are told how many are ahead, first come first served."""
+    out: dict[str, list[tuple[str, Any, float]]] = {}
+    threads = []
+    for name, tokens in (("a", 10), ("b", 5), ("c", 5)):
+        t = threading.Thread(target=_sse_events, args=(server.url, tokens, out, name))
+        t.start()
+        threads.append(t)
+        time.sleep(0.6)  # admitted in this order
+    for t in threads:
+        t.join(60)
+
+    def places(name: str) -> list[int]:
+        return [data["ahead"] for kind, data, _t in out[name] if kind == "queue"]
+
+    def finished(name: str) -> float:
+        return next(t for kind, _d, t in out[name] if kind == "final")
+
+    assert places("a") == [], "the first question generates at once"
+    assert places("b") == [1]
+    assert places("c")[0] == 2 and places("c")[-1] == 1 and places("c") == sorted(places("c"), reverse=True)
+    assert finished("a") < finished("b") < finished("c")
+    # The queue position arrives before any token of that answer (it is what the technician sees while waiting).
+    kinds_c = [kind for kind, _d, _t in out["c"]]
+    assert kinds_c.index("queue") < kinds_c.index("token")
+    assert queue_depth(server.url) == 0

@@ -27,7 +27,7 @@ class EventStream(ServerSentEvent):
 
 
 async def stream_events(
-    produce: Callable[[threading.Event], Iterator[dict[str, Any]]],
+    produce: Callable[[threading.Event, Callable[[Any], None]], Iterator[dict[str, Any]]],
     cancel: threading.Event | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     loop = asyncio.get_running_loop()
@@ -42,7 +42,7 @@ async def stream_events(
 
     def worker() -> None:
         try:
-            for event in produce(cancel):
+            for event in produce(cancel, put):
                 put(event)
         except BaseException as exc:  # handed to the async side, which re-raises it
             put(exc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from litestar import Controller, Request, Response, post
@@ -39,10 +39,15 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
     generates = (mode or state.settings.answer.mode) == "generate"
     reservation = state.slots.reserve() if generates else None
 
-    def slot(cancel: threading.Event) -> Any:
-        return state.slots.run(reservation, cancel)
+    def produce(cancel: threading.Event, emit: Callable[[dict[str, Any]], None] | None = None
+                ) -> Iterator[dict[str, Any]]:
+        def on_wait(ahead: int) -> None:  # while it waits, the client hears its place in the queue
+            if emit is not None:
+                emit({"type": "queue", "ahead": ahead})
 
-    def produce(cancel: threading.Event) -> Iterator[dict[str, Any]]:
+        def slot(cancel: threading.Event) -> Any:
+            return state.slots.run(reservation, cancel, on_wait)
+
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
                 events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
@@ -112,7 +117,8 @@ class AskController(Controller):
 
 
 async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:
-    """Pipeline events as SSE: `retrieval`, `evidence`, many `token`, then `final` (or `error`)."""
+    """Pipeline events as SSE: `retrieval`, `evidence`, `queue` while waiting for the model, many `token`,
+    then `final` (or `error`)."""
     try:
         async for event in stream_events(produce):
             kind = event["type"]
@@ -121,6 +127,8 @@ async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:
             elif kind == "evidence":
                 yield {"event": "evidence", "data": json.dumps(
                     {"text": event["text"], "citations": event["citations"]}, default=str)}
+            elif kind == "queue":
+                yield {"event": "queue", "data": json.dumps({"ahead": event["ahead"]})}
             elif kind == "final":
                 yield {"event": "final", "data": json.dumps(event["result"].to_dict(), default=str)}
             elif kind == "retrieval":

@@ -1,29 +1,38 @@
-"""One generation at a time per runtime, a bounded queue, 503 + Retry-After beyond it."""
+"""One generation at a time per runtime, a first-come queue with positions, 503 + Retry-After beyond it.
+
+Each reservation gets a ticket when the request is admitted. The slot goes to the waiting ticket
+that came first, so a technician can be told truthfully how many questions are ahead (those
+admitted earlier and not finished), and that number only goes down.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from gateway.web.errors import ApiError
+
+WAIT_POLL_S = 0.2  # how often a waiter re-checks its cancel flag and reports its position
 
 
 class GenerationSlots:
     def __init__(self, queue_size: int = 8, retry_after_s: int = 5) -> None:
         self.queue_size = queue_size
         self.retry_after_s = retry_after_s
-        self._run_lock = threading.Lock()
-        self._count_lock = threading.Lock()
-        self._admitted = 0  # running + waiting
+        self._cond = threading.Condition()
+        self._admitted: list[int] = []  # tickets admitted and not finished, oldest first
+        self._waiting: set[int] = set()
+        self._running: int | None = None
+        self._next = 0
 
     @property
     def depth(self) -> int:
         """Requests admitted and not finished (running + waiting)."""
-        return self._admitted
+        return len(self._admitted)
 
     def _busy(self) -> ApiError:
-        return ApiError(503, "busy", f"the generator is busy ({self._admitted} requests running or "
+        return ApiError(503, "busy", f"the generator is busy ({self.depth} requests running or "
                         f"queued); retry later", {"Retry-After": str(self.retry_after_s)})
 
     def reserve(self) -> Reservation:
@@ -32,30 +41,56 @@ class GenerationSlots:
         The place is given back when its generation ends (run()), or, if the request never gets
         to run (a stream the client dropped before it started), when the reservation is collected.
         """
-        with self._count_lock:
-            if self._admitted >= 1 + self.queue_size:
+        with self._cond:
+            if len(self._admitted) >= 1 + self.queue_size:
                 raise self._busy()
-            self._admitted += 1
-        return Reservation(self)
+            ticket, self._next = self._next, self._next + 1
+            self._admitted.append(ticket)
+        return Reservation(self, ticket)
 
-    def release(self) -> None:
-        with self._count_lock:
-            self._admitted = max(0, self._admitted - 1)
+    def ahead(self, ticket: int) -> int:
+        """Questions admitted before this one and not finished (the one generating included)."""
+        with self._cond:
+            return sum(1 for t in self._admitted if t < ticket)
+
+    def release(self, ticket: int) -> None:
+        with self._cond:
+            if ticket in self._admitted:
+                self._admitted.remove(ticket)
+            self._waiting.discard(ticket)
+            if self._running == ticket:
+                self._running = None
+            self._cond.notify_all()
+
+    def _my_turn(self, ticket: int) -> bool:
+        return self._running is None and min(self._waiting) == ticket
 
     @contextmanager
-    def run(self, reservation: Reservation, cancel: threading.Event | None = None) -> Iterator[bool]:
-        """Wait for, then hold, the single generation slot. Yields False if cancelled while waiting."""
+    def run(self, reservation: Reservation, cancel: threading.Event | None = None,
+            on_wait: Callable[[int], None] | None = None) -> Iterator[bool]:
+        """Wait for, then hold, the single generation slot. Yields False if cancelled while waiting.
+
+        While it waits, on_wait(n) is called whenever the number of questions ahead changes.
+        """
+        ticket = reservation.ticket
         try:
-            acquired = False
-            while not acquired:
-                acquired = self._run_lock.acquire(timeout=0.2)
-                if not acquired and cancel is not None and cancel.is_set():
-                    yield False
-                    return
-            try:
-                yield True
-            finally:
-                self._run_lock.release()
+            acquired, told = False, None
+            with self._cond:
+                self._waiting.add(ticket)
+                while not (acquired := self._my_turn(ticket)):
+                    if cancel is not None and cancel.is_set():
+                        break
+                    n = sum(1 for t in self._admitted if t < ticket)
+                    if on_wait is not None and n != told:
+                        told = n
+                        on_wait(n)
+                    self._cond.wait(WAIT_POLL_S)
+                self._waiting.discard(ticket)
+                if acquired:
+                    self._running = ticket
+                else:
+                    self._cond.notify_all()
+            yield acquired
         finally:
             reservation.release()
 
@@ -63,8 +98,9 @@ class GenerationSlots:
 class Reservation:
     """A place in the generation queue, released exactly once."""
 
-    def __init__(self, slots: GenerationSlots) -> None:
+    def __init__(self, slots: GenerationSlots, ticket: int) -> None:
         self._slots = slots
+        self.ticket = ticket
         self._released = False
         self._lock = threading.Lock()
 
@@ -73,7 +109,7 @@ class Reservation:
             if self._released:
                 return
             self._released = True
-        self._slots.release()
+        self._slots.release(self.ticket)
 
     def __del__(self) -> None:  # a request that never ran must not keep its place forever
         self.release()

@@ -199,6 +199,12 @@ function showFailure(e) {
   $("failure-text").textContent = failureText(e); $("failure").hidden = false;
 }
 
+// Waiting for the model: say how many questions are ahead (the evidence is already on screen).
+function showQueue(ahead) {
+  $("meta").textContent = ahead > 1 ? `Waiting for the model: ${ahead} questions ahead of yours.`
+    : ahead === 1 ? "Waiting for the model: 1 question ahead of yours." : "Your question is next.";
+}
+
 async function ask() {
   const question = $("question").value.trim();
   if (!question) { $("question").focus(); return; }
@@ -240,6 +246,7 @@ async function ask() {
           $("answer").textContent += payload.text;
         }
         else if (ev === "evidence") showEvidence(payload);
+        else if (ev === "queue") showQueue(payload.ahead);
         else if (ev === "final") showFinal(payload);
         else if (ev === "error") { const err = new Error(payload.error.message); err.status = 500; throw err; }
       }
