@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from retrieval.pointer import TMP_PREFIX, atomic_write_bytes, fsync_dir
 from retrieval.types import RetrievalError
 
 Progress = Callable[[str, int, int], None]
+# sha256 of a stored original -> its printed page labels, one per page (None: cannot be read)
+LabelReader = Callable[[str], "list[str | None] | None"]
 PAUSE_ENV = "MANUALQA_TEST_PAUSE_AT"
 
 
@@ -92,11 +95,16 @@ def embedding_info(embedder: Any) -> dict[str, Any]:
     return {"model_id": embedder.model_id, "model_hash": embedder.model_hash, "dim": int(embedder.dim)}
 
 
-def reuse_manual(base: Any, info: dict[str, Any]) -> Entry:
-    """A manual of `base` (an IndexVersion) with its pages, chunks and stored vectors."""
+def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] | None = None) -> Entry:
+    """A manual of `base` (an IndexVersion) with its pages, chunks and stored vectors.
+
+    Printed page labels come from `base`; `labels` (one per page) stand in for a base written
+    before labels were kept."""
     sha = info["sha256"]
     store = base.chunks
-    pages = [PageText(p, store.page_text(sha, p) or "") for p in range(1, int(info["page_count"]) + 1)]
+    known = store.page_labels(sha) if store.has_labels else dict(enumerate(labels or [], start=1))
+    pages = [PageText(p, store.page_text(sha, p) or "", known.get(p))
+             for p in range(1, int(info["page_count"]) + 1)]
     parsed = ParsedManual(sha256=sha, file_name=info["file_name"], title=info["title"],
                           page_count=int(info["page_count"]), size_bytes=int(info.get("size_bytes", 0)),
                           pages=pages, pages_without_text=list(info.get("pages_without_text", [])))
@@ -109,6 +117,23 @@ def reuse_manual(base: Any, info: dict[str, Any]) -> Entry:
     if vectors is None:
         vectors = np.zeros((0, base.vectors.dim), dtype=np.float32)
     return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32))
+
+
+def reuse_manuals(base: Any, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
+                  workers: int = 2) -> list[Entry]:
+    """Manuals of `base` as they go into the next version (see reuse_manual).
+
+    A base written before the pages table had a label column has no printed page labels; then
+    they are read again from the stored originals (`read_labels`: a labels-only sandboxed parse,
+    well under a second a manual, `workers` at a time), so the version built on top of it shows
+    printed page numbers for the manuals it re-uses too, without re-embedding them.
+    """
+    relabelled: dict[str, list[str | None] | None] = {}
+    if read_labels is not None and infos and not base.chunks.has_labels:
+        shas = [info["sha256"] for info in infos]
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="pdf-labels") as pool:
+            relabelled = dict(zip(shas, pool.map(read_labels, shas), strict=True))
+    return [reuse_manual(base, info, relabelled.get(info["sha256"])) for info in infos]
 
 
 class Embedding:
@@ -295,11 +320,13 @@ def collect_entries(
     workers: int,
     rebuild: bool,
     store_original: Callable[[Path, str], None],
+    read_labels: LabelReader | None = None,
 ) -> tuple[list[Entry] | None, IngestReport]:
     """The manuals of the next version (None: nothing changed) and the report so far.
 
     `base` is the active IndexVersion or None. Manuals are identified by file name: the same name
     with new content replaces the old manual; content already indexed is kept as it is.
+    `read_labels` gives kept manuals their printed page labels when `base` predates them.
     """
     from ingest.discover import find_pdfs, sha256_file
 
@@ -352,6 +379,9 @@ def collect_entries(
             to_parse.append(path)
             expected_sha[path] = sha
 
+    # Nothing new: no version is written, even when `base` predates printed page labels. Versions
+    # are immutable and an ingest that changes nothing writes nothing; the next version built (a
+    # new or changed manual, a removal, `--rebuild`) reads the labels again (reuse_manuals).
     if not to_parse and not reprocess_kept:
         return None, report
 
@@ -392,7 +422,8 @@ def collect_entries(
         return None, report
     replaced = {e.parsed.file_name for e in fresh.values()}
     entries = list(fresh.values())
-    kept = [reuse_manual(base, info) for info in base_manuals if info["file_name"] not in replaced]
+    kept = reuse_manuals(base, [info for info in base_manuals if info["file_name"] not in replaced],
+                         read_labels, workers)
     if reprocess_kept and kept:
         redone = embedding.entries([(k.parsed, None) for k in kept], chunk_params)
         for k, entry in zip(kept, redone, strict=True):

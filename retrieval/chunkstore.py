@@ -35,6 +35,7 @@ CREATE TABLE pages (
     manual_sha256 TEXT NOT NULL REFERENCES manuals(sha256),
     page INT NOT NULL,
     text TEXT NOT NULL,
+    label TEXT,
     PRIMARY KEY (manual_sha256, page)
 );
 CREATE TABLE chunks (
@@ -68,7 +69,12 @@ _DF_CACHE_MAX = 50_000
 
 _ROW_COLUMNS = ("c.row, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text,"
                 " m.file_name, m.title")
-_ROW_KEYS = ("row", "chunk_id", "manual_sha256", "page", "ordinal", "heading", "text", "file_name", "title")
+_ROW_KEYS = ("row", "chunk_id", "manual_sha256", "page", "ordinal", "heading", "text", "file_name", "title",
+             "page_label")
+# The printed page label (pages.label). Versions written before it existed have no such column:
+# their rows read NULL, so they stay searchable and simply show no label.
+_LABEL_JOIN = (", p.label", " LEFT JOIN pages p ON p.manual_sha256 = c.manual_sha256 AND p.page = c.page")
+_NO_LABEL = (", NULL", "")
 
 
 class ChunkStore:
@@ -88,6 +94,7 @@ class ChunkStore:
         self._df: dict[tuple[str, int], int] = {}  # (phrase, cap) -> min(document frequency, cap)
         self._rows: int | None = None  # row count, cached once nothing can change it
         self._manuals: list[dict] | None = None  # cached on a read-only store (versions are immutable)
+        self.has_labels = any(r[1] == "label" for r in self._query("PRAGMA table_info(pages)"))
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -118,8 +125,8 @@ class ChunkStore:
                  json.dumps(list(parsed.pages_without_text))),
             )
             self._db.executemany(
-                "INSERT INTO pages VALUES (?, ?, ?)",
-                [(parsed.sha256, p.number, p.text) for p in parsed.pages],
+                "INSERT INTO pages (manual_sha256, page, text, label) VALUES (?, ?, ?, ?)",
+                [(parsed.sha256, p.number, p.text, p.label) for p in parsed.pages],
             )
 
     def add_chunks(self, chunks: list[Chunk], title: str = "") -> list[int]:
@@ -189,12 +196,13 @@ class ChunkStore:
         if not wanted:
             return []
         found: dict[int, dict] = {}
+        label, join = _LABEL_JOIN if self.has_labels else _NO_LABEL
         for i in range(0, len(wanted), 500):  # stay under SQLite's variable limit
             part = wanted[i:i + 500]
             marks = ",".join("?" * len(part))
             for r in self._query(
-                f"SELECT {_ROW_COLUMNS} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
-                f" WHERE c.row IN ({marks})", part,
+                f"SELECT {_ROW_COLUMNS}{label} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
+                f"{join} WHERE c.row IN ({marks})", part,
             ):
                 found[r[0]] = dict(zip(_ROW_KEYS, r, strict=True))
         missing = [r for r in wanted if r not in found]
@@ -219,6 +227,12 @@ class ChunkStore:
     def page_text(self, sha: str, page: int) -> str | None:
         rows = self._query("SELECT text FROM pages WHERE manual_sha256 = ? AND page = ?", (sha, page))
         return rows[0][0] if rows else None
+
+    def page_labels(self, sha: str) -> dict[int, str | None]:
+        """Printed label by page number (empty for a store written before labels were kept)."""
+        if not self.has_labels:
+            return {}
+        return dict(self._query("SELECT page, label FROM pages WHERE manual_sha256 = ?", (sha,)))
 
     def _scope_filter(self, shas: list[str]) -> tuple[str | None, list[Any], int]:
         """A rowid filter for FTS5 that never becomes one full-text query per allowed row.

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.types import Hit, RetrievalError
+from retrieval.types import Hit, RetrievalError, shown_label
 
 MODES = ("hybrid", "dense", "lexical")
 MIN_SHA_PREFIX = 8
@@ -171,7 +171,8 @@ def search_with_timings(
         Hit(chunk_id=c["chunk_id"], manual=c["file_name"], title=c["title"],
             manual_sha256=c["manual_sha256"], page=c["page"], heading=c["heading"], text=c["text"],
             score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
-            lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]))
+            lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]),
+            page_label=shown_label(c["page_label"], c["page"]))
         for c in (rows[r] for r in order)
     ]
     fuse_ms = (time.perf_counter() - t) * 1000

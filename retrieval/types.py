@@ -31,9 +31,17 @@ class Hit:
     dense_rank: int | None  # 1-based rank on the dense side, None when not in its candidates
     lexical_rank: int | None
     dense_score: float | None  # cosine similarity of the query and the chunk (always computed)
+    # The number printed on the page when it differs from `page` (PDF page 12 printed "11"); None
+    # when the PDF defines no labels, the index predates them, or the label is just str(page).
+    page_label: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def shown_label(label: str | None, page: int) -> str | None:
+    """The printed label worth showing beside the PDF page index: None when it adds nothing."""
+    return label if label and label != str(page) else None
 
 
 @dataclass(frozen=True)

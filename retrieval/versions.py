@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ingest.models import ChunkParams, ParseLimits
-from retrieval.builder import IngestReport, collect_entries, reuse_manual, write_version
+from ingest.models import ChunkParams, IngestError, ParseLimits
+from retrieval.builder import IngestReport, collect_entries, reuse_manuals, write_version
 from retrieval.manifest import CHUNKS_DB, VECTORS, read_manifest, verify_version_dir
 from retrieval.pointer import TMP_PREFIX, atomic_copy, read_pointer, remove_tree, write_pointer
 from retrieval.types import NoIndexError, RetrievalError
@@ -281,6 +281,16 @@ class IndexStore:
             self.manuals_dir.mkdir(parents=True, exist_ok=True)
             atomic_copy(source, target, expected_sha256=sha256)
 
+    def _read_labels(self, sha256: str, limits: ParseLimits = ParseLimits()) -> list[str | None] | None:
+        """Printed page labels of a stored original (for a manual kept from a version that predates
+        them); None, and no labels shown, when the original is gone or cannot be read."""
+        from ingest.sandbox import read_labels
+
+        try:
+            return read_labels(self.manuals_dir / f"{sha256}.pdf", limits)
+        except IngestError:
+            return None
+
     def _publish(self, report: IngestReport, parent: str | None, embedding: dict[str, Any],
                  chunk_params: ChunkParams, entries: Sequence[Any]) -> IngestReport:
         self.indexes_dir.mkdir(parents=True, exist_ok=True)
@@ -314,7 +324,8 @@ class IndexStore:
             active = self.active_id()
             base = self.open(active) if active else None
             entries, report = collect_entries(base, paths, embedder, chunk_params, parse_limits, progress,
-                                              workers, rebuild, self._store_original)
+                                              workers, rebuild, self._store_original,
+                                              lambda sha: self._read_labels(sha, parse_limits))
             if entries is None:
                 report.chunks = int(base.manifest.get("chunk_count", 0)) if base else 0
             else:
@@ -342,8 +353,8 @@ class IndexStore:
                 raise NoIndexError("no index yet: nothing to remove")
             base = self.open(active)
             target = self.resolve_manual(manual, active)
-            entries = [reuse_manual(base, m) for m in base.manifest["manuals"]
-                       if m["sha256"] != target["sha256"]]
+            entries = reuse_manuals(base, [m for m in base.manifest["manuals"]
+                                           if m["sha256"] != target["sha256"]], self._read_labels)
             report = IngestReport(parent=active, removed=[target["file_name"]])
             chunker = ChunkParams.from_manifest(base.manifest["chunker"])
             self._publish(report, active, base.manifest["embedding"], chunker, entries)

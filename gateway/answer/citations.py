@@ -50,13 +50,15 @@ class Citation:
     spans: list[list[int]] = field(default_factory=list)  # their [start, end) in `passage`
     pdf_url: str = ""
     supporting: bool = False  # True: not cited by the answer; the given passage closest to it
+    page_label: str | None = None  # the number printed on the page, when it differs (Hit.page_label)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
     def label(self) -> str:
-        return f"[{self.n}] {self.title or self.manual} p.{self.page}"
+        printed = f" (printed {self.page_label})" if self.page_label else ""
+        return f"[{self.n}] {self.title or self.manual} p.{self.page}{printed}"
 
 
 def parse_citation_groups(text: str) -> list[tuple[int, int, list[int]]]:
@@ -195,4 +197,5 @@ def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool =
     return Citation(n=n, chunk_id=hit.chunk_id, manual=hit.manual, title=hit.title,
                     manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=hit.text,
                     sentences=[hit.text[s:e] for s, e in spans], spans=[[s, e] for s, e in spans],
-                    pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting)
+                    pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting,
+                    page_label=hit.page_label)

@@ -110,7 +110,7 @@ function renderProvenance(a) {
     ["Timings", ["retrieval_ms", "ttft_ms", "total_ms"].filter((k) => a[k] ?? t[k])
       .map((k) => `${k.replace("_ms", "")} ${Math.round(a[k] ?? t[k])} ms`).join(", ")],
     ["Flags", (a.flags || []).join(", ")]];
-  const cites = (a.citations || []).map((c) => `<li>[${esc(c.n)}] ${esc(c.manual)}, page ${esc(c.page)}</li>`).join("");
+  const cites = (a.citations || []).map((c) => `<li>[${esc(c.n)}] ${esc(c.manual)}, page ${esc(c.page)}${c.page_label ? ` (printed ${esc(c.page_label)})` : ""}</li>`).join("");
   const fb = (a.feedback || []).map((f) => `<li>${f.thumbs > 0 ? "helpful" : "not helpful"}${f.comment ? ": " + esc(f.comment) : ""}
     <span class="muted">${esc(f.time)}</span></li>`).join("");
   $("provenance").innerHTML = `<dl class="facts">${facts.filter((f) => f[1]).map((f) =>

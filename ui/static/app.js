@@ -83,13 +83,19 @@ function showAnswer(text, citations) {
   $("answer").innerHTML = renderAnswer(text, known);
 }
 
+// "page 12 (printed 11)": the PDF page (what the link opens) and, when the PDF labels its pages
+// differently, the number printed on the paper page the technician may be holding.
+function pageText(c) {
+  return `page ${c.page}` + (c.page_label ? ` (printed ${c.page_label})` : "");
+}
+
 function card(c, label) {
   const url = c.pdf_url || `/api/v1/manuals/${c.manual_sha256}/file#page=${c.page}`;
   const div = document.createElement("article");
   div.className = "card";
   if (c.n !== undefined && !c.supporting) div.id = `cite-${c.n}`;
   div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
-    <div class="meta">page ${escapeHtml(c.page)}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>
+    <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>
     <blockquote>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
     <a class="button secondary open-page" href="${escapeHtml(url)}" target="_blank" rel="noopener">Open page ${escapeHtml(c.page)}</a>`;
   return div;
