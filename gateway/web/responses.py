@@ -30,6 +30,9 @@ class CitationOut(msgspec.Struct):
     spans: list[list[int]]
     pdf_url: str
     supporting: bool
+    # The number printed on the page when it differs from `page` (PDF page 12 printed "11");
+    # null when the PDF defines no page labels. Last and defaulted: rows logged before it lack it.
+    page_label: str | None = None
 
 
 class AnswerOut(msgspec.Struct):
