@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 HOST ?= 0.0.0.0
 PORT ?= 8080
 
-.PHONY: run test lint install install-dev browser bench clean
+.PHONY: run test lint install install-dev browser bench bundle clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -47,6 +47,11 @@ lint: install-dev
 
 bench: install-dev
 	$(BIN)/python -m bench.run_all
+
+# An offline install bundle for this architecture and Python: dist/bundle/ and
+# dist/manualqa-bundle-<version>-<arch>.tar.gz (wheelhouse, install.sh, SHA256SUMS). docs/operations.md.
+bundle: install
+	PY=$(BIN)/python bash deploy/bundle.sh dist
 
 clean:
 	rm -rf $(VENV) data .pytest_cache
