@@ -112,6 +112,12 @@ class Services:
     def runtime_if_loaded(self) -> Runtime | None:
         return self._runtime
 
+    def switch_profile(self, profile: Profile, runtime: Runtime | None) -> Runtime | None:
+        """Replace profile and runtime together (a running server's profile switch); returns the old runtime."""
+        with self._lock:
+            old, self._profile, self._runtime = self._runtime, profile, runtime
+            return old
+
     # -- answers (gateway.answer.pipeline, gateway.records.answers) -----------------------------
     @property
     def log(self) -> AnswerLog:

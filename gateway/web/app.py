@@ -22,6 +22,7 @@ from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware
+from gateway.web.profile_switch import ProfileSwitcher
 from gateway.web.routes_answers import AnswersController
 from gateway.web.routes_ask import AskController
 from gateway.web.routes_index import IndexController
@@ -95,13 +96,17 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
         "ready_s": None, "in_flight": InFlight(),
     })
 
+    state.profiles = ProfileSwitcher(state)
+
     def start() -> None:
+        state.profiles.start()  # `manualqa profile activate` reaches the running server (profile_switch)
         if warm:
             threading.Thread(target=warm_up, args=(state,), name="manualqa-warmup", daemon=True).start()
         else:
             state.ready.set()
 
     async def stop() -> None:  # after uvicorn's drain (gateway.web.drain): no answer row is lost
+        state.profiles.stop()
         await finish_answers(state.in_flight, gw, state.jobs)
 
     app = Litestar(

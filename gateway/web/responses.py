@@ -219,6 +219,19 @@ class Health(msgspec.Struct, omit_defaults=True):
     warning: str | None = None
 
 
+class ProfileSwitch(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a reload did: `unchanged`, `switched` (gate 1 passed) or `refused` (the old chain serves)."""
+
+    status: str
+    profile: str | None = None
+    detail: str | None = None
+    at: str | None = None
+    chain_id: str | None = None
+    gate1: dict[str, Any] | None = None
+    to: str | None = None
+    from_: str | None = msgspec.field(default=None, name="from")
+
+
 class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`profile` or `profile_error`; `chain_id` and `chain` only once the runtime is loaded."""
 
@@ -231,3 +244,5 @@ class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     chain_id: str | None = None
     chain: dict[str, Any] | None = None
     gates: dict[str, Any] | None
+    # The last profile switch of this server (gateway.web.profile_switch): status switched/refused.
+    last_switch: dict[str, Any] | None = None

@@ -1,17 +1,17 @@
-"""Health (503 "loading" until ready), Prometheus metrics, and the deployment record."""
+"""Health (503 "loading" until ready), Prometheus metrics, the deployment record and its reload."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, MediaType, Response, get
+from litestar import Controller, MediaType, Response, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 from litestar.openapi import ResponseSpec
 
 from gateway.services import Services
-from gateway.web.responses import Deployment, Health
-from gateway.web.security import reader_guard
+from gateway.web.responses import Deployment, Health, ProfileSwitch
+from gateway.web.security import admin_guard, reader_guard
 
 
 class SystemController(Controller):
@@ -35,6 +35,12 @@ class SystemController(Controller):
     async def deployment(self, state: State) -> Deployment:
         return Deployment(**await sync_to_thread(deployment_record, state))
 
+    @post("/deployment/reload", guards=[admin_guard], status_code=200,
+          summary="Switch to the active profile now (gate 1 first; the old chain serves if it fails)")
+    async def reload(self, state: State) -> ProfileSwitch:
+        record = await sync_to_thread(state.profiles.check)
+        return ProfileSwitch(**{("from_" if k == "from" else k): v for k, v in record.items()})
+
 
 def deployment_record(state: Any) -> dict[str, Any]:
     gw = state.gw
@@ -54,6 +60,8 @@ def deployment_record(state: Any) -> dict[str, Any]:
 
     name = (record.get("profile") or {}).get("name")
     last = last_doctor_report(gw.settings.data_dir, name) if name else None
+    switcher = getattr(state, "profiles", None)
+    record["last_switch"] = switcher.last if switcher is not None else None
     record["gates"] = None if last is None else {
         "checked_at": last["checked_at"], "passed": last["report"].get("passed"),
         "chain_id": last["report"].get("chain_id"), "gates": last["report"].get("gates"),

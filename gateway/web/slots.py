@@ -35,14 +35,15 @@ class GenerationSlots:
         return ApiError(503, "busy", f"the generator is busy ({self.depth} requests running or "
                         f"queued); retry later", {"Retry-After": str(self.retry_after_s)})
 
-    def reserve(self) -> Reservation:
+    def reserve(self, force: bool = False) -> Reservation:
         """Take a place in the queue now, or refuse at once (503 + Retry-After).
 
         The place is given back when its generation ends (run()), or, if the request never gets
         to run (a stream the client dropped before it started), when the reservation is collected.
+        force: the gateway's own turn (a profile switch), never refused by the queue bound.
         """
         with self._cond:
-            if len(self._admitted) >= 1 + self.queue_size:
+            if not force and len(self._admitted) >= 1 + self.queue_size:
                 raise self._busy()
             ticket, self._next = self._next, self._next + 1
             self._admitted.append(ticket)

@@ -1,0 +1,110 @@
+"""Switch the deployment profile of a running server, without a restart and without a gap.
+
+`manualqa profile activate` (or `rollback`) moves the active-profile pointer; the server notices
+within seconds (or at once on `POST /api/v1/deployment/reload`). The new chain must prove itself
+first: it loads and passes gate 1 (artifact checksum, locked runtime versions, a smoke prompt)
+beside the old one, which keeps answering meanwhile. Then the switch takes its turn in the
+generation queue like a question: answers admitted before it finish on the old chain, and those
+after it run on the new one; nothing ever generates on a half-switched gateway. A chain that fails
+gate 1 is refused and the old one keeps serving; `/api/v1/deployment` says which happened.
+
+Both chains are in memory for the length of gate 1 (a small model beside a small model); a board
+without room for both should be switched with a restart (`systemctl restart manualqa`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from gateway.records.db import utcnow
+
+log = logging.getLogger("manualqa.web")
+
+POLL_S = 3.0  # how often the server looks at the active-profile pointer (a stat and a small read)
+
+
+class ProfileSwitcher:
+    """One switch at a time; remembers the last attempt for /api/v1/deployment."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.last: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._refused: str | None = None  # content hash of a chain that failed: not retried by the poll
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._watch, name="manualqa-profile-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(POLL_S):
+            try:
+                self.check(poll=True)
+            except Exception:  # noqa: BLE001 - the watcher must outlive a bad profile file
+                log.exception("profile watch failed")
+
+    def _wanted(self) -> Any:
+        from gateway.records.active_profile import resolve_profile
+
+        settings = self.state.gw.settings
+        return resolve_profile(settings.data_dir, settings.runtime.profile)
+
+    def check(self, poll: bool = False) -> dict[str, Any]:
+        """Switch to the profile in force if it is not the one serving; returns what happened."""
+        with self._lock:
+            gw = self.state.gw
+            wanted = self._wanted()
+            try:
+                current = gw.profile
+            except Exception:  # noqa: BLE001 - a broken profile in force: anything that passes gate 1 is better
+                current = None
+            if current is None:
+                return self._switch(None, wanted)
+            if wanted.content_hash == current.content_hash and str(wanted.path) == str(current.path):
+                return {"status": "unchanged", "profile": current.name}
+            if poll and wanted.content_hash == self._refused:
+                return self.last or {"status": "refused"}
+            return self._switch(current, wanted)
+
+    def _switch(self, current: Any, wanted: Any) -> dict[str, Any]:
+        from runtimes.gates import gate_one
+
+        gw, slots = self.state.gw, self.state.slots
+        before = current.name if current is not None else "(no working profile)"
+        record: dict[str, Any] = {"from": before, "to": wanted.name, "at": utcnow()}
+        if gw.settings.answer.mode != "generate" and gw.runtime_if_loaded() is None:
+            gw.switch_profile(wanted, None)  # no model loaded here: the next use loads the new one
+            return self._done({**record, "status": "switched", "detail": "no runtime loaded; profile replaced"})
+        log.info("profile switch: %s -> %s, running gate 1 beside the serving chain", before, wanted.name)
+        result, found = gate_one(wanted, keep_loaded=True)
+        record["gate1"] = result.to_dict()
+        if not result.passed or found.runtime is None:
+            self._refused = wanted.content_hash
+            return self._done({**record, "status": "refused",
+                               "detail": f"{wanted.name} fails gate 1 ({result.detail}); {before} keeps serving"})
+        reservation = slots.reserve(force=True)
+        with slots.run(reservation) as _turn:  # answers admitted before the switch finish first
+            old = gw.switch_profile(wanted, found.runtime)
+            record["chain_id"] = found.runtime.describe().chain_id
+        if old is not None and old is not found.runtime:
+            try:
+                old.unload()
+            except Exception as exc:  # noqa: BLE001 - the new chain serves whatever the old one does
+                log.warning("unloading the previous runtime failed: %s", exc)
+        self._refused = None
+        self.state.load_error = None
+        return self._done({**record, "status": "switched",
+                           "detail": f"{wanted.name} passed gate 1 and serves; {before} unloaded"})
+
+    def _done(self, record: dict[str, Any]) -> dict[str, Any]:
+        self.last = record
+        (log.info if record["status"] == "switched" else log.error)("profile switch %s: %s",
+                                                                     record["status"], record["detail"])
+        return record
