@@ -28,6 +28,10 @@ start=$SECONDS
 
 rm -rf "$bundle"
 mkdir -p "$wheelhouse"
+# pip builds manualqa in the tree, and setuptools copies into build/lib without removing what is no
+# longer in the sources: a module deleted since the last build would go into the wheel. Start clean.
+rm -rf "$root/build"
+trap 'rm -rf "$root/build"' EXIT
 
 # One resolution for everything, as `make install` does it (torch pinned beside the extras). pip wheel
 # copies wheels as they are and builds the rest (manualqa, llama-cpp-python); a build it has made
