@@ -98,6 +98,10 @@ def docs_env(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     server.start()
     try:
         key = server.admin_key("integrator")
+        # the index export/import examples: a signing key, trusted by this same gateway
+        server.cli("signing", "create", "docs-gateway")
+        server.cli("signing", "export-public", "docs-gateway", "--out", str(work / "docs-gateway.pub"))
+        server.cli("signing", "trust", str(work / "docs-gateway.pub"))
         cwd = work / "cwd"
         cwd.mkdir()
         auth = {"Authorization": f"Bearer {key}"}

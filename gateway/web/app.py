@@ -25,6 +25,7 @@ from gateway.web.metrics import Metrics, counting_middleware
 from gateway.web.profile_switch import ProfileSwitcher
 from gateway.web.routes_answers import AnswersController
 from gateway.web.routes_ask import AskController
+from gateway.web.routes_fleet import FleetController
 from gateway.web.routes_index import IndexController
 from gateway.web.routes_manuals import ManualsController
 from gateway.web.routes_openai import OpenAIController
@@ -60,8 +61,8 @@ API_DEPENDENCIES = {"services": Provide(provide_services, sync_to_thread=False),
 def api_router() -> Router:
     """The JSON API: every controller's path is relative to /api/v1, written once here."""
     return Router(path=API_PREFIX, dependencies=API_DEPENDENCIES,
-                  route_handlers=[AskController, ManualsController, IndexController, AnswersController,
-                                  SystemController])
+                  route_handlers=[AskController, ManualsController, IndexController, FleetController,
+                                  AnswersController, SystemController])
 
 
 def warm_up(state: State) -> None:

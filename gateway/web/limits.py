@@ -5,8 +5,8 @@ body whole before a handler can look at it. Here every body is counted as it arr
 - JSON routes (everything but the upload): the body is buffered up to server.max_json_kb and
   refused with 413 the moment it passes the cap; any body that is not a form and nests deeper than
   MAX_JSON_DEPTH is refused with 400 (a recursive decoder would hit Python's recursion limit: 500);
-- the upload route streams to disk in its handler; here its bytes are only counted, and passing
-  server.max_upload_mb raises a 413 inside the handler's read.
+- the upload routes (a manual, an index archive) stream to disk in their handlers; here their bytes
+  are only counted, and passing server.max_upload_mb raises a 413 inside the handler's read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from gateway.web.errors import ApiError, error_body
 
 MAX_JSON_DEPTH = 64
-UPLOAD_ROUTES = {("POST", "/api/v1/manuals")}
+UPLOAD_ROUTES = {("POST", "/api/v1/manuals"), ("POST", "/api/v1/index/import")}  # streamed to disk
 UPLOAD_FRAMING = 64 * 1024  # multipart boundaries and part headers around the file
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKETS = re.compile(rb"[\[\]{}]")

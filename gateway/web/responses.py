@@ -210,6 +210,20 @@ class IndexDiff(msgspec.Struct):
     chunker_changed: bool
 
 
+class ImportedVersion(msgspec.Struct):
+    """gateway.fleet.archive.import_archive(): the version landed inactive (or was already here)."""
+
+    version: str
+    status: Literal["imported", "already present"]
+    active: bool
+    signed_by: str
+    created_at: str | None
+    embedding: dict[str, Any]
+    manuals: int
+    payload_bytes: int
+    manuals_added: int
+
+
 # -- system ------------------------------------------------------------------------------------
 class Health(msgspec.Struct, omit_defaults=True):
     """`warning` is there only when loading failed (the gateway then answers extractively)."""
