@@ -241,3 +241,11 @@ def test_api_search_and_ask_carry_page_label(world: dict, embedder: Any, tmp_pat
         logged = services.log.get(body["id"])  # the answer log keeps it in the citations' JSON
         assert logged and [c["page_label"] for c in logged["citations"]] == [
             c["page_label"] for c in body["citations"]]
+
+
+def test_openai_sources_footer_names_the_printed_page() -> None:
+    from gateway.web.routes_openai import sources_footer
+
+    footer = sources_footer([{"n": 1, "title": "LCP", "page": 12, "page_label": "11"},
+                             {"n": 2, "title": "Voron", "page": 3, "page_label": None}])
+    assert footer.splitlines()[-2:] == ["[1] LCP p.12 (printed 11)", "[2] Voron p.3"]

@@ -22,7 +22,7 @@ EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_f
 
 def _print_citations(result: Any) -> None:
     for c in result.citations:
-        label = f"[{c.n}] {c.title or c.manual} p.{c.page}"
+        label = f"[{c.n}] {c.title or c.manual} p.{c.page}" + (f" (printed {c.page_label})" if c.page_label else "")
         click.echo(label + ("  (supporting passage, not cited by the answer)" if c.supporting else ""))
     if result.outcome == "not_found":
         for p in result.passages[:3]:

@@ -248,5 +248,6 @@ def search(ctx: Ctx, question: str, k: int | None, manuals: tuple[str, ...], ver
     for rank, h in enumerate(hits, 1):
         snippet = " ".join(h.text.split())
         snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
-        click.echo(f"{rank}. {h.title} p.{h.page}  {h.heading or '-'}  (score {h.score:.4f})")
+        printed = f" (printed {h.page_label})" if h.page_label else ""
+        click.echo(f"{rank}. {h.title} p.{h.page}{printed}  {h.heading or '-'}  (score {h.score:.4f})")
         click.echo(f"   {snippet}")

@@ -30,7 +30,8 @@ EARLIER_TURNS = 2  # earlier user turns that join the retrieval query of a follo
 def sources_footer(citations: list[dict[str, Any]]) -> str:
     if not citations:
         return ""
-    lines = [f"[{c['n']}] {c['title']} p.{c['page']}" for c in citations]
+    lines = [f"[{c['n']}] {c['title']} p.{c['page']}" + (f" (printed {c['page_label']})" if c.get("page_label") else "")
+             for c in citations]
     return "\n\nSources:\n" + "\n".join(lines)
 
 
