@@ -12,6 +12,12 @@ unsupported, as the old pipeline did not check them).
     .venv/bin/python -m bench.answer_eval run --split test --label after
     .venv/bin/python -m bench.answer_eval run --split test --label before --code /tmp/before
     .venv/bin/python -m bench.answer_eval report        # writes docs/bench/answer_eval.md
+    # the quantity check, side by side in one code (not_found is decided before the model, so the
+    # extractive mode measures it without a 30-minute generation run):
+    .venv/bin/python -m bench.answer_eval run --split test --label extractive-noquantity \
+        --env MANUALQA_ANSWER__MODE=extractive --env MANUALQA_ANSWER__QUANTITY_CHECK=false
+    .venv/bin/python -m bench.answer_eval run --split test --label extractive --env MANUALQA_ANSWER__MODE=extractive
+    .venv/bin/python -m bench.answer_eval report --labels before after extractive-noquantity extractive
 """
 
 from __future__ import annotations
@@ -123,7 +129,7 @@ def _post_hoc_support(items: list[dict[str, Any]]) -> None:
             r["support"] = [{"supported": False}]
 
 
-def report() -> str:
+def report(labels: tuple[str, ...] = ("before", "after")) -> str:
     from bench.retrieval_quality import machine_markdown
     from gateway.qa.metrics import compute_metrics
 
@@ -135,7 +141,7 @@ def report() -> str:
              "outcomes only; false answers: unanswerable questions given an `answered` badge.", "",
              "| run | " + " | ".join(SHOWN) + " | outcomes |", "|---|" + "---|" * (len(SHOWN) + 1)]
     for split in SPLITS:
-        runs = {label: _items(data_dir(split, label), label, split) for label in ("before", "after")
+        runs = {label: _items(data_dir(split, label), label, split) for label in labels
                 if (data_dir(split, label) / "gateway.db").is_file()}
         runs = {label: items for label, items in runs.items() if items}
         # Compare on the questions every run answered (a run stopped early covers fewer).
@@ -164,12 +170,13 @@ def main() -> None:
     r.add_argument("--label", required=True)
     r.add_argument("--code", type=Path, default=REPO, help="checkout whose code answers (default: this one)")
     r.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the gateway")
-    sub.add_parser("report")
+    rp = sub.add_parser("report")
+    rp.add_argument("--labels", nargs="+", default=["before", "after"], help="runs to show, in order")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args.split, args.label, args.code.resolve(), dict(e.split("=", 1) for e in args.env))
     else:
-        print(report())
+        print(report(tuple(args.labels)))
 
 
 if __name__ == "__main__":
