@@ -118,16 +118,13 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
     3. the rollback profile exists and passes gate 1
     Exits 1 when any gate fails.
     """
-    from runtimes.gates import run_doctor
+    from gateway.records.deployments import run_and_record
 
     profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
-    report = run_doctor(profile)
-    from gateway.records.deployments import save_doctor_report
-
-    try:  # the server's /api/v1/deployment and the admin page show the latest verdicts
-        save_doctor_report(ctx.settings.data_dir, report.to_dict())
-    except OSError as exc:
-        click.echo(f"warning: could not record the doctor report: {exc}", err=True)
+    # the server's /api/v1/deployment and the admin page show the latest verdicts
+    report, _, warning = run_and_record(ctx.settings.data_dir, profile)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -9,7 +9,6 @@ SQLite refuses after retries goes to ``gateway.db.unwritten.jsonl`` beside the d
 from __future__ import annotations
 
 import atexit
-import csv
 import io
 import json
 import logging
@@ -291,20 +290,10 @@ class AnswerLog:
 
     def export(self, fmt: str, out: IO[str], since: str | datetime | None = None,
                outcome: str | None = None, client: str | None = None) -> int:
-        """Every matching row, oldest first, as JSON lines or CSV (JSON columns as JSON text)."""
-        if fmt not in ("jsonl", "csv"):
-            raise LogError(f"export format must be jsonl or csv, not {fmt!r}")
-        where, params = self._where(since, outcome, client)
-        rows = self._read(f"SELECT * FROM answers{where} ORDER BY id", params)
-        if fmt == "jsonl":
-            for r in rows:
-                out.write(json.dumps(from_row(r), ensure_ascii=False, default=str) + "\n")
-        else:
-            writer = csv.DictWriter(out, fieldnames=list(COLUMNS), extrasaction="ignore")
-            writer.writeheader()
-            for r in rows:
-                writer.writerow(r)
-        return len(rows)
+        """Every matching row, oldest first, as JSON lines or CSV (gateway.records.log_export)."""
+        from gateway.records.log_export import write_export
+
+        return write_export(self, fmt, out, since=since, outcome=outcome, client=client)
 
     def export_text(self, fmt: str, **filters: Any) -> str:
         buf = io.StringIO()

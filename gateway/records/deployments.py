@@ -1,7 +1,8 @@
 """The last `manualqa doctor` verdicts, kept per profile so the server and admin page can show them.
 
-Gates are run by a person or a rollout script (they load the model and answer a smoke prompt), not
-by the server at start-up; the server shows the latest record and when it was made.
+Gates are run by a person, a rollout script or the admin page's "Run doctor" (they load the model
+and answer a smoke prompt), not by the server at start-up; the server shows the latest record and
+when it was made. `run_and_record` is what `manualqa doctor` and POST /api/v1/deployment/doctor do.
 """
 
 from __future__ import annotations
@@ -9,10 +10,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.records.db import utcnow
 from retrieval.pointer import atomic_write_bytes
+
+
+class DoctorRun(NamedTuple):
+    report: Any  # runtimes.gates.DoctorReport
+    checked_at: str
+    warning: str | None  # why the verdict could not be recorded (the report itself stands)
 
 
 def _path(data_dir: Path, profile_name: str) -> Path:
@@ -20,11 +27,11 @@ def _path(data_dir: Path, profile_name: str) -> Path:
     return data_dir / "doctor" / f"{safe}.json"
 
 
-def save_doctor_report(data_dir: Path, report: dict[str, Any]) -> Path:
+def save_doctor_report(data_dir: Path, report: dict[str, Any], checked_at: str | None = None) -> Path:
     name = str((report.get("profile") or {}).get("name") or report.get("profile_name") or "profile")
     path = _path(data_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"checked_at": utcnow(), "report": report}
+    record = {"checked_at": checked_at or utcnow(), "report": report}
     atomic_write_bytes(path, json.dumps(record, indent=2, default=str).encode("utf-8"))
     return path
 
@@ -35,3 +42,20 @@ def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | No
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def run_and_record(data_dir: Path, profile: Any) -> DoctorRun:
+    """Run the three gates on `profile` and keep the verdict for /api/v1/deployment and the admin page.
+
+    Takes as long as loading the model (twice with a rollback profile) and a smoke prompt; failing
+    gates are a verdict, not an error. A verdict that cannot be written is reported in `warning`.
+    """
+    from runtimes.gates import run_doctor
+
+    report = run_doctor(profile)
+    checked_at = utcnow()
+    try:
+        save_doctor_report(Path(data_dir), report.to_dict(), checked_at)
+    except OSError as exc:
+        return DoctorRun(report, checked_at, f"could not record the doctor report: {exc}")
+    return DoctorRun(report, checked_at, None)

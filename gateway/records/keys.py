@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
-from gateway.records.db import opened, utcnow
+from gateway.records.db import iso_utc, opened, utcnow
 
 ROLES = ("reader", "admin")
+# A name travels in URLs (POST /api/v1/keys/{name}/revoke) and in the answer log; '@' is kept out
+# because a revoked key's row is renamed NAME@revoked-TIME, which a new name must never collide with.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_NAME_RE = re.compile(NAME_PATTERN)
+LAST_USED_RESOLUTION_S = 60  # last_used is written at most once a minute per key: no write per request
 
 
 class KeyStoreError(GatewayError):
-    """A key operation that cannot be done (duplicate name, unknown role)."""
+    """A key operation that cannot be done (bad name, unknown role)."""
+
+
+class KeyExistsError(KeyStoreError):
+    """An active key already has this name."""
+
+    http_status = 409
+    code = "conflict"
 
 
 @dataclass(frozen=True)
@@ -46,12 +60,13 @@ class KeyStore:
     def create(self, name: str, role: str = "reader") -> str:
         if role not in ROLES:
             raise KeyStoreError(f"unknown role {role!r} (use one of: {', '.join(ROLES)})")
-        if not name or len(name) > 64:
-            raise KeyStoreError("a key needs a name of 1-64 characters")
+        if not _NAME_RE.match(name or ""):
+            raise KeyStoreError(f"key name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+                                "starting with a letter or digit")
         key = "mqa_" + secrets.token_urlsafe(32)
         with opened(self.db_path) as db:
             if any(True for _ in db["api_keys"].rows_where("name = ? and revoked is null", [name])):
-                raise KeyStoreError(f"a key named {name!r} exists already (revoke it first)")
+                raise KeyExistsError(f"a key named {name!r} exists already (revoke it first)")
             # name is the primary key: keep a revoked key's row under a dated name
             db.execute("update api_keys set name = name || '@revoked-' || revoked where name = ? "
                        "and revoked is not null", [name])
@@ -60,13 +75,19 @@ class KeyStore:
         return key
 
     def verify(self, key: str) -> Principal | None:
+        """The key's principal, or None; notes when it was used (to the minute) for `keys list`."""
         if not key:
             return None
         with opened(self.db_path) as db:
             rows = list(db["api_keys"].rows_where("key_hash = ? and revoked is null", [_hash(key)]))
-        if not rows:
-            return None
-        return Principal(rows[0]["name"], rows[0]["role"], rows[0]["key_hash"])
+            if not rows:
+                return None
+            row = rows[0]
+            now = datetime.now(timezone.utc)
+            stale = iso_utc(now - timedelta(seconds=LAST_USED_RESOLUTION_S))
+            if row["last_used"] is None or row["last_used"] < stale:  # a read per request, a write per minute
+                db.execute("update api_keys set last_used = ? where key_hash = ?", [iso_utc(now), row["key_hash"]])
+        return Principal(row["name"], row["role"], row["key_hash"])
 
     def is_live(self, principal: Principal) -> bool:
         """Whether the key behind `principal` is still unrevoked (checked on every session use)."""
@@ -78,8 +99,10 @@ class KeyStore:
         return row is not None
 
     def list(self) -> list[dict[str, Any]]:
+        """Every key, oldest first (revoked ones too, under NAME@revoked-TIME); never the key itself."""
         with opened(self.db_path) as db:
-            return [{k: r[k] for k in ("name", "role", "created", "revoked")} for r in db["api_keys"].rows]
+            rows = db["api_keys"].rows_where(order_by="created, name")
+            return [{k: r[k] for k in ("name", "role", "created", "last_used", "revoked")} for r in rows]
 
     def revoke(self, name: str) -> bool:
         with opened(self.db_path) as db:
