@@ -77,8 +77,36 @@ class Services:
         from retrieval.search import search
 
         s = self.settings.search
-        return search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
+        hits = search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
                       version=version, **s.search_options())
+        self.show_titles(hits)
+        return hits
+
+    def show_titles(self, items: Sequence[Any]) -> None:
+        """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""
+        from gateway.records.titles import DisplayTitles, apply_titles
+
+        apply_titles(items, DisplayTitles(self.settings.db_path).all())
+
+    def rename_manual(self, manual: str, title: str | None) -> dict[str, Any]:
+        """Give a manual of the active index a display title (None: show the PDF's own again)."""
+        from gateway.records.titles import DisplayTitles
+        from retrieval.search import resolve_manuals
+
+        known = self.store.open().chunks.manuals()
+        shas = resolve_manuals(known, [manual])
+        if len(shas) != 1:
+            from retrieval.types import RetrievalError
+
+            raise RetrievalError(f"{manual!r} names {len(shas)} manuals; use a file name or a sha256 prefix")
+        row = next(m for m in known if m["sha256"] == shas[0])
+        titles = DisplayTitles(self.settings.db_path)
+        if title is None:
+            titles.clear(row["sha256"])
+            shown = row["title"]
+        else:
+            shown = titles.set(row["sha256"], title)
+        return {"sha256": row["sha256"], "file_name": row["file_name"], "title": shown, "pdf_title": row["title"]}
 
     # -- generation ----------------------------------------------------------------------------
     @property

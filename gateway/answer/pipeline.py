@@ -124,6 +124,9 @@ def _retrieve(gw: Services, question: str, manuals: list[str] | None,
     k = max(s.k, gw.settings.answer.max_passages)
     hits, timings = search_with_timings(gw.store, gw.embedder, question, k=k, manuals=manuals or None,
                                         version=version, **s.search_options())
+    show = getattr(gw, "show_titles", None)
+    if show is not None:  # the admin's display titles (gateway.records.titles)
+        show(hits)
     return hits, timings, version
 
 

@@ -97,6 +97,23 @@ def remove(ctx: Ctx, manual: str, as_json: bool) -> None:
         _print_report(report)
 
 
+@main.command("rename")
+@click.argument("manual")
+@click.argument("title", required=False)
+@click.option("--reset", is_flag=True, help="Show the PDF's own title again.")
+@json_option()
+@pass_ctx
+def rename(ctx: Ctx, manual: str, title: str | None, reset: bool, as_json: bool) -> None:
+    """Give MANUAL (file name, title or sha256 prefix) a display title; the index is unchanged."""
+    if reset == (title is not None):
+        raise click.UsageError("give either a TITLE or --reset")
+    row = ctx.services.rename_manual(manual, None if reset else title)
+    if as_json:
+        emit_json(row)
+    else:
+        click.echo(f"{row['file_name']}: shown as {row['title']!r} (the PDF says {row['pdf_title']!r})")
+
+
 @main.group("index")
 def index() -> None:
     """Index versions: list, show, activate, rollback, diff, verify, gc."""

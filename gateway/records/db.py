@@ -126,6 +126,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "CREATE INDEX admin_sessions_key ON admin_sessions(key_hash)",
         "CREATE INDEX admin_sessions_expires ON admin_sessions(expires)",
     ]),
+    ("manual_titles", [
+        # gateway.records.titles: the display title an admin gave a manual (by sha256, across versions).
+        """CREATE TABLE manual_titles (
+            sha256 TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            updated TEXT NOT NULL           -- ISO 8601 UTC
+        )""",
+    ]),
 ]
 
 

@@ -131,6 +131,15 @@ class ManualList(msgspec.Struct):
     manuals: list[dict[str, Any]]
 
 
+class ManualTitle(msgspec.Struct):
+    """A manual as the gateway shows it after a rename: `title` shown, `pdf_title` the PDF's own."""
+
+    sha256: str
+    file_name: str
+    title: str
+    pdf_title: str
+
+
 class UploadAccepted(msgspec.Struct):
     job: str
     job_url: str

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from litestar import Controller, Request, delete, get, post
+from litestar import Controller, Request, delete, get, post, put
 from litestar.concurrency import sync_to_thread
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.response import File
@@ -21,7 +21,8 @@ from gateway.records.jobs import JobRunner
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.ranges import pdf_response
-from gateway.web.responses import IngestReportOut, Job, ManualList, PageText, UploadAccepted
+from gateway.web.responses import IngestReportOut, Job, ManualList, ManualTitle, PageText, UploadAccepted
+from gateway.web.schemas import TitleRequest
 from gateway.web.security import admin_guard, reader_guard
 from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload
 from ingest.models import IngestError
@@ -33,7 +34,9 @@ SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 def _manuals(services: Services) -> list[dict[str, Any]]:
     if services.store.active_id() is None:
         return []
-    return services.store.open().chunks.manuals()
+    rows = services.store.open().chunks.manuals()
+    services.show_titles(rows)
+    return rows
 
 
 def find_manual(services: Services, manual_id: str) -> dict[str, Any]:
@@ -118,6 +121,18 @@ class ManualsController(Controller):
         find_manual(services, manual_id)
         report = await sync_to_thread(services.store.remove, manual_id)
         return IngestReportOut(**report.to_dict())
+
+    @put("/manuals/{manual_id:str}/title", guards=[admin_guard], status_code=200,
+         summary="Give a manual a display title (lists, passages, citations); the index is unchanged")
+    async def rename(self, services: Services, manual_id: str, data: TitleRequest) -> ManualTitle:
+        find_manual(services, manual_id)
+        return ManualTitle(**await sync_to_thread(services.rename_manual, manual_id, data.title))
+
+    @delete("/manuals/{manual_id:str}/title", guards=[admin_guard], status_code=200,
+            summary="Show the PDF's own title again")
+    async def reset_title(self, services: Services, manual_id: str) -> ManualTitle:
+        find_manual(services, manual_id)
+        return ManualTitle(**await sync_to_thread(services.rename_manual, manual_id, None))
 
     @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",
          media_type="application/pdf")

@@ -63,3 +63,9 @@ class ChatCompletionRequest(msgspec.Struct):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     user: str | None = None
+
+
+class TitleRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A manual's display title (gateway.records.titles); at most 200 printable characters."""
+
+    title: str

@@ -1,0 +1,68 @@
+"""Display titles an admin gives manuals whose own title is useless ("about:blank", "Untitled").
+
+The title inside an index version is what the PDF said when it was ingested, and versions are
+immutable; a renamed title is how the gateway shows the manual (lists, passages, citations, the
+answer log from then on), kept in gateway.db by sha256 so it survives re-ingest, rollback and a new
+version of the index. Searching is unchanged (the embedded text keeps the PDF's own title).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gateway.errors import GatewayError
+from gateway.records.db import opened, utcnow
+
+MAX_TITLE_CHARS = 200
+
+
+class TitleError(GatewayError):
+    http_status = 400
+    code = "invalid_title"
+
+
+def clean_title(title: str) -> str:
+    """One line of printable text, at most MAX_TITLE_CHARS: what a card or a list can show."""
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in str(title)).split())
+    if not text:
+        raise TitleError("the title is empty")
+    if len(text) > MAX_TITLE_CHARS:
+        raise TitleError(f"the title is longer than {MAX_TITLE_CHARS} characters")
+    return text
+
+
+class DisplayTitles:
+    def __init__(self, db_path: str | Path) -> None:
+        self.db_path = db_path
+
+    def all(self) -> dict[str, str]:
+        with opened(self.db_path) as db:
+            return {r["sha256"]: r["title"] for r in db.query("SELECT sha256, title FROM manual_titles")}
+
+    def set(self, sha256: str, title: str) -> str:
+        title = clean_title(title)
+        with opened(self.db_path) as db:
+            db["manual_titles"].upsert({"sha256": sha256, "title": title, "updated": utcnow()}, pk="sha256")
+        return title
+
+    def clear(self, sha256: str) -> bool:
+        with opened(self.db_path) as db:
+            return db.execute("DELETE FROM manual_titles WHERE sha256 = ?", [sha256]).rowcount > 0
+
+
+def apply_titles(items: Iterable[Any], titles: dict[str, str], sha_key: str = "manual_sha256") -> None:
+    """Show the display title on hits (objects) or manual rows (dicts), in place."""
+    if not titles:
+        return
+    for item in items:
+        if isinstance(item, dict):
+            sha = item.get(sha_key) or item.get("sha256")
+            if sha in titles:
+                item.setdefault("pdf_title", item.get("title"))
+                item["title"] = titles[sha]
+        else:
+            sha = getattr(item, sha_key, None)
+            if sha in titles:
+                item.title = titles[sha]

@@ -1,0 +1,88 @@
+"""A manual's display title: set by an admin (CLI or API), shown in lists, search hits, passages and
+citations across index versions; bad titles are a clear 4xx and change nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.config import Settings
+from gateway.records.titles import MAX_TITLE_CHARS, TitleError, clean_title
+from gateway.services import Services
+from tests.support.server import GatewayServer
+
+NOAA = "noaa_lcp_pistonboard_user_manual.pdf"
+QUESTION = "What input voltage range does the piston board accept?"
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "\x00\x07", "x" * (MAX_TITLE_CHARS + 1)])
+def test_clean_title_refuses_what_a_card_cannot_show(bad: str) -> None:
+    with pytest.raises(TitleError):
+        clean_title(bad)
+
+
+def test_clean_title_keeps_one_printable_line() -> None:
+    assert clean_title("  Piston board\n manual\t(rev B) ") == "Piston board manual (rev B)"
+
+
+@pytest.fixture()
+def gw(sample_data_dir: Path, tmp_path: Path, embedder: Any) -> Services:
+    data = tmp_path / "data"
+    shutil.copytree(sample_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
+    g = Services(Settings(data_dir=data), embedder=embedder)
+    g.settings.answer.mode = "extractive"
+    yield g
+    g.log.close()
+
+
+def test_renamed_title_shows_everywhere_and_survives_a_new_version(gw: Services) -> None:
+    pdf_title = next(h.title for h in gw.search(QUESTION) if h.manual == NOAA)
+    row = gw.rename_manual(NOAA, "LCP piston board (NOAA)")
+    assert row["title"] == "LCP piston board (NOAA)" and row["pdf_title"] == pdf_title
+    assert {h.title for h in gw.search(QUESTION) if h.manual == NOAA} == {"LCP piston board (NOAA)"}
+    res = gw.answer(QUESTION)
+    assert res.citations and all(c.title == "LCP piston board (NOAA)" for c in res.citations if c.manual == NOAA)
+    assert all(c["title"] == "LCP piston board (NOAA)" for c in gw.log.get(res.id)["citations"] if c["manual"] == NOAA)
+    # A new index version (another manual removed) still shows the display title.
+    gw.store.remove("voron0_setup_guide.pdf")
+    assert {h.title for h in gw.search(QUESTION)} == {"LCP piston board (NOAA)"}
+    gw.rename_manual(NOAA, None)
+    assert {h.title for h in gw.search(QUESTION)} == {pdf_title}
+
+
+def test_rename_of_an_unknown_manual_says_which_exist(gw: Services) -> None:
+    from retrieval.types import RetrievalError
+
+    with pytest.raises(RetrievalError, match="Known manuals"):
+        gw.rename_manual("no-such-manual.pdf", "x")
+
+
+def test_rename_over_http_and_the_cli(sample_data_dir: Path, tmp_path: Path) -> None:
+    srv = GatewayServer(sample_data_dir, tmp_path / "srv", config="[answer]\nmode = \"extractive\"\n").start()
+    try:
+        admin = {"Authorization": f"Bearer {srv.admin_key()}"}
+        reader = {"Authorization": f"Bearer {srv.cli('keys', 'create', 'r', '--role', 'reader').stdout.strip()}"}
+        manuals = httpx.get(srv.url + "/api/v1/manuals", timeout=30).json()["manuals"]
+        sha = next(m["sha256"] for m in manuals if m["file_name"] == NOAA)
+        url = f"{srv.url}/api/v1/manuals/{sha}/title"
+        assert httpx.put(url, json={"title": "x"}, headers=reader, timeout=30).status_code == 403
+        bad = httpx.put(url, json={"title": "  "}, headers=admin, timeout=30)
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_title"
+        r = httpx.put(url, json={"title": "Piston board"}, headers=admin, timeout=30)
+        assert r.status_code == 200 and r.json()["title"] == "Piston board"
+        listed = {m["file_name"]: m for m in httpx.get(srv.url + "/api/v1/manuals", timeout=30).json()["manuals"]}
+        assert listed[NOAA]["title"] == "Piston board" and listed[NOAA]["pdf_title"] != "Piston board"
+        answer = httpx.post(srv.url + "/api/v1/ask", json={"question": QUESTION}, timeout=60).json()
+        assert any(c["title"] == "Piston board" for c in answer["citations"])
+        out = srv.cli("rename", NOAA, "--reset", "--json")
+        assert '"pdf_title"' in out.stdout
+        listed = {m["file_name"]: m for m in httpx.get(srv.url + "/api/v1/manuals", timeout=30).json()["manuals"]}
+        assert listed[NOAA]["title"] != "Piston board"
+        usage = srv.cli("rename", NOAA, check=False)
+        assert usage.returncode == 2 and "TITLE or --reset" in usage.stderr
+    finally:
+        srv.stop()
