@@ -38,6 +38,7 @@ class Services:
         self._runtime = runtime
         self._profile = profile
         self._log = log
+        self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
         self.generation_lock = threading.Lock()  # one generation at a time per runtime
 
     # -- index ---------------------------------------------------------------------------------
@@ -60,6 +61,43 @@ class Services:
                 self._embedder = Embedder(e.model, batch_size=e.batch_size)
             return self._embedder
 
+    def embedder_for(self, version: str | None = None) -> Embedder:
+        """The embedder that searches this index version (the active one by default).
+
+        Normally the configured one. A version built with another model (before an upgrade changed
+        the default, or rolled back to) is searched with the model it records, when that model is
+        installed with the same weights: an upgrade or a rollback never leaves a gateway unable to
+        search. The next `manualqa ingest` re-embeds with the configured model.
+        """
+        configured = self.embedder
+        ver = self.store.open(version)
+        recorded = (ver.manifest or {}).get("embedding") or {}
+        if recorded.get("model_id") in (None, configured.model_id):
+            return configured
+        key = f"{recorded.get('model_id')}#{recorded.get('model_hash')}"
+        with self._lock:
+            cached = self._other_embedders.get(key)
+        if cached is not None:
+            return cached
+        from retrieval.embeddings import Embedder, spec_of
+
+        spec = spec_of(recorded)
+        if spec is None:
+            return configured  # search says plainly that the models differ
+        try:
+            other = Embedder(spec, batch_size=self.settings.embedding.batch_size)
+            if other.model_id != recorded.get("model_id") or other.model_hash != recorded.get("model_hash"):
+                return configured
+        except Exception:  # noqa: BLE001 - not installed here: the same plain refusal
+            return configured
+        import logging
+
+        logging.getLogger("manualqa").warning(
+            "index version %s was built with %s; searching it with that model (the configured one is %s); "
+            "`manualqa ingest` re-embeds with the configured model", ver.id, other.model_id, configured.model_id)
+        with self._lock:
+            return self._other_embedders.setdefault(key, other)
+
     @property
     def chunk_params(self) -> ChunkParams:
         return self.settings.chunking
@@ -77,7 +115,7 @@ class Services:
         from retrieval.search import search
 
         s = self.settings.search
-        hits = search(self.store, self.embedder, query, k=k or s.k, manuals=manuals,
+        hits = search(self.store, self.embedder_for(version), query, k=k or s.k, manuals=manuals,
                       version=version, **s.search_options())
         self.show_titles(hits)
         return hits

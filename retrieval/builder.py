@@ -92,7 +92,11 @@ def failure(path: str | Path, message: str) -> tuple[str, str]:
 
 
 def embedding_info(embedder: Any) -> dict[str, Any]:
-    return {"model_id": embedder.model_id, "model_hash": embedder.model_hash, "dim": int(embedder.dim)}
+    """What the manifest records of the model: its id and weights hash (search refuses another),
+    and the setting that loads it again (``model``), so a gateway can search this version with its
+    own model after the configured one changed (retrieval.embeddings.spec_of)."""
+    return {"model_id": embedder.model_id, "model_hash": embedder.model_hash, "dim": int(embedder.dim),
+            "model": str(getattr(embedder, "model", ""))}
 
 
 def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] | None = None) -> Entry:

@@ -43,6 +43,25 @@ def passage_text(heading: str, text: str, title: str = "") -> str:
     return text
 
 
+def spec_of(embedding: dict[str, Any]) -> str | None:
+    """The `embedding.model` setting that loads the model an index version records, if known.
+
+    Versions record it since it was added; for older ones it is derived from the id of the
+    packaged models (``...@<distribution>==<version>``). A local directory recorded before then
+    cannot be found again: None.
+    """
+    spec = embedding.get("model")
+    if spec:
+        return str(spec)
+    model_id = str(embedding.get("model_id") or "")
+    if "@" not in model_id:
+        return None
+    distribution = model_id.rsplit("@", 1)[1].split("==", 1)[0]
+    if model_id.startswith("onnx:"):
+        return f"onnx:{distribution}"
+    return distribution if distribution == PACKAGED_MODEL else None
+
+
 def _packaged_model_dir() -> Path:
     spec = importlib.util.find_spec(_PACKAGED_MODULE)
     if spec is None or not spec.submodule_search_locations:

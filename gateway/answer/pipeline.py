@@ -122,7 +122,9 @@ def _retrieve(gw: Services, question: str, manuals: list[str] | None,
         raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
     s = gw.settings.search
     k = max(s.k, gw.settings.answer.max_passages)
-    hits, timings = search_with_timings(gw.store, gw.embedder, question, k=k, manuals=manuals or None,
+    pick = getattr(gw, "embedder_for", None)  # the model this version was built with (Services)
+    embedder = pick(version) if pick is not None else gw.embedder
+    hits, timings = search_with_timings(gw.store, embedder, question, k=k, manuals=manuals or None,
                                         version=version, **s.search_options())
     show = getattr(gw, "show_titles", None)
     if show is not None:  # the admin's display titles (gateway.records.titles)

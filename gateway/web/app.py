@@ -70,9 +70,11 @@ def warm_up(state: State) -> None:
     gw = state.gw
     t0 = time.perf_counter()
     try:
-        if gw.store.active_id() is not None:
+        active = gw.store.active_id()
+        if active is not None:
             gw.store.open()
-        gw.embedder.encode_query("warm up")
+        # the model that searches the active version (its own, if it was built with another one)
+        (gw.embedder_for(active) if active is not None else gw.embedder).encode_query("warm up")
         if gw.settings.answer.mode == "generate":
             try:
                 _ = gw.runtime
