@@ -71,7 +71,7 @@ def test_export_file_names_say_what_they_hold() -> None:
 
 def test_key_names_are_safe_in_urls_and_unique_while_active(tmp_path: Path) -> None:
     store = KeyStore(tmp_path / "gateway.db")
-    for bad in ("", "a/b", "two words", "x@revoked-2026", "-lead", "a" * 65, "ü"):
+    for bad in ("", "a/b", "two words", "x@revoked-2026", "-lead", "a" * 65, "ü", "tablet\n"):
         with pytest.raises(KeyStoreError):
             store.create(bad, "reader")
     store.create("kiosk-3.floor_2", "reader")

@@ -60,7 +60,7 @@ class KeyStore:
     def create(self, name: str, role: str = "reader") -> str:
         if role not in ROLES:
             raise KeyStoreError(f"unknown role {role!r} (use one of: {', '.join(ROLES)})")
-        if not _NAME_RE.match(name or ""):
+        if not _NAME_RE.fullmatch(name or ""):  # fullmatch: "$" alone would let a trailing newline in
             raise KeyStoreError(f"key name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
                                 "starting with a letter or digit")
         key = "mqa_" + secrets.token_urlsafe(32)

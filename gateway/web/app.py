@@ -23,10 +23,12 @@ from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware
 from gateway.web.profile_switch import ProfileSwitcher
+from gateway.web.routes_admin import AdminController
 from gateway.web.routes_answers import AnswersController
 from gateway.web.routes_ask import AskController
 from gateway.web.routes_fleet import FleetController
 from gateway.web.routes_index import IndexController
+from gateway.web.routes_keys import KeysController
 from gateway.web.routes_manuals import ManualsController
 from gateway.web.routes_openai import OpenAIController
 from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
@@ -62,7 +64,7 @@ def api_router() -> Router:
     """The JSON API: every controller's path is relative to /api/v1, written once here."""
     return Router(path=API_PREFIX, dependencies=API_DEPENDENCIES,
                   route_handlers=[AskController, ManualsController, IndexController, FleetController,
-                                  AnswersController, SystemController])
+                                  AnswersController, SystemController, KeysController, AdminController])
 
 
 def warm_up(state: State) -> None:

@@ -269,3 +269,58 @@ class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     gates: dict[str, Any] | None
     # The last profile switch of this server (gateway.web.profile_switch): status switched/refused.
     last_switch: dict[str, Any] | None = None
+
+
+class DoctorRunOut(msgspec.Struct):
+    """POST /api/v1/deployment/doctor: the verdict `manualqa doctor` prints, as it was recorded."""
+
+    checked_at: str
+    profile: str
+    passed: bool
+    failed_gates: list[int]
+    chain_id: str
+    gates: list[dict[str, Any]]
+    report: dict[str, Any]  # runtimes.gates.DoctorReport.to_dict(): device, artifact, rollback set, owners
+    warning: str | None
+
+
+class AnswerModeOut(msgspec.Struct):
+    """The answer mode now in force on this running server (manualqa.toml is not changed)."""
+
+    answer_mode: Literal["generate", "extractive"]
+    previous: str
+    persisted: bool
+    note: str
+
+
+# -- API keys ----------------------------------------------------------------------------------
+class KeyOut(msgspec.Struct):
+    """One row of gateway.records.keys.KeyStore.list(): never the key, only what it is and did."""
+
+    name: str
+    role: str
+    created: str
+    last_used: str | None
+    revoked: str | None
+
+
+class KeyList(msgspec.Struct):
+    keys: list[KeyOut]
+
+
+class KeyCreated(msgspec.Struct):
+    """The new key itself, in this response only: gateway.db keeps its hash."""
+
+    name: str
+    role: str
+    key: str
+    note: str
+
+
+class KeyRevoked(msgspec.Struct):
+    """`own_key`: the caller made this request with the revoked key (its admin session has ended)."""
+
+    name: str
+    revoked: bool
+    own_key: bool
+    admin_keys_left: int

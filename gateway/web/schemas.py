@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from gateway.records.keys import NAME_PATTERN as KEY_NAME_PATTERN
+
 Question = Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
 ManualRef = Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
@@ -63,6 +65,15 @@ class ChatCompletionRequest(msgspec.Struct):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     user: str | None = None
+
+
+class KeyCreateRequest(msgspec.Struct, forbid_unknown_fields=True):
+    name: Annotated[str, msgspec.Meta(pattern=KEY_NAME_PATTERN)]  # the library's rule, stated in the schema
+    role: Literal["reader", "admin"] = "reader"
+
+
+class AnswerModeRequest(msgspec.Struct, forbid_unknown_fields=True):
+    mode: Literal["generate", "extractive"]
 
 
 class TitleRequest(msgspec.Struct, forbid_unknown_fields=True):

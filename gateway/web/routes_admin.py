@@ -1,0 +1,127 @@
+"""What once needed a shell on the gateway, for admins over HTTP (issue 10): log export, doctor, answer mode.
+
+Each calls the library function the CLI calls: `manualqa log export` -> gateway.records.log_export,
+`manualqa doctor` -> gateway.records.deployments.run_and_record (on the profile in force, saved
+where /api/v1/deployment reads it). The answer mode has no CLI: it changes this running server's
+settings only (manualqa.toml is left alone and decides again at the next start).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from litestar import Controller, get, post
+from litestar.concurrency import sync_to_thread
+from litestar.datastructures import State
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Operation, Schema
+from litestar.params import Parameter
+from litestar.response import Stream
+
+from gateway.records.active_profile import resolve_profile
+from gateway.records.db import utcnow
+from gateway.records.deployments import run_and_record
+from gateway.records.log_export import MEDIA_TYPES, export_chunks, export_file_name
+from gateway.services import Services
+from gateway.web.errors import ApiError
+from gateway.web.responses import AnswerModeOut, DoctorRunOut
+from gateway.web.routes_answers import OUTCOME_PATTERN
+from gateway.web.schemas import AnswerModeRequest
+from gateway.web.security import admin_guard
+
+log = logging.getLogger("manualqa.web")
+_DOCTOR = threading.Lock()  # one doctor run at a time: each loads the model beside the serving one
+MODE_NOTE = ("changed on this running server only: the configuration ([answer] mode in manualqa.toml) "
+             "is unchanged and decides again at the next start")
+
+
+@dataclass
+class LogExportOperation(Operation):
+    """The export streams a file: its 200 says which kinds (Litestar would document an empty schema)."""
+
+    def __post_init__(self) -> None:
+        ok = (self.responses or {}).get("200")
+        if isinstance(ok, OpenAPIResponse):
+            ok.description = "The answer log as a file (Content-Disposition: attachment), oldest answer first"
+            ok.content = {MEDIA_TYPES["jsonl"].split(";")[0]: OpenAPIMediaType(schema=Schema(
+                              type=OpenAPIType.STRING, description="one answer per line, as JSON")),
+                          MEDIA_TYPES["csv"].split(";")[0]: OpenAPIMediaType(schema=Schema(
+                              type=OpenAPIType.STRING, description="a header row, then one answer per row"))}
+
+
+def _encoded(chunks: Iterator[tuple[str, int]]) -> Iterator[bytes]:
+    for text, _ in chunks:
+        yield text.encode("utf-8")
+
+
+def set_answer_mode(state: Any, mode: str) -> str:
+    """Put `mode` in force for the next answers; returns the mode it replaces.
+
+    Both the app's settings (the queue reads them) and the services' settings (the pipeline reads
+    them) change, each by replacing its `answer` section whole: an answer in progress keeps the
+    section it started with. Switching to generate starts loading the model now, not on the next ask.
+    """
+    gw = state.gw
+    previous = str(gw.settings.answer.mode)
+    for settings in {id(s): s for s in (state.settings, gw.settings)}.values():
+        settings.answer = dataclasses.replace(settings.answer, mode=mode)
+    if mode == "generate" and gw.runtime_if_loaded() is None:
+        def load() -> None:
+            try:
+                _ = gw.runtime
+                state.load_error = None
+            except Exception as exc:  # answered extractively until fixed; /health says why
+                state.load_error = f"generation runtime failed to load: {exc}"
+                log.error(state.load_error)
+
+        threading.Thread(target=load, name="manualqa-load-runtime", daemon=True).start()
+    return previous
+
+
+class AdminController(Controller):
+    guards = [admin_guard]
+
+    @get("/answers/export", tags=["answers"], operation_class=LogExportOperation,
+         summary="Download the answer log (JSON lines or CSV), as `manualqa log export`")
+    async def export_log(
+        self, services: Services,
+        format: Literal["jsonl", "csv"] = "jsonl",
+        since: Annotated[str | None, Parameter(max_length=64)] = None,
+        outcome: Annotated[str | None, Parameter(pattern=OUTCOME_PATTERN)] = None,
+    ) -> Stream:
+        """Oldest answer first; `since`: an ISO date/time or an age like 30m, 12h, 7d."""
+        answers = services.log
+        chunks = await sync_to_thread(lambda: export_chunks(answers, format, since=since, outcome=outcome))
+        name = export_file_name(format, since, outcome, utcnow())
+        return Stream(_encoded(chunks), media_type=MEDIA_TYPES[format],
+                      headers={"Content-Disposition": f'attachment; filename="{name}"',
+                               "Cache-Control": "no-store"})
+
+    @post("/deployment/doctor", tags=["system"], status_code=200,
+          summary="Run the three gates on the profile in force and record the verdict, as `manualqa doctor`")
+    async def doctor(self, services: Services) -> DoctorRunOut:
+        """Loads the model beside the serving one (tens of seconds); 409 while another run is going on."""
+        if not _DOCTOR.acquire(blocking=False):
+            raise ApiError(409, "conflict", "a doctor run is already in progress; wait for its verdict")
+        try:
+            settings = services.settings
+            profile = await sync_to_thread(resolve_profile, settings.data_dir, settings.runtime.profile)
+            run = await sync_to_thread(run_and_record, settings.data_dir, profile)
+        finally:
+            _DOCTOR.release()
+        report = run.report.to_dict()
+        return DoctorRunOut(checked_at=run.checked_at, profile=report["profile"]["name"], passed=report["passed"],
+                            failed_gates=report["failed_gates"], chain_id=report["chain_id"],
+                            gates=report["gates"], report=report, warning=run.warning)
+
+    @post("/deployment/answer-mode", tags=["system"], status_code=200,
+          summary="Switch this running server between generate and extractive (manualqa.toml is unchanged)")
+    async def answer_mode(self, state: State, data: AnswerModeRequest) -> AnswerModeOut:
+        """From the next question on; an answer in progress finishes in the mode it started in."""
+        previous = set_answer_mode(state, data.mode)
+        log.info("answer mode: %s -> %s (%s)", previous, data.mode, MODE_NOTE)
+        return AnswerModeOut(answer_mode=data.mode, previous=previous, persisted=False, note=MODE_NOTE)
