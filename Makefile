@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 HOST ?= 0.0.0.0
 PORT ?= 8080
 
-.PHONY: run test lint install install-dev browser bench bundle clean
+.PHONY: run test lint install install-dev vendor browser bench bundle clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,8 +25,14 @@ $(DEVSTAMP): $(STAMP)
 	$(BIN)/pip install -q -e ".[llm,server,dev]"
 	touch $@
 
-install: $(STAMP)
-install-dev: $(DEVSTAMP)
+install: vendor $(STAMP)
+install-dev: vendor $(DEVSTAMP)
+
+# pdf.js for the page viewer (/viewer): a pinned pdfjs-dist from the npm registry, integrity-checked,
+# into ui/static/vendor/pdfjs/ (git-ignored; the wheel and the bundle carry it). Skips when that version
+# is there. Without a network it warns and the viewer opens PDFs at #page=N instead: `make run` still works.
+vendor:
+	@$(PY) ui/vendor_pdfjs.py || echo "warning: continuing without the page viewer's pdf.js (make vendor)"
 
 # Debian's chromium for the browser tests (Playwright drives it; no browser download).
 browser:
