@@ -111,6 +111,8 @@ def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: Gate
     assert first.locator("blockquote mark").count() >= 1  # the cited sentences are highlighted
     link = first.locator("a.open-page")
     assert link.inner_text().strip() == f"Open page {page_no.group(1)}"
+    assert link.get_attribute("href").startswith("/viewer?")  # the page viewer: tests/test_viewer.py
+    link = first.locator("a.open-pdf")  # and the raw PDF, one tap away
     href = link.get_attribute("href")
     assert re.fullmatch(rf"/api/v1/manuals/[0-9a-f]{{64}}/file#page={page_no.group(1)}", href), href
     assert link.get_attribute("target") == "_blank"

@@ -1,7 +1,8 @@
-"""The technician page, the admin page (cookie session login with a key) and static assets."""
+"""The technician page, the page viewer, the admin page (cookie session login with a key) and static assets."""
 
 from __future__ import annotations
 
+import mimetypes
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,11 @@ UI_DIR = Path(__file__).resolve().parent.parent.parent / "ui"
 STATIC_DIR = UI_DIR / "static"
 PAGES_DIR = UI_DIR / "templates"
 
+# The viewer's pdf.js is ES modules (.mjs) and WebAssembly: browsers refuse a module script served as
+# application/octet-stream, which is what a Python without .mjs in its table (3.10, no /etc/mime.types) says.
+mimetypes.add_type("text/javascript", ".mjs")
+mimetypes.add_type("application/wasm", ".wasm")
+
 
 def _page(name: str) -> File:
     return File(path=PAGES_DIR / name, media_type=MediaType.HTML, content_disposition_type="inline",
@@ -30,6 +36,16 @@ class PagesController(Controller):
     @get("/")
     async def technician(self) -> File:
         return _page("index.html")
+
+    @get("/viewer")
+    async def viewer(self) -> File:
+        """One PDF page rendered by pdf.js with the cited sentences marked, for phones that ignore #page=N.
+
+        A static page: ui/static/viewer.js reads ?manual=<sha256>&q=<sentence>...#page=N (or ?page=N) and
+        fetches the PDF from /api/v1/manuals/{id}/file with the page's key, so the file route's access
+        rules and byte ranges apply unchanged.
+        """
+        return _page("viewer.html")
 
     @get("/admin")
     async def admin(self) -> File:

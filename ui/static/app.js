@@ -89,6 +89,16 @@ function pageText(c) {
   return `page ${c.page}` + (c.page_label ? ` (printed ${c.page_label})` : "");
 }
 
+// "Open page N" opens the page viewer (/viewer: pdf.js, since phones ignore #page=N on a PDF) at that
+// page with the cited sentences to highlight (a passage without any: its opening words). The raw PDF
+// stays one tap away.
+function viewerUrl(c) {
+  const q = new URLSearchParams({manual: c.manual_sha256});
+  const cited = (c.cited_sentences || c.sentences || []).map((s) => (typeof s === "string" ? s : s.text || "")).filter(Boolean);
+  for (const s of (cited.length ? cited : [String(c.text ?? c.passage ?? "").slice(0, 200)]).slice(0, 3)) q.append("q", s.slice(0, 300));
+  return `/viewer?${q}#page=${c.page}`;
+}
+
 function card(c, label) {
   const url = c.pdf_url || `/api/v1/manuals/${c.manual_sha256}/file#page=${c.page}`;
   const div = document.createElement("article");
@@ -97,7 +107,8 @@ function card(c, label) {
   div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
     <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>
     <blockquote>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
-    <a class="button secondary open-page" href="${escapeHtml(url)}" target="_blank" rel="noopener">Open page ${escapeHtml(c.page)}</a>`;
+    <a class="button secondary open-page" href="${escapeHtml(viewerUrl(c))}" target="_blank" rel="noopener">Open page ${escapeHtml(c.page)}</a>
+    <a class="open-pdf" href="${escapeHtml(url)}" target="_blank" rel="noopener">Whole PDF</a>`;
   return div;
 }
 

@@ -1,0 +1,257 @@
+// manualqa page viewer: one page of a stored manual rendered by pdf.js, the cited sentences marked.
+// Why: phone browsers ignore #page=N on a PDF (they show page 1, or download the file). pdf.js is
+// vendored at build time (ui/vendor_pdfjs.py -> /static/vendor/pdfjs/), never from a CDN.
+// URL: /viewer?manual=<sha256>&q=<sentence>&q=<sentence>#page=N   (?page=N works too)
+"use strict";
+
+const PDFJS = "/static/vendor/pdfjs/";
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const manual = (params.get("manual") || "").toLowerCase();
+const sentences = params.getAll("q").filter((s) => s.trim());
+const fileUrl = `/api/v1/manuals/${manual}/file`;
+const key = localStorage.getItem("manualqa.key");  // the technician page's reader key (app.js)
+const MIN_RUN_CHARS = 12;  // a fallback run shorter than this (letters and digits) is not marked
+
+// -- finding the cited text in the page's text layer ------------------------------------------
+// Letters and digits only, NFKC-folded and lower-cased, one character at a time (so that every folded
+// character knows where it came from): the text layer and the passage (extracted by pypdf at ingest)
+// agree on those, not on spaces, line-break hyphens, quotes or ligatures.
+function foldChar(c) {
+  return c.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+}
+function fold(s) {
+  let out = "";
+  for (const c of String(s || "")) out += foldChar(c);
+  return out;
+}
+
+// The longest run of consecutive words of `sentence` found in `text` (folded): [start, length] or null.
+// A run that is not found cannot grow into one that is, so each start extends until it fails.
+function longestRun(text, sentence) {
+  const words = String(sentence).split(/\s+/).map(fold).filter(Boolean);
+  let best = null;
+  for (let i = 0; i < words.length; i++) {
+    let run = "", at = -1;
+    for (let j = i; j < words.length; j++) {
+      const next = text.indexOf(run + words[j]);
+      if (next < 0) break;
+      run += words[j]; at = next;
+    }
+    if (at >= 0 && run.length >= MIN_RUN_CHARS && (!best || run.length > best[1])) best = [at, run.length];
+  }
+  return best;
+}
+
+// Where the sentences are among the page's text items (pdf.js text layer spans): each sentence whole
+// if the page has it, else its longest run of words. Returns {ranges: [[item, [start, end)], ...] in
+// item order, the character range within that item's string; exact: every sentence was found whole}.
+function findMarks(itemStrings, wanted) {
+  let text = "";
+  const owner = [];  // folded character -> [item, start, end] of the character it came from
+  itemStrings.forEach((s, i) => {
+    let at = 0;
+    for (const c of s) {
+      const f = foldChar(c);
+      for (let k = 0; k < f.length; k++) owner.push([i, at, at + c.length]);
+      text += f;
+      at += c.length;
+    }
+  });
+  const ranges = new Map();
+  let exact = wanted.length > 0;
+  for (const sentence of wanted) {
+    const whole = fold(sentence);
+    if (!whole) continue;
+    let span = null;
+    const at = text.indexOf(whole);
+    if (at >= 0) span = [at, whole.length];
+    else { exact = false; span = longestRun(text, sentence); }
+    if (!span) continue;
+    for (let k = span[0]; k < span[0] + span[1]; k++) {
+      const [i, a, b] = owner[k], r = ranges.get(i);
+      ranges.set(i, r ? [Math.min(r[0], a), Math.max(r[1], b)] : [a, b]);
+    }
+  }
+  return {ranges: [...ranges].sort((x, y) => x[0] - y[0]), exact};
+}
+
+// -- page state ---------------------------------------------------------------------------------
+const state = {pdfjs: null, doc: null, page: 1, citedPage: 1, count: 0, task: null, layer: null, seq: 0, width: 0};
+
+function pageFromUrl() {
+  const hash = /(?:^#|&)page=(\d+)/.exec(location.hash);
+  const n = Number(hash ? hash[1] : params.get("page"));
+  return Number.isInteger(n) && n >= 1 ? n : 1;
+}
+
+function setState(name) { document.body.dataset.state = name; }
+function say(text) { $("status").textContent = text; }
+
+function showNumbers() {
+  $("page-num").textContent = String(state.page);
+  $("page-count").textContent = state.count ? ` of ${state.count}` : "";
+  $("prev").disabled = !state.doc || state.page <= 1;
+  $("next").disabled = !state.doc || state.page >= state.count;
+  $("whole").href = `${fileUrl}#page=${state.page}`;
+  document.body.dataset.page = String(state.page);
+}
+
+// Fit the page to the screen's width (a phone: ~378 px of 390), at most 1000 px on a desk.
+function fitScale(page) {
+  const natural = page.getViewport({scale: 1});
+  const room = Math.min(document.documentElement.clientWidth - 12, 1000);
+  return Math.max(0.25, room / natural.width);
+}
+
+async function render(n) {
+  const seq = ++state.seq;  // a later tap on prev/next wins; an earlier render is cancelled
+  state.task?.cancel();
+  state.layer?.cancel();
+  state.page = Math.min(Math.max(1, n), state.count || n);
+  showNumbers();
+  history.replaceState(null, "", `${location.pathname}${location.search}#page=${state.page}`);
+  setState("loading"); say(`Loading page ${state.page}…`);
+  const page = await state.doc.getPage(state.page);
+  if (seq !== state.seq) return;
+  const viewport = page.getViewport({scale: fitScale(page)});
+  // Sharp on high-density screens without a canvas bigger than phones allow (~16 M pixels).
+  const ratio = Math.min(window.devicePixelRatio || 1, 3, Math.sqrt(16e6 / (viewport.width * viewport.height)));
+  const box = $("page"), canvas = $("canvas"), layerDiv = $("text-layer");
+  canvas.width = Math.floor(viewport.width * ratio);
+  canvas.height = Math.floor(viewport.height * ratio);
+  canvas.style.width = `${Math.floor(viewport.width)}px`;
+  canvas.style.height = `${Math.floor(viewport.height)}px`;
+  box.style.width = canvas.style.width;
+  box.style.height = canvas.style.height;
+  box.style.setProperty("--total-scale-factor", String(viewport.scale));
+  layerDiv.replaceChildren();
+  $("sheet").hidden = false;
+  state.width = document.documentElement.clientWidth;
+  state.task = page.render({canvasContext: canvas.getContext("2d"), viewport,
+    transform: ratio !== 1 ? [ratio, 0, 0, ratio, 0, 0] : null});
+  const text = await page.getTextContent();
+  if (seq !== state.seq) return;
+  state.layer = new state.pdfjs.TextLayer({textContentSource: text, container: layerDiv, viewport});
+  try {
+    await Promise.all([state.task.promise, state.layer.render()]);
+  } catch (e) {
+    if (e && e.name === "RenderingCancelledException" || seq !== state.seq) return;
+    throw e;
+  }
+  if (seq !== state.seq) return;
+  mark(state.layer);
+  setState("rendered");
+}
+
+// Mark the cited sentences (only on the cited page: elsewhere a partial run would mislead). A span
+// wholly cited is marked itself; one that holds more (a line running on past the sentence) gets the
+// cited part wrapped, so the mark starts and ends where the sentence does.
+function mark(layer) {
+  const marks = $("marks");
+  say("");
+  if (state.page !== state.citedPage || !sentences.length) { marks.textContent = ""; return; }
+  const found = findMarks(layer.textContentItemsStr, sentences);
+  let first = null;
+  for (const [i, [a, b]] of found.ranges) {
+    const div = layer.textDivs[i], s = div.textContent;
+    if (!/[\p{L}\p{N}]/u.test(s.slice(0, a) + s.slice(b))) {
+      div.classList.add("highlight");
+    } else {
+      const part = document.createElement("span");
+      part.className = "highlight part";
+      part.textContent = s.slice(a, b);
+      div.replaceChildren(s.slice(0, a), part, s.slice(b));
+    }
+    first ??= div;
+  }
+  if (first) {
+    marks.textContent = found.exact ? "The cited sentence is highlighted."
+      : "The closest match to the cited sentence is highlighted.";
+    first.scrollIntoView({block: "center"});
+  } else {
+    marks.textContent = "The cited sentence could not be found in this page's text (a scanned page?).";
+  }
+}
+
+// -- loading --------------------------------------------------------------------------------------
+function failure(e) {
+  setState("error");
+  const status = e && e.status;
+  if (status === 401 || status === 403) {
+    say("This gateway needs a reader key: enter it under \"Access key\" on the question page, then open the page again.");
+  } else if (status === 404) {
+    say("This manual is not on the gateway any more (the index changed since the answer).");
+  } else {
+    say(`The page could not be shown (${(e && e.message) || e}). Open the whole PDF instead.`);
+  }
+}
+
+// Without the vendored pdf.js (`make vendor` could not download it) open the PDF itself at the page,
+// as the technician page did before the viewer: desktops honour #page=N, phones may show page 1.
+async function fallback() {
+  setState("fallback");
+  say("The page viewer is not installed on this gateway (pdf.js: `make vendor`); opening the PDF instead.");
+  if (!key) { location.replace(`${fileUrl}#page=${state.page}`); return; }
+  const r = await fetch(fileUrl, {headers: {Authorization: "Bearer " + key}});
+  if (!r.ok) { failure({status: r.status, message: r.statusText}); return; }
+  location.replace(URL.createObjectURL(await r.blob()) + `#page=${state.page}`);
+}
+
+async function title() {
+  try {
+    const r = await fetch("/api/v1/manuals", {headers: key ? {Authorization: "Bearer " + key} : {}});
+    if (!r.ok) return;
+    const m = (await r.json()).manuals.find((x) => x.sha256 === manual);
+    if (m) { $("title").textContent = m.title || m.file_name; document.title = `${m.title || m.file_name} — manualqa`; }
+  } catch { /* the title is a nicety */ }
+}
+
+async function start() {
+  state.page = state.citedPage = pageFromUrl();
+  showNumbers();
+  if (!/^[0-9a-f]{64}$/.test(manual)) { setState("error"); say("This link names no manual (manual=<sha256>)."); return; }
+  title();
+  try {
+    state.pdfjs = await import(PDFJS + "pdf.min.mjs");
+  } catch (e) {
+    await fallback();
+    return;
+  }
+  state.pdfjs.GlobalWorkerOptions.workerSrc = PDFJS + "pdf.worker.min.mjs";
+  say("Opening the manual…");
+  try {
+    state.doc = await state.pdfjs.getDocument({
+      url: fileUrl,
+      httpHeaders: key ? {Authorization: "Bearer " + key} : undefined,  // as app.js sends it
+      // The file route answers Range requests: with streaming off pdf.js drops the whole-file request
+      // after its headers and fetches only the 64 KiB ranges this page needs, and no more after them.
+      disableStream: true,
+      disableAutoFetch: true,
+      rangeChunkSize: 65536,
+      wasmUrl: PDFJS + "wasm/",  // JBIG2 / CCITT (scans) and JPEG 2000 decoders, same origin
+      enableXfa: false,
+    }).promise;
+    state.count = state.doc.numPages;
+    if (state.citedPage > state.count) state.citedPage = state.count;
+    await render(state.citedPage);
+  } catch (e) {
+    failure(e);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("prev").addEventListener("click", () => render(state.page - 1).catch(failure));
+  $("next").addEventListener("click", () => render(state.page + 1).catch(failure));
+  let resizeTimer = null;  // a phone turned sideways: fit the new width
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => {
+      if (state.doc && document.documentElement.clientWidth !== state.width) render(state.page).catch(failure);
+    }, 250);
+  });
+  start();
+});
+
+// For the browser tests (tests/test_viewer.py) and for a curious technician's console.
+window.manualqaViewer = {fold, findMarks, longestRun, state};
