@@ -182,6 +182,7 @@ def test_phone_viewer_fits_the_width_pages_and_fetches_byte_ranges(browser: Any,
         for button in ("#prev", "#next", "#whole"):
             box = page.locator(button).bounding_box()
             assert box["width"] >= 44 and box["height"] >= 44, (button, box)
+        assert page.locator(".pager").bounding_box()["height"] < 60  # one row: no label wraps
         # The PDF came in byte ranges: the server answered 206 to requests with a Range header.
         ranged = [t for t in traffic if t["status"] == 206]
         assert ranged and all(t["range"] for t in ranged), traffic
