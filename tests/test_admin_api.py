@@ -203,3 +203,49 @@ def test_answer_mode_switch_changes_the_next_answer(server: GatewayServer) -> No
         assert r.status_code == 200 and r.json()["previous"] == "extractive"
     answer = ask(server)
     assert answer["mode"] == "generate" and answer["draft"] == SCRIPT  # the model wrote it
+
+
+@pytest.mark.parametrize("path", ["/api/v1/keys", "/api/v1/deployment/answer-mode"])
+def test_malformed_json_is_a_400(server: GatewayServer, path: str) -> None:
+    for body in (b"{", b'{"name": ', b"[1, 2", b"nul", b"\xff\xfe{", b'{"name": 1, "mode": 2}', b"{" * 70 + b"}" * 70):
+        r = httpx.post(server.url + path, content=body, timeout=30,
+                       headers={**auth(server.admin), "Content-Type": "application/json"})
+        assert error_of(r, 400)["code"] in ("invalid_json", "invalid_request"), (path, body)
+    assert httpx.get(server.url + "/api/v1/deployment").json()["answer_mode"] == "generate"
+
+
+def test_one_doctor_run_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second run while one is loading the model is a 409, and the first still gives its verdict."""
+    import threading
+
+    from litestar.testing import TestClient
+
+    from gateway.config import Settings
+    from gateway.records.keys import KeyStore
+    from gateway.web import routes_admin
+    from gateway.web.app import create_app
+
+    entered, release = threading.Event(), threading.Event()
+    real = routes_admin.run_and_record
+
+    def slow(data_dir: Path, profile: Any) -> Any:
+        entered.set()
+        assert release.wait(30)
+        return real(data_dir, profile)
+
+    monkeypatch.setattr(routes_admin, "run_and_record", slow)
+    profile = tmp_path / "profile.toml"
+    profile.write_text(SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.0), encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data")
+    settings.runtime.profile = str(profile)
+    h = auth(KeyStore(settings.db_path).create("ops", "admin"))
+    with TestClient(create_app(settings, warm=False), timeout=60) as client:
+        first: dict[str, Any] = {}
+        worker = threading.Thread(target=lambda: first.update(r=client.post("/api/v1/deployment/doctor", headers=h)))
+        worker.start()
+        assert entered.wait(30)
+        assert error_of(client.post("/api/v1/deployment/doctor", headers=h), 409)["code"] == "conflict"
+        release.set()
+        worker.join(60)
+        assert first["r"].status_code == 200 and first["r"].json()["profile"] == "scripted-test"
+        assert client.post("/api/v1/deployment/doctor", headers=h).status_code == 200  # free again

@@ -24,7 +24,7 @@ from litestar.response import Stream
 
 from gateway.records.active_profile import resolve_profile
 from gateway.records.db import utcnow
-from gateway.records.deployments import run_and_record
+from gateway.records.deployments import DoctorRun, run_and_record
 from gateway.records.log_export import MEDIA_TYPES, export_chunks, export_file_name
 from gateway.services import Services
 from gateway.web.errors import ApiError
@@ -82,6 +82,17 @@ def set_answer_mode(state: Any, mode: str) -> str:
     return previous
 
 
+def doctor_in_force(settings: Any) -> DoctorRun:
+    """`manualqa doctor` on the profile in force; the lock is held by the thread doing the work, so a
+    client that goes away mid-run does not let a second run start beside it."""
+    if not _DOCTOR.acquire(blocking=False):
+        raise ApiError(409, "conflict", "a doctor run is already in progress; wait for its verdict")
+    try:
+        return run_and_record(settings.data_dir, resolve_profile(settings.data_dir, settings.runtime.profile))
+    finally:
+        _DOCTOR.release()
+
+
 class AdminController(Controller):
     guards = [admin_guard]
 
@@ -105,14 +116,7 @@ class AdminController(Controller):
           summary="Run the three gates on the profile in force and record the verdict, as `manualqa doctor`")
     async def doctor(self, services: Services) -> DoctorRunOut:
         """Loads the model beside the serving one (tens of seconds); 409 while another run is going on."""
-        if not _DOCTOR.acquire(blocking=False):
-            raise ApiError(409, "conflict", "a doctor run is already in progress; wait for its verdict")
-        try:
-            settings = services.settings
-            profile = await sync_to_thread(resolve_profile, settings.data_dir, settings.runtime.profile)
-            run = await sync_to_thread(run_and_record, settings.data_dir, profile)
-        finally:
-            _DOCTOR.release()
+        run = await sync_to_thread(doctor_in_force, services.settings)
         report = run.report.to_dict()
         return DoctorRunOut(checked_at=run.checked_at, profile=report["profile"]["name"], passed=report["passed"],
                             failed_gates=report["failed_gates"], chain_id=report["chain_id"],

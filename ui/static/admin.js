@@ -1,7 +1,9 @@
 // manualqa admin page: cookie session (logged in with an admin key) + CSRF token on every write.
+// admin_ops.js adds what once needed the gateway's shell: deployment actions, API keys, log download.
 "use strict";
 const $ = (id) => document.getElementById(id);
 let csrf = null;
+let me = null; // this session: {name, role, csrf}
 
 function esc(s) { return String(s ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c])); }
 
@@ -16,13 +18,22 @@ async function api(method, url, body) {
 }
 
 function loggedIn(session) {
-  csrf = session.csrf;
+  csrf = session.csrf; me = session;
   $("login-box").hidden = true; $("admin").hidden = false; $("logout").hidden = false;
   $("who").textContent = `Logged in as ${session.name} (${session.role}).`;
   refreshAll();
 }
 
-async function refreshAll() { await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog()]); }
+// The session has ended (its key revoked, here or elsewhere): back to the login form, saying why.
+function loggedOut(message) {
+  csrf = null; me = null;
+  $("admin").hidden = true; $("logout").hidden = true; $("login-box").hidden = false;
+  $("admin-key").value = ""; $("login-msg").textContent = message;
+}
+
+async function refreshAll() {
+  await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog(), loadKeys()]);
+}
 
 async function loadManuals() {
   const data = await api("GET", "/api/v1/manuals");
@@ -67,27 +78,19 @@ async function loadVersions() {
   }));
 }
 
-async function loadDeployment() {
-  let d;
-  try { d = await api("GET", "/api/v1/deployment"); } catch (e) { $("deployment").textContent = e.message; return; }
-  $("deployment").textContent = JSON.stringify(d, null, 2);
-  const p = d.profile || {};
-  const rows = [["Profile", p.name], ["Backend", p.backend], ["Target device", p.target_device],
-    ["Artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["Artifact chain", d.chain_id],
-    ["Index version", d.index_version], ["Answer mode", d.answer_mode], ["Rollback profile", p.rollback],
-    ["Load problem", d.load_error || d.profile_error]];
-  $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
-    .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
-  const gb = $("gates").querySelector("tbody");
-  if (!d.gates) { gb.innerHTML = `<tr><td colspan="3">Not checked yet: run <code>manualqa doctor</code> on the gateway.</td></tr>`; return; }
-  gb.innerHTML = (d.gates.gates || []).map((g) => `<tr><td>${esc(g.gate)} ${esc(g.title || "")}</td>
-    <td><strong>${g.passed ? "PASS" : "FAIL"}</strong></td><td>${esc(g.detail)}</td></tr>`).join("")
-    + `<tr><td colspan="3" class="muted">checked ${esc(d.gates.checked_at)}</td></tr>`;
+// The log's filters: the list below and the download (admin_ops.js) show the same answers.
+function logQuery() {
+  const q = new URLSearchParams(), since = $("log-since").value.trim();
+  if ($("outcome-filter").value) q.set("outcome", $("outcome-filter").value);
+  if (since) q.set("since", since);
+  return q;
 }
 
 async function loadLog() {
-  const outcome = $("outcome-filter").value;
-  const data = await api("GET", "/api/v1/answers?limit=50" + (outcome ? `&outcome=${outcome}` : ""));
+  let data;
+  try { data = await api("GET", `/api/v1/answers?limit=50&${logQuery()}`); $("log-msg").textContent = ""; }
+  catch (e) { $("log-msg").textContent = e.message; updateExport(false); return; }
+  updateExport(true);
   const tb = $("answers").querySelector("tbody"); tb.innerHTML = "";
   for (const r of data.answers) {
     const tr = document.createElement("tr"); tr.tabIndex = 0; tr.style.cursor = "pointer";
@@ -206,5 +209,6 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   $("refresh-log").addEventListener("click", loadLog);
   $("outcome-filter").addEventListener("change", loadLog);
+  $("log-since").addEventListener("change", loadLog);
   try { loggedIn(await api("GET", "/admin/session")); } catch { /* not logged in yet */ }
 });

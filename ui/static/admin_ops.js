@@ -1,0 +1,161 @@
+// manualqa admin page, part 2: what once needed a shell on the gateway (issue 10). Deployment (the
+// profile in force, its switch, the doctor, the answer mode), API keys and the answer log download.
+// Uses $, esc, api, me, loggedOut from admin.js; every write carries the session's X-CSRF-Token (api()).
+"use strict";
+let keyRows = [];
+
+function renderGates(gates, note) {
+  const verdict = (g) => ({pass: "PASS", fail: "FAIL"}[g.status] || (g.passed ? "PASS" : "NOT RUN"));
+  $("gates").querySelector("tbody").innerHTML = (gates || []).map((g) => `<tr class="gate-${esc(g.status)}">
+    <td>${esc(g.gate)} ${esc(g.title || "")}</td><td><strong>${esc(verdict(g))}</strong></td><td>${esc(g.detail)}</td></tr>`).join("")
+    + `<tr><td colspan="3" class="muted">${esc(note)}</td></tr>`;
+}
+
+function describeSwitch(s) {
+  if (!s) return "";
+  if (s.status === "unchanged") return `Unchanged: ${s.profile} is the activated profile and already serves.`;
+  const moved = s.from || s.to ? ` (${s.from || "?"} → ${s.to || "?"})` : "";
+  return `${s.status === "switched" ? "Switched" : "Refused"}${moved}: ${s.detail || ""}`;
+}
+
+async function loadDeployment() {
+  let d;
+  try { d = await api("GET", "/api/v1/deployment"); } catch (e) { $("deployment").textContent = e.message; return; }
+  $("deployment").textContent = JSON.stringify(d, null, 2);
+  const p = d.profile || {}, last = d.last_switch;
+  const rows = [["Profile", p.name], ["Backend", p.backend], ["Target device", p.target_device],
+    ["Artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["Artifact chain", d.chain_id],
+    ["Index version", d.index_version], ["Answer mode", d.answer_mode], ["Rollback profile", p.rollback],
+    ["Last switch", last ? `${describeSwitch(last)} (${last.at})` : "none since this server started"],
+    ["Load problem", d.load_error || d.profile_error]];
+  $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
+    .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
+  $("answer-mode").value = d.answer_mode;
+  if (!d.gates) {
+    $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">Not checked yet: press <em>Run doctor</em>
+      (or run <code>manualqa doctor</code> on the gateway).</td></tr>`;
+  } else renderGates(d.gates.gates, `checked ${d.gates.checked_at}`);
+}
+
+async function busy(button, msg, text, work) {
+  button.disabled = true; msg.textContent = text;
+  try { msg.textContent = await work(); } catch (e) { msg.textContent = e.message; }
+  finally { button.disabled = false; }
+  loadDeployment();
+}
+
+function reloadProfile() {
+  return busy($("reload-profile"), $("deploy-msg"), "Checking the activated profile (gate 1 runs before any switch)…",
+    async () => describeSwitch(await api("POST", "/api/v1/deployment/reload")));
+}
+
+function runDoctor() {
+  return busy($("run-doctor"), $("deploy-msg"), "Running… the gates load the model and answer a smoke prompt (tens of seconds).",
+    async () => {
+      const r = await api("POST", "/api/v1/deployment/doctor");
+      renderGates(r.gates, `checked ${r.checked_at}`);
+      const which = (status) => r.gates.filter((g) => g.status === status).map((g) => g.gate).join(", ");
+      const verdict = r.passed ? "all three gates pass"
+        : [which("fail") && `gate ${which("fail")} failed`, which("not run") && `gate ${which("not run")} not run`]
+          .filter(Boolean).join(", ");
+      return `Doctor on ${r.profile}: ${verdict}.` + (r.warning ? ` Warning: ${r.warning}` : "");
+    });
+}
+
+async function setMode(e) {
+  e.preventDefault();
+  try {
+    const r = await api("POST", "/api/v1/deployment/answer-mode", {mode: $("answer-mode").value});
+    $("mode-msg").textContent = `Answer mode is now ${r.answer_mode} (was ${r.previous}), on this running server only: `
+      + "manualqa.toml is unchanged.";
+  } catch (err) { $("mode-msg").textContent = err.message; }
+  loadDeployment();
+}
+
+// -- API keys ------------------------------------------------------------------------------------
+async function loadKeys() {
+  keyRows = (await api("GET", "/api/v1/keys")).keys;
+  const tb = $("keys").querySelector("tbody"); tb.innerHTML = "";
+  for (const k of [...keyRows].reverse()) { // newest first
+    const name = k.name.split("@revoked-")[0];
+    const tr = document.createElement("tr");
+    if (k.revoked) tr.className = "revoked";
+    tr.innerHTML = `<td><code>${esc(name)}</code>${me && !k.revoked && name === me.name ? " <strong>(this session)</strong>" : ""}</td>
+      <td>${esc(k.role)}</td><td>${esc(k.created)}</td><td>${esc(k.last_used || "never")}</td>
+      <td>${k.revoked ? `revoked ${esc(k.revoked)}` : "active"}</td>
+      <td>${k.revoked ? "" : `<button type="button" class="secondary" data-revoke="${esc(k.name)}">Revoke</button>`}</td>`;
+    tb.appendChild(tr);
+  }
+  tb.querySelectorAll("[data-revoke]").forEach((b) => b.addEventListener("click", () => revokeKey(b.dataset.revoke)));
+  const active = keyRows.filter((k) => !k.revoked);
+  $("keys-count").textContent = `${active.length} active (${active.filter((k) => k.role === "admin").length} admin)`;
+}
+
+function revokeText(name) {
+  const row = keyRows.find((k) => k.name === name && !k.revoked) || {};
+  const admins = keyRows.filter((k) => k.role === "admin" && !k.revoked).length;
+  let text = `Revoke the key "${name}"? Whoever uses it is refused from the next request on, and its admin sessions end at once.`;
+  if (me && name === me.name) text += "\n\nThis is the key of your own session: you will be logged out at once.";
+  if (row.role === "admin" && admins === 1) {
+    text += "\n\nIt is the last admin key: afterwards only the gateway's command line "
+      + "(manualqa keys create NAME --role admin) can make a new one.";
+  }
+  return text;
+}
+
+async function revokeKey(name) {
+  if (!confirm(revokeText(name))) return;
+  try {
+    const r = await api("POST", `/api/v1/keys/${encodeURIComponent(name)}/revoke`);
+    if (r.own_key) { loggedOut(`The key "${name}" was revoked: you are logged out.`); return; }
+    $("key-msg").textContent = `The key "${name}" is revoked.`;
+  } catch (e) { $("key-msg").textContent = e.message; }
+  loadKeys();
+}
+
+async function createKey(e) {
+  e.preventDefault();
+  $("key-msg").textContent = "";
+  try {
+    const r = await api("POST", "/api/v1/keys", {name: $("key-name").value.trim(), role: $("key-role").value});
+    $("new-key-name").textContent = `${r.name} (${r.role})`;
+    $("new-key-value").value = r.key; $("copy-msg").textContent = "";
+    $("new-key").hidden = false; $("key-name").value = "";
+    $("new-key-value").focus(); $("new-key-value").select();
+  } catch (err) { $("key-msg").textContent = err.message; }
+  loadKeys();
+}
+
+// The page is plain http on a LAN (not a secure context): the clipboard API may be missing.
+async function copyKey() {
+  const input = $("new-key-value");
+  let copied = false;
+  try { await navigator.clipboard.writeText(input.value); copied = true; } catch { /* fall back below */ }
+  if (!copied) { input.focus(); input.select(); copied = document.execCommand("copy"); }
+  $("copy-msg").textContent = copied ? "Copied to the clipboard." : "Select the key and copy it by hand (Ctrl+C).";
+}
+
+function hideKey() { $("new-key-value").value = ""; $("new-key").hidden = true; $("copy-msg").textContent = ""; }
+
+// -- answer log download ---------------------------------------------------------------------------
+// The link follows the log's filters (logQuery, admin.js); it is off while the server refuses them.
+// While typing, a rough check (an age or an ISO date); the server's answer on change decides (loadLog).
+const SINCE_RE = /^\s*(\d+\s*[smhdw]|\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?)\s*$/;
+
+function updateExport(ok = !$("log-msg").textContent) {
+  const link = $("export-link"), q = logQuery();
+  q.set("format", $("export-format").value);
+  if (ok) link.href = `/api/v1/answers/export?${q}`; else link.removeAttribute("href");
+  link.setAttribute("aria-disabled", String(!ok));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("reload-profile").addEventListener("click", reloadProfile);
+  $("run-doctor").addEventListener("click", runDoctor);
+  $("mode-form").addEventListener("submit", setMode);
+  $("key-form").addEventListener("submit", createKey);
+  $("copy-key").addEventListener("click", copyKey);
+  $("hide-key").addEventListener("click", hideKey);
+  $("export-format").addEventListener("change", () => updateExport());
+  $("log-since").addEventListener("input", (e) => updateExport(!e.target.value.trim() || SINCE_RE.test(e.target.value)));
+});
