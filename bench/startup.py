@@ -1,0 +1,138 @@
+"""Cold start and idle memory of `manualqa serve`, two source trees side by side (issue 12 goals).
+
+Each tree ingests the sample manuals into its own data directory with its own defaults (so each
+side's index is built by its own embedder), then rounds alternate between the trees: spawn
+`python -m gateway serve` from that tree, time spawn -> first 200 from /api/v1/health, read the
+server's VmRSS once ready (idle) and after one extractive answer, and whether libtorch got mapped
+into the process. Twice per round: answer.mode = extractive (no LLM is loaded) and generate (the
+default profile's model loads before /health says ok). Medians over rounds; ratios after/before.
+
+    .venv/bin/python -m bench.startup --before /tmp/wt-before --after . [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.retrieval_quality import machine_markdown  # noqa: E402
+
+PYTHON = str(REPO / ".venv" / "bin" / "python")
+OUT = REPO / "docs" / "bench" / "startup.md"
+QUESTION = "What input voltage range does the piston board accept?"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(data: Path, mode: str) -> dict[str, str]:
+    return {**os.environ, "MANUALQA_DATA": str(data), "MANUALQA_ANSWER__MODE": mode, "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _has_torch(pid: int) -> bool:
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def cold_start(tree: Path, data: Path, mode: str) -> dict[str, Any]:
+    port = _port()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([PYTHON, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--log-level", "warning"], cwd=tree, env=_env(data, mode),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"server from {tree} exited early")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.02)
+        ready_s = time.perf_counter() - t0
+        idle = _rss_mib(proc.pid)
+        httpx.post(f"http://127.0.0.1:{port}/api/v1/ask", json={"question": QUESTION, "mode": "extractive"},
+                   timeout=120).raise_for_status()
+        return {"ready_s": ready_s, "idle_mib": idle, "after_answer_mib": _rss_mib(proc.pid),
+                "torch": _has_torch(proc.pid)}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", type=Path, required=True, help="source tree of the old code")
+    ap.add_argument("--after", type=Path, default=REPO, help="source tree of the new code")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="manualqa-startup-") as tmp:
+        data = {side: Path(tmp) / side for side in trees}
+        for side, tree in trees.items():
+            subprocess.run([PYTHON, "-m", "gateway", "ingest", str(REPO / "sample_manuals")], cwd=tree,
+                           env=_env(data[side], "extractive"), check=True, capture_output=True)
+        for r in range(args.rounds):
+            order = list(trees) if r % 2 == 0 else list(reversed(trees))
+            for side in order:
+                for mode in ("extractive", "generate"):
+                    results.setdefault((side, mode), []).append(cold_start(trees[side], data[side], mode))
+    lines = ["## Cold start and idle memory of `manualqa serve` (bench/startup.py)", "",
+             f"Two source trees side by side, {args.rounds} alternating rounds, medians; before = "
+             f"`{_rev(trees['before'])}`, after = `{_rev(trees['after'])}`. Each side's index was built by its own "
+             "default embedder. `extractive`: no LLM loaded; `generate`: the default profile's SmolLM2-135M "
+             "loads before /health answers 200. Goals (issue 12): <= 2 s without the LLM, <= 3 s with it, idle "
+             "RSS <= 400 MiB.", "",
+             "| mode | side | spawn -> /health 200 (s) | idle RSS (MiB) | RSS after an answer (MiB) | torch mapped |",
+             "|---|---|---|---|---|---|"]
+    for mode in ("extractive", "generate"):
+        med = {}
+        for side in trees:
+            rows = results[(side, mode)]
+            med[side] = {k: statistics.median(x[k] for x in rows) for k in ("ready_s", "idle_mib", "after_answer_mib")}
+            lines.append(f"| {mode} | {side} | {med[side]['ready_s']:.2f} | {med[side]['idle_mib']:.0f} | "
+                         f"{med[side]['after_answer_mib']:.0f} | {'yes' if any(x['torch'] for x in rows) else 'no'} |")
+        ratio = {k: med["after"][k] / med["before"][k] for k in med["after"]}
+        lines.append(f"| {mode} | ratio after/before | {ratio['ready_s']:.2f} | {ratio['idle_mib']:.2f} | "
+                     f"{ratio['after_answer_mib']:.2f} | |")
+    lines += ["", machine_markdown(), ""]
+    text = "\n".join(lines)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(text, encoding="utf-8")
+    print(text)
+
+
+def _rev(tree: Path) -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+    return out.stdout.strip() or str(tree)
+
+
+if __name__ == "__main__":
+    main()
