@@ -151,3 +151,17 @@ def test_a_restated_question_with_the_value_asked_for_is_an_answer() -> None:
     [check] = check_answer("The piston board accepts 6 V to 36 V input [1].",
                            ["Piston-board input voltage range can be considered as from 6V to 36V."], question=q)
     assert check.supported
+
+
+def test_talk_about_the_passages_with_the_question_words_is_not_an_answer() -> None:
+    """Seen with SmolLM2 on the sample manuals (make run, 2026-12-01): a green badge on a non-answer."""
+    q = "How do I flash the firmware onto the piston board?"
+    passage = ("Firmware Flash. In order to flash the firmware to the piston-board, a MSP-FET Flash Emulation "
+               "Tool from TI is required. Run make flash.")
+    for said in ("The above passages are used to explain how to flash the firmware onto a piston-board. [1]",
+                 "These passages describe how to flash the firmware onto the piston board [1]."):
+        [meta] = check_answer(said, [passage], question=q)
+        assert not meta.supported and meta.reason in ("meta", "echo"), said
+    [answer] = check_answer("Flash the firmware with the MSP-FET Flash Emulation Tool and run make flash [1].",
+                            [passage], question=q)
+    assert answer.supported

@@ -72,7 +72,9 @@ def overlap_terms(text: str) -> set[str]:
     return {t for t in terms if len(t) > 1 and not t.replace(".", "").isdigit()}
 
 
-_META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+(?:passages?|manuals?|documents?|guides?|"
+_META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
+                      r"(?:(?:above|following|given|provided|cited|quoted|previous|preceding|first|second)\s+)?"
+                      r"(?:passages?|manuals?|documents?|guides?|"
                       r"texts?|sections?|pages?|sources?)\b(?!\s+(?:says?|states?|recommends?|requires?)\b)",
                       re.IGNORECASE)
 
@@ -137,7 +139,16 @@ def echoes(sentence: str, question: str) -> bool:
     if numbers_of(sentence) - numbers_of(question):  # it adds a value: "accepts 6 V to 36 V"
         return False
     said = overlap_terms(sentence)
-    return bool(said) and len(said - overlap_terms(question)) <= max(1, len(said) // 5)
+    new = said - overlap_terms(question) - _TALK_ABOUT_TEXT
+    return bool(said) and len(new) <= max(1, len(said) // 5)
+
+
+# Words that talk about the passages rather than the machine: "The above passages are used to explain
+# how to flash the firmware" adds nothing to "How do I flash the firmware?" but these.
+_TALK_ABOUT_TEXT = overlap_terms("above following passage passages text texts section sections manual manuals "
+                                 "document documents guide guides information explain explains explained "
+                                 "describe describes described mention mentions mentioned provide provides "
+                                 "provided show shows shown used use uses given contain contains")
 
 
 def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP,
