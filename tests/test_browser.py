@@ -224,6 +224,13 @@ def test_not_found_is_plain(page: Any, server: GatewayServer) -> None:
     shot(page, "technician-not-found.png")
 
 
+def test_a_value_the_manuals_do_not_state_is_named_in_the_not_found_banner(page: Any, server: GatewayServer) -> None:
+    ask(page, server.url, "What operating humidity range is the piston board rated for?")
+    page.wait_for_selector("#outcome.not_found")
+    assert "do not state a humidity" in page.locator("#notfound").inner_text()
+    assert page.locator("#cards .card").count() >= 1
+
+
 def test_unsupported_answer_is_shown_as_evidence(browser: Any, sample_data_dir: Path,
                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
     """A fluent guess the passages do not back never gets the green badge: the evidence is shown."""

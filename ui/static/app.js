@@ -141,8 +141,10 @@ function renderRecent() {
   }
 }
 
+const NOT_FOUND_WHY = "The manuals on this gateway do not seem to cover this question. The closest passages are below.";
+
 function resetResult() {
-  $("failure").hidden = true;
+  $("failure").hidden = true; $("notfound-why").textContent = NOT_FOUND_WHY;
   $("result").hidden = false; $("answer").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
   $("answer").className = ""; $("evidence-note").hidden = true; drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
@@ -194,6 +196,8 @@ function showFinal(r) {
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
     $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
+    // The quantity check names what the passages lack ("do not state a humidity"): say that instead.
+    if ((r.flags || []).some((f) => String(f).startsWith("quantity_not_in_evidence"))) $("notfound-why").textContent = r.answer;
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
   } else {
     for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? "Closest passage:" : `[${c.n}]`));
