@@ -73,7 +73,8 @@ def set_answer_mode(state: Any, mode: str) -> str:
         def load() -> None:
             try:
                 _ = gw.runtime
-                state.load_error = None
+                if str(state.load_error or "").startswith("generation runtime failed"):
+                    state.load_error = None  # it loads now; other warm-up problems stay reported
             except Exception as exc:  # answered extractively until fixed; /health says why
                 state.load_error = f"generation runtime failed to load: {exc}"
                 log.error(state.load_error)

@@ -25,15 +25,14 @@ async function loadDeployment() {
   const p = d.profile || {}, last = d.last_switch;
   const rows = [["Profile", p.name], ["Backend", p.backend], ["Target device", p.target_device],
     ["Artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["Artifact chain", d.chain_id],
-    ["Index version", d.index_version], ["Answer mode", d.answer_mode], ["Rollback profile", p.rollback],
+    ["Index version", d.index_version], ["Rollback profile", p.rollback], // the answer mode: its own control below
     ["Last switch", last ? `${describeSwitch(last)} (${last.at})` : "none since this server started"],
     ["Load problem", d.load_error || d.profile_error]];
   $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
     .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
   $("answer-mode").value = d.answer_mode;
   if (!d.gates) {
-    $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">Not checked yet: press <em>Run doctor</em>
-      (or run <code>manualqa doctor</code> on the gateway).</td></tr>`;
+    $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">Not checked yet.</td></tr>`;
   } else renderGates(d.gates.gates, `checked ${d.gates.checked_at}`);
 }
 
