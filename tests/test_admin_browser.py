@@ -191,3 +191,20 @@ def test_download_the_answer_log(page: Any, server: GatewayServer) -> None:
         page.click("#export-link")
     assert info.value.suggested_filename.endswith(".csv")
     assert Path(info.value.path()).read_text(encoding="utf-8").startswith("id,time,question,")
+
+
+def test_rename_a_manual_and_give_it_its_own_title_back(page: Any, server: GatewayServer) -> None:
+    login(page, server, server.ops)
+    row = page.locator("#manuals tbody tr", has_text="noaa_lcp_pistonboard_user_manual.pdf")
+    original = row.locator("td").first.inner_text()
+    page.once("dialog", lambda d: d.accept("Piston board (NOAA LCP)"))
+    row.locator("[data-rename]").click()
+    page.wait_for_function("[...document.querySelectorAll('#manuals tbody td')].some((td) => "
+                           "td.textContent === 'Piston board (NOAA LCP)')")
+    listed = httpx.get(server.url + "/api/v1/manuals", headers=bearer(server.ops), timeout=30).json()["manuals"]
+    noaa = next(m for m in listed if m["file_name"] == "noaa_lcp_pistonboard_user_manual.pdf")
+    assert noaa["title"] == "Piston board (NOAA LCP)" and noaa["pdf_title"] == original
+    page.once("dialog", lambda d: d.accept(""))  # empty: the PDF's own title again
+    row.locator("[data-rename]").click()
+    page.wait_for_function("[...document.querySelectorAll('#manuals tbody td')].some((td) => "
+                           f"td.textContent === {json.dumps(original)})")

@@ -28,7 +28,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 # does not rewrite tracked files; otherwise in a temporary folder (still taken and size-checked).
 SHOTS = (REPO_ROOT / "docs" / "screenshots" if os.environ.get("MANUALQA_SCREENSHOTS") == "1"
          else Path(tempfile.gettempdir()) / "manualqa-screenshots")
-MAX_SHOT_BYTES = 300 * 1024
+MAX_SHOT_BYTES = 400 * 1024  # committed screenshots stay small; the admin page grew with issue 10 (~305 KB)
 SCRIPT = "Run BED_SCREWS_ADJUST, then adjust each bed screw with the paper test under the nozzle [1]."
 QUESTION = "How do I level the bed on the Voron 0?"
 UNANSWERABLE = "What is the airspeed velocity of an unladen swallow?"
@@ -211,6 +211,35 @@ def test_quick_mode_answers_from_the_evidence_without_the_model(page: Any, serve
                            "document.getElementById('outcome').textContent)")
     assert page.inner_text("#meta").startswith("extractive")
     assert "BED_SCREWS_ADJUST, then adjust" not in page.inner_text("#answer")  # not the scripted model's text
+
+
+def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_dir: Path,
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    """While another question holds the model, the page says how many are ahead, then answers.
+
+    Its own server: its answers must not grow the shared server's admin log (and screenshot)."""
+    import threading
+    import time
+
+    server = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("queue-browser"),
+                           config="[server]\nrate_limit_per_minute = 600\n",
+                           profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.12)).start()
+    page.goto(server.url + "/")
+    page.evaluate("""() => { window.metas = []; new MutationObserver(() => {
+        window.metas.push(document.getElementById('meta').textContent);
+      }).observe(document.getElementById('meta'), {childList: true, characterData: true, subtree: true}); }""")
+    busy = threading.Thread(target=lambda: httpx.post(server.url + "/api/v1/ask", json={"question": QUESTION},
+                                                      timeout=120))
+    busy.start()
+    time.sleep(0.5)  # it holds the model now (its script takes about 2 s)
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    page.wait_for_function("['answered', 'evidence only', 'not found'].includes("
+                           "document.getElementById('outcome').textContent.trim())", timeout=120_000)
+    busy.join(120)
+    metas = page.evaluate("window.metas")
+    server.stop()
+    assert any("1 question ahead of yours" in m for m in metas), metas
 
 
 def test_not_found_is_plain(page: Any, server: GatewayServer) -> None:

@@ -41,12 +41,22 @@ async function loadManuals() {
   for (const m of data.manuals) {
     const tr = document.createElement("tr");
     const missing = (m.pages_without_text || []);
-    tr.innerHTML = `<td>${esc(m.title)}</td><td><a href="${esc(m.file_url)}" target="_blank">${esc(m.file_name)}</a></td>
+    const renamed = m.pdf_title && m.pdf_title !== m.title ? ` title="The PDF says: ${esc(m.pdf_title)}"` : "";
+    tr.innerHTML = `<td${renamed}>${esc(m.title)}</td><td><a href="${esc(m.file_url)}" target="_blank">${esc(m.file_name)}</a></td>
       <td>${esc(m.page_count)}</td><td title="${esc(m.sha256)}"><code>${esc(m.sha256.slice(0, 12))}…</code></td>
       <td>${missing.length ? esc(missing.join(", ")) : "none"}</td>
-      <td><button type="button" class="secondary" data-del="${esc(m.sha256)}">Remove</button></td>`;
+      <td><button type="button" class="secondary" data-rename="${esc(m.sha256)}" data-title="${esc(m.title)}">Rename</button>
+        <button type="button" class="secondary" data-del="${esc(m.sha256)}">Remove</button></td>`;
     tb.appendChild(tr);
   }
+  // A display title for a PDF whose own is useless ("about:blank"); empty gives the PDF's back.
+  tb.querySelectorAll("[data-rename]").forEach((b) => b.addEventListener("click", async () => {
+    const title = prompt("Title shown for this manual (leave empty to show the PDF's own title):", b.dataset.title);
+    if (title === null) return;
+    const url = `/api/v1/manuals/${b.dataset.rename}/title`;
+    try { await (title.trim() ? api("PUT", url, {title}) : api("DELETE", url)); } catch (e) { alert(e.message); }
+    loadManuals();
+  }));
   tb.querySelectorAll("[data-del]").forEach((b) => b.addEventListener("click", async () => {
     if (!confirm("Remove this manual? A new index version is built without it.")) return;
     try { await api("DELETE", `/api/v1/manuals/${b.dataset.del}`); } catch (e) { alert(e.message); }
