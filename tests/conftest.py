@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,15 @@ def embedder() -> Any:
     from retrieval.embeddings import Embedder
 
     return Embedder()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless chromium per test module (tests/support/browser.py)."""
+    from tests.support.browser import chromium
+
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="session")

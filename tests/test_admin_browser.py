@@ -15,25 +15,11 @@ import httpx
 import pytest
 
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
-from tests.test_browser import ARGS, CHROMIUM
 
 SCRIPT = "Six to 36 volts [1]."
 QUESTION = "What input voltage range does the piston board accept?"
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
-                    "(`make browser` installs it with apt-get)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

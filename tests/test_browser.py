@@ -21,9 +21,6 @@ import pytest
 
 from tests.support.server import REPO_ROOT, SCRIPTED_PROFILE, GatewayServer
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
 # Screenshots land in docs/screenshots/ only when asked (MANUALQA_SCREENSHOTS=1), so that a test run
 # does not rewrite tracked files; otherwise in a temporary folder (still taken and size-checked).
 SHOTS = (REPO_ROOT / "docs" / "screenshots" if os.environ.get("MANUALQA_SCREENSHOTS") == "1"
@@ -37,19 +34,6 @@ UPLOAD_NAME = "pump-p200-service.pdf"
 SECOND_TITLE = "Second Test Manual"
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
-                    "(`make browser` installs it with apt-get)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ import pytest
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.versions import IndexStore
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
-from tests.test_browser import ARGS, CHROMIUM
 from tests.test_page_labels import NOAA, QUESTION, expected_label, labelled_copy
 
 SCRIPT = "Connect the adapter to the console connector J1 of the piston board [1]."
@@ -35,28 +34,22 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path, embedder:
     srv.stop()
 
 
-def test_card_shows_printed_page_and_opens_the_pdf_page(server: GatewayServer) -> None:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing (`make browser` installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(server.url + "/")
-            page.fill("#question", QUESTION)
-            page.click("#ask")
-            page.wait_for_selector("#outcome.answered")
-            card = page.locator("#cards .card").first
-            meta = card.locator(".meta").inner_text()
-            found = re.match(r"page (\d+) \(printed (\S+)\)", meta)
-            assert found, meta
-            number = int(found.group(1))
-            assert found.group(2) == expected_label(number)
-            link = card.locator("a.open-page")
-            assert link.inner_text().strip() == f"Open page {number}"
-            assert link.get_attribute("href").endswith(f"#page={number}")
-        finally:
-            browser.close()
+def test_card_shows_printed_page_and_opens_the_pdf_page(browser: Any, server: GatewayServer) -> None:
+    page = browser.new_page()
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(server.url + "/")
+        page.fill("#question", QUESTION)
+        page.click("#ask")
+        page.wait_for_selector("#outcome.answered")
+        card = page.locator("#cards .card").first
+        meta = card.locator(".meta").inner_text()
+        found = re.match(r"page (\d+) \(printed (\S+)\)", meta)
+        assert found, meta
+        number = int(found.group(1))
+        assert found.group(2) == expected_label(number)
+        link = card.locator("a.open-page")
+        assert link.inner_text().strip() == f"Open page {number}"
+        assert link.get_attribute("href").endswith(f"#page={number}")
+    finally:
+        page.close()

@@ -20,7 +20,6 @@ import httpx
 import pytest
 
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
-from tests.test_browser import ARGS, CHROMIUM
 from ui.vendor_pdfjs import DEST, VERSION, is_current
 
 SCRIPT = "Run BED_SCREWS_ADJUST, then adjust each bed screw with the paper test under the nozzle [1]."
@@ -46,18 +45,6 @@ def vendored() -> None:
     if not is_current(DEST):
         pytest.fail(f"pdf.js {VERSION} is not vendored in {DEST}: run `make vendor` "
                     "(make test runs it first; it downloads pdfjs-dist from registry.npmjs.org)")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium (`make browser`)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,30 @@
+"""Debian's chromium driven by Playwright, one way for every browser test (test-only)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless chromium; a missing one fails the test with how to install it (never a skip)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
+                    "(`make browser` installs it with apt-get)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
