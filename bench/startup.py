@@ -5,14 +5,19 @@ side's index is built by its own embedder), then rounds alternate between the tr
 `python -m gateway serve` from that tree, time spawn -> first 200 from /api/v1/health, read the
 server's VmRSS once ready (idle) and after one extractive answer, and whether libtorch got mapped
 into the process. Twice per round: answer.mode = extractive (no LLM is loaded) and generate (the
-default profile's model loads before /health says ok). Medians over rounds; ratios after/before.
+default profile's model loads before /health says ok). In the extractive server, `--clients` threads
+then send /api/v1/search requests together (the sample question set, round robin; the issue's
+"16 concurrent searches"), latency per request at the client. With `--ingest DIR`, each round also
+times each tree's `manualqa ingest DIR` (a CLI process from start to exit, into an empty data
+directory: parse, chunk, embed, write, verify, activate). Medians over rounds; ratios after/before.
 
-    .venv/bin/python -m bench.startup --before /tmp/wt-before --after . [--rounds 3]
+    .venv/bin/python -m bench.startup --before /tmp/wt-before --after . [--rounds 3] [--ingest DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -20,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +41,8 @@ from bench.retrieval_quality import machine_markdown  # noqa: E402
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 OUT = REPO / "docs" / "bench" / "startup.md"
 QUESTION = "What input voltage range does the piston board accept?"
+QUESTIONS = [json.loads(line)["question"] for line in
+             (REPO / "sample_manuals" / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _port() -> int:
@@ -59,7 +67,42 @@ def _has_torch(pid: int) -> bool:
     return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
 
 
-def cold_start(tree: Path, data: Path, mode: str) -> dict[str, Any]:
+def concurrent_searches(port: int, clients: int, per_client: int) -> list[float]:
+    """Milliseconds per /api/v1/search, `clients` threads released together, each sending in turn."""
+    start = threading.Barrier(clients)
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        with httpx.Client(timeout=60) as http:
+            start.wait()
+            for i in range(per_client):
+                q = QUESTIONS[(n * per_client + i) % len(QUESTIONS)]
+                t0 = time.perf_counter()
+                http.post(f"http://127.0.0.1:{port}/api/v1/search", json={"query": q, "k": 5}).raise_for_status()
+                with lock:
+                    latencies.append((time.perf_counter() - t0) * 1000)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies
+
+
+def timed_ingest(tree: Path, corpus: Path) -> dict[str, Any]:
+    """One `manualqa ingest` CLI run into an empty data directory: seconds, pages and chunks."""
+    with tempfile.TemporaryDirectory(prefix="manualqa-ingest-") as data:
+        t0 = time.perf_counter()
+        out = subprocess.run([PYTHON, "-m", "gateway", "ingest", str(corpus), "--json"], cwd=tree,
+                             env=_env(Path(data), "extractive"), check=True, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+    report = json.loads(out.stdout)
+    return {"wall_s": wall, "pages": report["pages"], "chunks": report["embedded"]}
+
+
+def cold_start(tree: Path, data: Path, mode: str, clients: int = 0, per_client: int = 0) -> dict[str, Any]:
     port = _port()
     t0 = time.perf_counter()
     proc = subprocess.Popen([PYTHON, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port),
@@ -79,8 +122,10 @@ def cold_start(tree: Path, data: Path, mode: str) -> dict[str, Any]:
         idle = _rss_mib(proc.pid)
         httpx.post(f"http://127.0.0.1:{port}/api/v1/ask", json={"question": QUESTION, "mode": "extractive"},
                    timeout=120).raise_for_status()
-        return {"ready_s": ready_s, "idle_mib": idle, "after_answer_mib": _rss_mib(proc.pid),
-                "torch": _has_torch(proc.pid)}
+        after_answer = _rss_mib(proc.pid)
+        searches = concurrent_searches(port, clients, per_client) if clients else []
+        return {"ready_s": ready_s, "idle_mib": idle, "after_answer_mib": after_answer,
+                "torch": _has_torch(proc.pid), "search_ms": searches}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
@@ -91,6 +136,9 @@ def main() -> None:
     ap.add_argument("--before", type=Path, required=True, help="source tree of the old code")
     ap.add_argument("--after", type=Path, default=REPO, help="source tree of the new code")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=16, help="concurrent search clients (0: none)")
+    ap.add_argument("--per-client", type=int, default=8, help="searches per client and round")
+    ap.add_argument("--ingest", type=Path, default=None, help="a folder of PDFs each tree ingests per round")
     args = ap.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -103,7 +151,11 @@ def main() -> None:
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
             for side in order:
                 for mode in ("extractive", "generate"):
-                    results.setdefault((side, mode), []).append(cold_start(trees[side], data[side], mode))
+                    clients = args.clients if mode == "extractive" else 0
+                    results.setdefault((side, mode), []).append(
+                        cold_start(trees[side], data[side], mode, clients, args.per_client))
+                if args.ingest:
+                    results.setdefault((side, "ingest"), []).append(timed_ingest(trees[side], args.ingest))
     lines = ["## Cold start and idle memory of `manualqa serve` (bench/startup.py)", "",
              f"Two source trees side by side, {args.rounds} alternating rounds, medians; before = "
              f"`{_rev(trees['before'])}`, after = `{_rev(trees['after'])}`. Each side's index was built by its own "
@@ -122,11 +174,38 @@ def main() -> None:
         ratio = {k: med["after"][k] / med["before"][k] for k in med["after"]}
         lines.append(f"| {mode} | ratio after/before | {ratio['ready_s']:.2f} | {ratio['idle_mib']:.2f} | "
                      f"{ratio['after_answer_mib']:.2f} | |")
+    if args.clients:
+        lines += ["", f"`/api/v1/search` with {args.clients} concurrent clients ({args.per_client} searches each per "
+                  "round, extractive server, pooled over rounds). Goal (issue 12): p50 <= 60 ms.", "",
+                  "| side | searches | p50 ms | p95 ms | max ms |", "|---|---|---|---|---|"]
+        p50 = {}
+        for side in trees:
+            ms = sorted(x for row in results[(side, "extractive")] for x in row["search_ms"])
+            p50[side] = statistics.median(ms)
+            lines.append(f"| {side} | {len(ms)} | {p50[side]:.0f} | {ms[int(0.95 * (len(ms) - 1))]:.0f} | "
+                         f"{ms[-1]:.0f} |")
+        lines.append(f"| ratio after/before | | {p50['after'] / p50['before']:.2f} | | |")
+    if args.ingest:
+        lines += ["", f"`manualqa ingest {args.ingest.name}/` into an empty data directory, whole CLI process "
+                  "(start-up, parse, chunk, embed, write, verify, activate). Goal (issue 12): throughput >= 2x.", "",
+                  "| side | pages | chunks embedded | wall s (median) | runs | chunks/s |", "|---|---|---|---|---|---|"]
+        rate = {}
+        for side in trees:
+            rows = results[(side, "ingest")]
+            wall = statistics.median(r["wall_s"] for r in rows)
+            rate[side] = rows[0]["chunks"] / wall
+            lines.append(f"| {side} | {rows[0]['pages']} | {rows[0]['chunks']} | {wall:.1f} | "
+                         f"{_runs(rows)} | {rate[side]:.1f} |")
+        lines.append(f"| ratio after/before (throughput) | | | | | {rate['after'] / rate['before']:.2f} |")
     lines += ["", machine_markdown(), ""]
     text = "\n".join(lines)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text, encoding="utf-8")
     print(text)
+
+
+def _runs(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['wall_s']:.1f}" for r in rows)
 
 
 def _rev(tree: Path) -> str:
