@@ -29,6 +29,8 @@ class ParsedManual:
     size_bytes: int
     pages: list[PageText]
     pages_without_text: list[int] = field(default_factory=list)
+    # the PDF's bookmarks as (page, title), in order; empty when it has none (ingest.outline)
+    outline: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ingest.labels import page_labels
 from ingest.models import IngestError
+from ingest.outline import read_outline
 from ingest.worker_limits import die_with_parent, limit_memory, limit_time
 
 MIN_TEXT_CHARS = 20  # a page with fewer non-space characters counts as having no text
@@ -171,7 +172,7 @@ def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
 
 
 def extract(path: Path, max_pages: int) -> dict[str, Any]:
-    """Parse the PDF; returns title, page_count, pages [(number, text, label)], pages_without_text."""
+    """Parse the PDF: title, page_count, pages [(number, text, label)], pages_without_text, outline."""
     from pypdf.errors import LimitReachedError
 
     reader, page_count, meta_title = open_reader(path, max_pages)
@@ -204,7 +205,8 @@ def extract(path: Path, max_pages: int) -> dict[str, Any]:
     title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem)
     labels = page_labels(reader, page_count)
     rows = [(n, text, label) for (n, text), label in zip(pages, labels, strict=True)]
-    return {"title": title, "page_count": page_count, "pages": rows, "pages_without_text": without}
+    return {"title": title, "page_count": page_count, "pages": rows, "pages_without_text": without,
+            "outline": read_outline(reader, page_count)}
 
 
 def extract_labels(path: Path, max_pages: int) -> dict[str, Any]:

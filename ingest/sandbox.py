@@ -46,6 +46,7 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
         size_bytes=size,
         pages=[_page(row) for row in result["pages"]],
         pages_without_text=[int(n) for n in result["pages_without_text"]],
+        outline=[(int(page), str(title)) for page, title in result.get("outline", [])],
     )
 
 

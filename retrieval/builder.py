@@ -111,7 +111,8 @@ def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] |
              for p in range(1, int(info["page_count"]) + 1)]
     parsed = ParsedManual(sha256=sha, file_name=info["file_name"], title=info["title"],
                           page_count=int(info["page_count"]), size_bytes=int(info.get("size_bytes", 0)),
-                          pages=pages, pages_without_text=list(info.get("pages_without_text", [])))
+                          pages=pages, pages_without_text=list(info.get("pages_without_text", [])),
+                          outline=[(int(p), str(t)) for p, t in info.get("outline", [])])
     chunks = list(store.chunks_for_manual(sha))
     rows = sorted(store.rows_for_manuals([sha]))
     if len(rows) != len(chunks):

@@ -44,6 +44,7 @@ def manual_entry(parsed: ParsedManual, chunks: int) -> dict[str, Any]:
         "title": parsed.title,
         "page_count": parsed.page_count,
         "pages_without_text": list(parsed.pages_without_text),
+        "outline": [[page, title] for page, title in parsed.outline],
         "size_bytes": parsed.size_bytes,
         "chunks": chunks,
     }

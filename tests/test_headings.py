@@ -1,0 +1,160 @@
+"""Section headings (issue 10, "some headings are wrong"): a PDF's outline is its headings; without
+one, table rows, restarted step numbers and wrapped titles no longer make wrong headings. On
+made-up manuals, on a PDF written here with an outline, and on the real sample manual."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest import ChunkParams, PageText, ParsedManual, ParseLimits, chunk_manual, parse_pdf
+from ingest.outline import key, matches, read_outline
+from tests.support.pdfs import stream, write_pdf
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_manuals"
+PARAMS = ChunkParams(max_chars=400, overlap_chars=50, min_chars=10)
+BODY = "Check every item against this list before you start the assembly of the frame."
+
+
+def manual(*pages: str, outline: list[tuple[int, str]] | None = None) -> ParsedManual:
+    return ParsedManual(sha256="cd" * 32, file_name="x.pdf", title="X", page_count=len(pages), size_bytes=1,
+                        pages=[PageText(n, t) for n, t in enumerate(pages, 1)], outline=outline or [])
+
+
+def heading_of(chunks: list[Any], phrase: str) -> str:
+    found = [c for c in chunks if phrase in c.text]
+    assert found, f"no chunk holds {phrase!r}"
+    return found[0].heading
+
+
+BOM = ("Bill of Materials\n" + BODY + "\n"
+       "DRV8825 Drivers (set of 5) VB-EL-01-DRV Amazon Link 1\n"
+       "Cube Corner Bracket VB-FR-01-CB1 OpenBuilds Link 8\n"
+       "The brackets hold the frame square; tighten them only after the frame is assembled.\n"
+       "ESP32-POE-EA ESP32-WROOM-32UE Y Y - N\n"
+       "These variants differ only in the antenna and the temperature range they are rated for.\n"
+       "2020 Extrusion – Black –\n"
+       "Cut lengths are listed in the extrusion table at the end of this chapter of the guide.")
+
+
+def test_table_rows_are_not_headings() -> None:
+    chunks = chunk_manual(manual(BOM), PARAMS)
+    assert {c.heading for c in chunks} == {"Bill of Materials"}
+
+
+def test_a_restarted_step_number_is_not_a_chapter() -> None:
+    text = ("6. ALIGNING THE BED\n" + BODY + "\n"
+            "7. IMPORT SETTINGS IN VISICUT\n" + BODY + "\n"
+            "2. Download the Fabulaser Settings\n"
+            "The project page holds the file; keep it on the computer that drives the laser.\n"
+            "8. PREPARING FILE FOR LASER CUTTING\n" + BODY)
+    chunks = chunk_manual(manual(text), PARAMS)
+    assert heading_of(chunks, "The project page holds") == "7. IMPORT SETTINGS IN VISICUT"
+    assert chunks[-1].heading == "8. PREPARING FILE FOR LASER CUTTING"
+
+
+def test_a_title_wrapped_onto_two_lines_is_one_heading() -> None:
+    text = ("1.5. The differences between the variants of the board and\n"
+            "Its Isolated Version\n" + BODY)
+    chunks = chunk_manual(manual(text), PARAMS)
+    assert {c.heading for c in chunks} == {
+        "1.5. The differences between the variants of the board and Its Isolated Version"}
+
+
+def test_an_outline_decides_the_headings() -> None:
+    pages = ("Safety Notes\nNever open the housing while the unit is powered.\n" + BODY,
+             "Wiring the Sensor to the\nController Board\n" + BODY + "\n"
+             "Cube Corner Bracket Kit\n" + BODY + "\n"
+             "CALIBRATION\nHold the sensor in still air for ten minutes before you start.")
+    outline = [(1, "1. Safety Notes"), (2, "2. Wiring the Sensor to the Controller Board"), (2, "3. Calibration")]
+    chunks = chunk_manual(manual(*pages, outline=outline), PARAMS)
+    assert heading_of(chunks, "Never open the housing") == "1. Safety Notes"
+    # the bookmark's own spelling, one title over two lines; a Title Case line it does not name is body
+    assert heading_of(chunks, "Cube Corner Bracket Kit") == "2. Wiring the Sensor to the Controller Board"
+    assert heading_of(chunks, "Hold the sensor in still air") == "3. Calibration"
+    # without the outline the heuristics take the Title Case line: the outline is what changed it
+    plain = chunk_manual(manual(*pages), PARAMS)
+    assert heading_of(plain, "Cube Corner Bracket Kit") == "Cube Corner Bracket Kit"
+
+
+def test_two_bookmarks_are_not_an_outline() -> None:
+    pages = ("Safety Notes\nNever open the housing while the unit is powered.\n" + BODY,)
+    chunks = chunk_manual(manual(*pages, outline=[(1, "Cover"), (1, "Back")]), PARAMS)
+    assert chunks[0].heading == "Safety Notes"
+
+
+def test_matching_ignores_numbering_case_and_punctuation() -> None:
+    assert key("2.5.1. External power sense:") == key("External Power Sense") == "external power sense"
+    assert matches("RVPC layout:", "", "RVPC layout") == 1
+    assert matches("Wiring the Sensor to the", "Controller Board", "Wiring the sensor to the controller board") == 2
+    assert matches("Wiring", "the Sensor", "Wiring the sensor to the controller board") == 0  # too little
+    assert matches("Power", "", "Power supply") == 0
+
+
+def outline_pdf() -> bytes:
+    """Two pages, an outline of three entries (one nested), the last pointing at no page."""
+    page = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+            b"/Resources << /Font << /F1 6 0 R >> >> >>")
+    return write_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R /Outlines 7 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >>",
+        page,
+        page.replace(b"5 0 R", b"11 0 R"),
+        stream(b"BT /F1 14 Tf 72 720 Td (Introduction) Tj 0 -20 Td (This pump moves clean water only.) Tj ET"),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Outlines /First 8 0 R /Last 10 0 R /Count 3 >>",
+        b"<< /Title (Introduction) /Parent 7 0 R /Next 10 0 R /First 9 0 R /Last 9 0 R /Count 1 "
+        b"/Dest [3 0 R /XYZ 0 792 0] >>",
+        b"<< /Title (Safety\\tfirst) /Parent 8 0 R /Dest [4 0 R /Fit] >>",
+        b"<< /Title (Missing page) /Parent 7 0 R /Prev 8 0 R /Dest [99 0 R /Fit] >>",
+        stream(b"BT /F1 14 Tf 72 720 Td (Safety first) Tj 0 -20 Td (Unplug the pump before service.) Tj ET"),
+    ])
+
+
+def test_the_outline_is_read_from_a_real_pdf(tmp_path: Path) -> None:
+    path = tmp_path / "pump.pdf"
+    path.write_bytes(outline_pdf())
+    parsed = parse_pdf(path, ParseLimits())
+    assert parsed.outline == [(1, "Introduction"), (2, "Safety first")]  # tidied; the dangling entry left out
+
+
+def test_a_broken_outline_costs_the_outline_not_the_manual() -> None:
+    class Reader:
+        @property
+        def outline(self) -> list[Any]:
+            raise KeyError("/First")
+
+    assert read_outline(Reader(), 3) == []
+
+
+@pytest.fixture(scope="module")
+def piston() -> ParsedManual:
+    return parse_pdf(SAMPLES / "noaa_lcp_pistonboard_user_manual.pdf", ParseLimits())
+
+
+def test_real_manual_headings_are_its_bookmarks(piston: ParsedManual) -> None:
+    titles = {title for _page, title in piston.outline}
+    assert len(titles) >= 20
+    chunks = chunk_manual(piston, ChunkParams())
+    body = [c for c in chunks if c.page >= piston.outline[0][0]]
+    assert body and all(c.heading in titles for c in body)
+    assert heading_of(chunks, "There are two LEDs") == "2.2. LEDs"
+
+
+def test_an_index_version_keeps_the_outline_for_re_chunking(sample_data_dir: Path) -> None:
+    """A re-chunk (new chunk settings, a changed embedder) works from stored page text, not the PDF:
+    the manifest carries the outline so the re-chunked manual keeps its bookmarked headings."""
+    from retrieval.builder import reuse_manual
+    from retrieval.versions import IndexStore
+
+    base = IndexStore(sample_data_dir).open()
+    info = next(m for m in base.manifest["manuals"] if m["file_name"].startswith("noaa"))
+    assert len(info["outline"]) >= 20
+    kept = reuse_manual(base, info)
+    assert kept.parsed.outline == [(page, title) for page, title in info["outline"]]
+    titles = {title for _page, title in kept.parsed.outline}
+    again = chunk_manual(kept.parsed, ChunkParams(max_chars=700, overlap_chars=80))
+    assert heading_of(again, "There are two LEDs") == "2.2. LEDs"
+    assert all(c.heading in titles for c in again if c.page >= kept.parsed.outline[0][0])
