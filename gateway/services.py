@@ -122,9 +122,9 @@ class Services:
 
     def show_titles(self, items: Sequence[Any]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""
-        from gateway.records.titles import DisplayTitles, apply_titles
+        from gateway.records.titles import apply_titles, current_titles
 
-        apply_titles(items, DisplayTitles(self.settings.db_path).all())
+        apply_titles(items, current_titles(self.settings.db_path))
 
     def rename_manual(self, manual: str, title: str | None) -> dict[str, Any]:
         """Give a manual of the active index a display title (None: show the PDF's own again)."""

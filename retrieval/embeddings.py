@@ -130,6 +130,7 @@ class Embedder:
         self._st: Any = None
         self._load_lock = threading.Lock()
         self._dim: int | None = None
+        self._hash: str | None = None
 
     @property
     def model_id(self) -> str:
@@ -137,11 +138,13 @@ class Embedder:
 
     @property
     def model_hash(self) -> str:
-        for name in _WEIGHT_FILES:
-            path = self.model_dir / name
-            if path.is_file():
-                return _file_sha256(path)
-        raise RetrievalError(f"no weights file ({' or '.join(_WEIGHT_FILES)}) in {self.model_dir}")
+        """The weights' sha256, read once per embedder: every search compares it with the index's."""
+        if self._hash is None:
+            path = next((self.model_dir / n for n in _WEIGHT_FILES if (self.model_dir / n).is_file()), None)
+            if path is None:
+                raise RetrievalError(f"no weights file ({' or '.join(_WEIGHT_FILES)}) in {self.model_dir}")
+            self._hash = _file_sha256(path)
+        return self._hash
 
     @property
     def dim(self) -> int:

@@ -131,12 +131,16 @@ class OnnxEmbedder(Embedder):
         self._pad_id = 0
         self._load_lock = threading.Lock()
         self._dim: int | None = None
+        self._hash: str | None = None
 
     @property
     def model_hash(self) -> str:
-        """Weights and tokenizer together: either one changed gives other vectors."""
-        both = f"{_file_sha256(self.onnx_file)}:{_file_sha256(self.tokenizer_file)}"
-        return hashlib.sha256(both.encode("ascii")).hexdigest()
+        """Weights and tokenizer together (either one changed gives other vectors); read once per
+        embedder, as every search compares it with the index's."""
+        if self._hash is None:
+            both = f"{_file_sha256(self.onnx_file)}:{_file_sha256(self.tokenizer_file)}"
+            self._hash = hashlib.sha256(both.encode("ascii")).hexdigest()
+        return self._hash
 
     @property
     def dim(self) -> int:

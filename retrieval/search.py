@@ -69,9 +69,11 @@ def is_navigation(heading: str, text: str) -> bool:
     """A table of contents or index chunk: its heading says so, or it is mostly dot leaders + page numbers."""
     if _NAV_HEADING_RE.match(heading or ""):
         return True
-    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
     leaders = len(_LEADER_RE.findall(text or ""))
-    return leaders >= 4 and leaders >= 0.4 * max(1, len(lines))
+    if leaders < 4:
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return leaders >= 0.4 * max(1, len(lines))
 
 
 def fuse(rankings: Sequence[Sequence[tuple[int, float]]], rrf_k: int,

@@ -8,6 +8,7 @@ version of the index. Searching is unchanged (the embedded text keeps the PDF's 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,37 @@ class DisplayTitles:
     def clear(self, sha256: str) -> bool:
         with opened(self.db_path) as db:
             return db.execute("DELETE FROM manual_titles WHERE sha256 = ?", [sha256]).rowcount > 0
+
+
+_seen: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
+_seen_lock = threading.Lock()
+
+
+def _stamp(db_path: str | Path) -> tuple[Any, ...]:
+    """What changes on disk when anyone (this server, the CLI) writes gateway.db: file and WAL."""
+    stamp = []
+    for path in (Path(db_path), Path(f"{db_path}-wal")):
+        try:
+            st = path.stat()
+            stamp.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            stamp.append(None)
+    return tuple(stamp)
+
+
+def current_titles(db_path: str | Path) -> dict[str, str]:
+    """The display titles, read from gateway.db only when it changed since the last read: every
+    search and answer shows them, and a connection per search cost more than the search's SQL."""
+    key = str(db_path)
+    stamp = _stamp(db_path)
+    with _seen_lock:
+        cached = _seen.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    titles = DisplayTitles(db_path).all()
+    with _seen_lock:
+        _seen[key] = (stamp, titles)
+    return titles
 
 
 def apply_titles(items: Iterable[Any], titles: dict[str, str], sha_key: str = "manual_sha256") -> None:

@@ -72,11 +72,14 @@ def warm_up(state: State) -> None:
     gw = state.gw
     t0 = time.perf_counter()
     try:
+        # The embedding model before the index: onnxruntime's threads started after faiss (and its
+        # OpenMP runtime) is loaded embed a question about 1.5x slower (bench/startup.py's searches).
+        gw.embedder.encode_query("warm up")
         active = gw.store.active_id()
         if active is not None:
             gw.store.open()
-        # the model that searches the active version (its own, if it was built with another one)
-        (gw.embedder_for(active) if active is not None else gw.embedder).encode_query("warm up")
+            # the model that searches the active version (its own, if it was built with another one)
+            gw.embedder_for(active).encode_query("warm up")
         if gw.settings.answer.mode == "generate":
             try:
                 _ = gw.runtime
