@@ -20,9 +20,10 @@ class SystemController(Controller):
     @get("/health", summary="200 when the index and runtime are ready, 503 while loading",
          responses={503: ResponseSpec(Health, description='Still loading: {"status": "loading"}')})
     async def health(self, state: State, services: Services) -> Response[Health]:
-        body = Health(status="ok" if state.ready.is_set() else "loading", index_version=services.store.active_id(),
+        ready = state.ready.is_set()  # read once: the status and the code must agree
+        body = Health(status="ok" if ready else "loading", index_version=services.store.active_id(),
                       warning=state.load_error or None)
-        if not state.ready.is_set():
+        if not ready:
             return Response(body, status_code=503, headers={"Retry-After": "5"})
         return Response(body, status_code=200)
 
