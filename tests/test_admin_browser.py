@@ -194,3 +194,28 @@ def test_rename_a_manual_and_give_it_its_own_title_back(page: Any, server: Gatew
     row.locator("[data-rename]").click()
     page.wait_for_function("[...document.querySelectorAll('#manuals tbody td')].some((td) => "
                            f"td.textContent === {json.dumps(original)})")
+
+
+def test_the_admin_page_on_a_phone(browser: Any, server: GatewayServer) -> None:
+    """390x844, touch: every open section fits the width (no sideways scrolling), every visible
+    control is a 44 px tap target, and the page is screenshotted for docs/screenshots."""
+    from tests.test_browser import shot
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(60_000)
+        login(pg, server, server.ops)
+        for summary in pg.locator("#admin details > summary").all():
+            summary.click()  # open every section, so its controls are measured too
+        widths = pg.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], f"the page scrolls sideways on a phone: {widths}"
+        small = pg.evaluate("""() => [...document.querySelectorAll('a, button, summary, select, input, textarea')]
+            .filter(e => e.offsetParent !== null && e.type !== 'hidden')
+            .map(e => [e.id || e.textContent.trim().slice(0, 30), Math.round(e.getBoundingClientRect().height)])
+            .filter(([, h]) => h < 44)""")
+        assert small == [], f"tap targets under 44 px: {small}"
+        pg.evaluate("window.scrollTo(0, 0)")
+        shot(pg, "admin-phone.png")
+    finally:
+        context.close()
