@@ -15,14 +15,16 @@ from pathlib import Path
 import pytest
 
 from ui import vendor_pdfjs
-from ui.vendor_pdfjs import FILES, STAMP, VendorError, check_integrity, extract, is_current, stamp_text, vendor
+from ui.vendor_pdfjs import DIRS, FILES, STAMP, VendorError, check_integrity, extract, is_current, stamp_text, vendor
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def fake_tarball(members: dict[str, bytes] | None = None) -> bytes:
     """A tiny pdfjs-dist look-alike: every member the script keeps, with made-up contents."""
-    members = members if members is not None else {name: f"// {name}\n".encode() for name in FILES}
+    if members is None:
+        members = {name: f"// {name}\n".encode() for name in FILES}
+        members |= {f"{prefix}one.bin": prefix.encode() for prefix in DIRS}
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, data in members.items():
@@ -50,6 +52,8 @@ def test_a_good_tarball_lands_whole_with_its_stamp(tmp_path: Path) -> None:
     extract(data, dest, sri(data))
     for member, target in FILES.items():
         assert (dest / target).read_bytes() == f"// {member}\n".encode()
+    for prefix, folder in DIRS.items():
+        assert (dest / folder / "one.bin").read_bytes() == prefix.encode()
     assert (dest / STAMP).read_text() == stamp_text(vendor_pdfjs.VERSION, sri(data))
     assert not is_current(dest)  # a fake is never taken for the pinned release
     assert sorted(p.name for p in dest.parent.iterdir()) == ["pdfjs"]  # no staging folder left behind
@@ -103,7 +107,7 @@ def test_a_tarball_missing_a_file_is_refused(tmp_path: Path) -> None:
 
 def test_an_up_to_date_copy_is_kept_without_downloading(tmp_path: Path) -> None:
     dest = tmp_path / "pdfjs"
-    for target in FILES.values():
+    for target in [*FILES.values(), *(f"{folder}/one.bin" for folder in DIRS.values())]:
         (dest / target).parent.mkdir(parents=True, exist_ok=True)
         (dest / target).write_bytes(b"x")
     (dest / STAMP).write_text(stamp_text())
@@ -129,6 +133,30 @@ def test_make_vendors_before_install_and_the_wheel_carries_it() -> None:
     else:  # pragma: no cover
         import tomli as tomllib
     package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    for target in FILES.values():
+    for target in [*FILES.values(), *(f"{folder}/one.bin" for folder in DIRS.values())]:
         folder = Path("ui/static/vendor/pdfjs", target).parent
         assert package_data.get(".".join(folder.parts)) == ["*"], f"{target} would be left out of the wheel"
+
+
+@pytest.mark.parametrize("member", ["package/cmaps/sub/Adobe-GB1-UCS2.bcmap", "package/cmaps/../../evil.js",
+                                    "package/standard_fonts/.hidden"])
+def test_an_odd_member_in_a_kept_folder_is_refused(tmp_path: Path, member: str) -> None:
+    members = {name: b"x" for name in FILES} | {f"{prefix}one.bin": b"x" for prefix in DIRS} | {member: b"x"}
+    data = fake_tarball(members)
+    with pytest.raises(VendorError, match="unexpected member"):
+        extract(data, tmp_path / "pdfjs", sri(data))
+    assert not (tmp_path / "pdfjs").exists() and not (tmp_path / "evil.js").exists()
+
+
+def test_a_tarball_without_the_cmaps_is_refused(tmp_path: Path) -> None:
+    members = {name: b"x" for name in FILES} | {"package/standard_fonts/one.bin": b"x"}
+    data = fake_tarball(members)
+    with pytest.raises(VendorError, match="cmaps"):
+        extract(data, tmp_path / "pdfjs", sri(data))
+    # an older vendored copy without the folders is not current: `make vendor` fetches them
+    dest = tmp_path / "old"
+    for target in FILES.values():
+        (dest / target).parent.mkdir(parents=True, exist_ok=True)
+        (dest / target).write_bytes(b"x")
+    (dest / STAMP).write_text(stamp_text())
+    assert not is_current(dest)

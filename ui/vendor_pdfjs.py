@@ -11,7 +11,9 @@ runs before the virtual environment exists.
 What is kept: the legacy build (it runs on tablets' older browsers: the modern build targets only
 the latest ones) of pdf.min.mjs and pdf.worker.min.mjs, the WebAssembly image decoders that build
 loads at run time (JBIG2 and CCITT fax: scanned manuals; JPEG 2000; colour profiles) with their
-pure-JS fallbacks, and the licences (pdf.js: Apache-2.0; the decoders: BSD / MIT, in wasm/).
+pure-JS fallbacks, the predefined CMaps (cmaps/: CJK and other CID-keyed fonts that are not
+embedded) and the standard fonts' data (standard_fonts/: Foxit and Liberation, with their licences),
+and the licences (pdf.js: Apache-2.0; the decoders: BSD / MIT, in wasm/).
 
 Usage: python ui/vendor_pdfjs.py [--dest DIR] [--tarball FILE] [--force]
 Exit status 0 when the pinned version is in place (already, or now), 1 when it could not be.
@@ -24,6 +26,7 @@ import base64
 import hashlib
 import io
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -58,6 +61,12 @@ FILES: dict[str, str] = {
     "package/wasm/LICENSE_PDFJS_QCMS": "wasm/LICENSE_PDFJS_QCMS",
 }
 
+# folders of the tarball kept whole -> folder under DEST. cmaps: the predefined CMaps that CID-keyed
+# fonts name instead of embedding (CJK manuals); standard_fonts: the 14 standard fonts' data for a
+# PDF that names Helvetica or Times without embedding it. Both are fetched only when a page needs them.
+DIRS: dict[str, str] = {"package/cmaps/": "cmaps", "package/standard_fonts/": "standard_fonts"}
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # flat folders of plain file names
+
 
 class VendorError(Exception):
     """The pinned pdf.js could not be put in place (download, integrity or contents)."""
@@ -72,7 +81,8 @@ def is_current(dest: Path = DEST) -> bool:
     stamp = dest / STAMP
     if not stamp.is_file() or stamp.read_text(encoding="utf-8") != stamp_text():
         return False
-    return all((dest / name).is_file() for name in FILES.values())
+    return (all((dest / name).is_file() for name in FILES.values())
+            and all((dest / folder).is_dir() and any((dest / folder).iterdir()) for folder in DIRS.values()))
 
 
 def check_integrity(data: bytes, integrity: str = INTEGRITY) -> None:
@@ -121,6 +131,7 @@ def extract(data: bytes, dest: Path = DEST, integrity: str = INTEGRITY) -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with source, open(path, "wb") as out:
                     shutil.copyfileobj(source, out)
+            _extract_dirs(tar, staging)
         (staging / STAMP).write_text(stamp_text(VERSION, integrity), encoding="utf-8")
         for path in [staging, *staging.rglob("*")]:
             os.chmod(path, 0o755 if path.is_dir() else 0o644)  # mkdtemp makes it 0700
@@ -138,6 +149,27 @@ def extract(data: bytes, dest: Path = DEST, integrity: str = INTEGRITY) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extract_dirs(tar: tarfile.TarFile, staging: Path) -> None:
+    """Every file under DIRS' folders; a nested folder, an odd name or a link there is refused."""
+    counts = dict.fromkeys(DIRS, 0)
+    for member in tar.getmembers():
+        prefix = next((p for p in DIRS if member.name.startswith(p)), None)
+        rest = member.name[len(prefix):] if prefix else ""
+        if prefix is None or (not rest and member.isdir()):
+            continue
+        source = tar.extractfile(member) if member.isfile() else None
+        if not _SAFE_NAME.match(rest) or source is None:
+            raise VendorError(f"unexpected member {member.name!r} in the tarball (not a plain file of {prefix})")
+        path = staging / DIRS[prefix] / rest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with source, open(path, "wb") as out:
+            shutil.copyfileobj(source, out)
+        counts[prefix] += 1
+    for prefix, count in counts.items():
+        if not count:
+            raise VendorError(f"the tarball has no files under {prefix}")
 
 
 def vendor(dest: Path = DEST, tarball: Path | None = None, force: bool = False) -> str:

@@ -230,6 +230,9 @@ async function start() {
       disableAutoFetch: true,
       rangeChunkSize: 65536,
       wasmUrl: PDFJS + "wasm/",  // JBIG2 / CCITT (scans) and JPEG 2000 decoders, same origin
+      cMapUrl: PDFJS + "cmaps/",  // predefined CMaps of CJK fonts a PDF names without embedding
+      cMapPacked: true,
+      standardFontDataUrl: PDFJS + "standard_fonts/",  // Helvetica, Times... when not embedded
       enableXfa: false,
     }).promise;
     state.count = state.doc.numPages;
