@@ -95,6 +95,9 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
     if as_json:
         emit_json(result.to_dict())
     else:
+        if not streamed and result.answer:  # extractive: the evidence came whole, as the answer
+            click.echo(result.answer, nl=False)
+            streamed = True
         if streamed:
             click.echo()
         click.echo()
