@@ -73,7 +73,7 @@ class InFlight:
 
 async def finish_answers(in_flight: InFlight, services: Any, jobs: Any) -> None:
     """The app's shutdown hook: cancel what the drain left running, wait for its rows, close the log."""
-    from gateway.answer.pipeline import CANCEL_GRACE_S
+    from gateway.answer.generation import CANCEL_GRACE_S
 
     left = in_flight.cancel_all()  # only after uvicorn's backstop cancelled their requests
     if left:
@@ -134,7 +134,7 @@ class DrainingServer(uvicorn.Server):
 
 def serve(app: Any, host: str, port: int, drain_timeout_s: float, log_level: str = "info") -> None:
     """Run `app` until SIGTERM or Ctrl-C, then drain as the module docstring says."""
-    from gateway.answer.pipeline import CANCEL_GRACE_S
+    from gateway.answer.generation import CANCEL_GRACE_S
 
     # uvicorn's own limit is the backstop: cancelled answers end within CANCEL_GRACE_S of the drain.
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
