@@ -1,0 +1,130 @@
+"""Manuals as they go into a version (Entry): re-used from the version before, with their chunks
+and stored vectors (no re-embedding), or chunked and embedded now (Embedding)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ingest.models import Chunk, ChunkParams, IngestError, PageText, ParsedManual
+from retrieval.types import RetrievalError
+
+Progress = Callable[[str, int, int], None]
+# sha256 of a stored original -> its printed page labels, one per page (None: cannot be read)
+LabelReader = Callable[[str], "list[str | None] | None"]
+
+
+@dataclass
+class Entry:
+    """One manual as it will be written into a version."""
+
+    parsed: ParsedManual
+    chunks: list[Chunk]
+    vectors: np.ndarray  # (len(chunks), dim) float32, row i belongs to chunks[i]
+    source: Path | None = None  # the original PDF, when it came from this run's input
+
+
+def embedding_info(embedder: Any) -> dict[str, Any]:
+    """What the manifest records of the model: its id and weights hash (search refuses another),
+    and the setting that loads it again (``model``), so a gateway can search this version with its
+    own model after the configured one changed (retrieval.embeddings.spec_of)."""
+    return {"model_id": embedder.model_id, "model_hash": embedder.model_hash, "dim": int(embedder.dim),
+            "model": str(getattr(embedder, "model", ""))}
+
+
+def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] | None = None) -> Entry:
+    """A manual of `base` (an IndexVersion) with its pages, chunks and stored vectors.
+
+    Printed page labels come from `base`; `labels` (one per page) stand in for a base written
+    before labels were kept."""
+    sha = info["sha256"]
+    store = base.chunks
+    known = store.page_labels(sha) if store.has_labels else dict(enumerate(labels or [], start=1))
+    pages = [PageText(p, store.page_text(sha, p) or "", known.get(p))
+             for p in range(1, int(info["page_count"]) + 1)]
+    parsed = ParsedManual(sha256=sha, file_name=info["file_name"], title=info["title"],
+                          page_count=int(info["page_count"]), size_bytes=int(info.get("size_bytes", 0)),
+                          pages=pages, pages_without_text=list(info.get("pages_without_text", [])),
+                          outline=[(int(p), str(t)) for p, t in info.get("outline", [])])
+    chunks = list(store.chunks_for_manual(sha))
+    rows = sorted(store.rows_for_manuals([sha]))
+    if len(rows) != len(chunks):
+        raise RetrievalError(f"version {base.id}: {info['file_name']} has {len(chunks)} chunks "
+                             f"but {len(rows)} rows; run `manualqa index verify`")
+    vectors = base.vectors.reconstruct(np.asarray(rows, dtype=np.int64)) if rows else None
+    if vectors is None:
+        vectors = np.zeros((0, base.vectors.dim), dtype=np.float32)
+    return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32))
+
+
+def reuse_manuals(base: Any, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
+                  workers: int = 2) -> list[Entry]:
+    """Manuals of `base` as they go into the next version (see reuse_manual).
+
+    A base written before the pages table had a label column has no printed page labels; then
+    they are read again from the stored originals (`read_labels`: a labels-only sandboxed parse,
+    well under a second a manual, `workers` at a time), so the version built on top of it shows
+    printed page numbers for the manuals it re-uses too, without re-embedding them.
+    """
+    relabelled: dict[str, list[str | None] | None] = {}
+    if read_labels is not None and infos and not base.chunks.has_labels:
+        shas = [info["sha256"] for info in infos]
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="pdf-labels") as pool:
+            relabelled = dict(zip(shas, pool.map(read_labels, shas), strict=True))
+    return [reuse_manual(base, info, relabelled.get(info["sha256"])) for info in infos]
+
+
+class Embedding:
+    """Chunks and embeds manuals, counting chunks so progress can be reported while the model works."""
+
+    def __init__(self, embedder: Any, progress: Progress | None) -> None:
+        self.embedder = embedder
+        self.progress = progress
+        self.done = 0
+        self.total = 0
+        self.seconds = 0.0
+
+    def entries(self, items: Sequence[tuple[ParsedManual, Path | None]], params: ChunkParams
+                ) -> list[Entry | IngestError]:
+        """Chunk each manual and embed all their chunks in ONE call (one result per item, in order).
+
+        One call lets the model batch passages of similar length across manuals, which costs less
+        padding than one call per manual.
+        """
+        from ingest.chunker import chunk_manual
+        from retrieval.embeddings import passage_text
+
+        results: list[Entry | IngestError] = []
+        texts: list[str] = []
+        for parsed, source in items:
+            chunks = chunk_manual(parsed, params)
+            if not chunks:
+                results.append(IngestError(f"{parsed.file_name}: no extractable text "
+                                           "(scanned PDF without a text layer?)"))
+                continue
+            results.append(Entry(parsed, chunks, np.zeros((0, 0), dtype=np.float32), source))
+            title = params.title_for(parsed.title)
+            texts += [passage_text(c.heading, c.text, title) for c in chunks]
+        self.total += len(texts)
+        before = self.done
+
+        def tick(n: int) -> None:
+            if self.progress:
+                self.progress("embed", before + n, self.total)
+
+        started = time.perf_counter()
+        vectors = np.asarray(self.embedder.encode(texts, progress=tick), dtype=np.float32)
+        self.seconds += time.perf_counter() - started
+        self.done += len(texts)
+        offset = 0
+        for entry in results:
+            if isinstance(entry, Entry):
+                entry.vectors = vectors[offset : offset + len(entry.chunks)]
+                offset += len(entry.chunks)
+        return results
