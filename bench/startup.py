@@ -56,9 +56,11 @@ def _env(data: Path, mode: str) -> dict[str, str]:
             "TRANSFORMERS_OFFLINE": "1"}
 
 
-def _rss_mib(pid: int) -> float:
+def _rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """VmRSS, or RssAnon (memory only the process holds) / RssFile (pages of mapped files, such as an
+    mmap'd GGUF, which the kernel can drop and read again) from /proc/PID/status, in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -120,11 +122,13 @@ def cold_start(tree: Path, data: Path, mode: str, clients: int = 0, per_client: 
             time.sleep(0.02)
         ready_s = time.perf_counter() - t0
         idle = _rss_mib(proc.pid)
+        anon, mapped = _rss_mib(proc.pid, "RssAnon"), _rss_mib(proc.pid, "RssFile")
         httpx.post(f"http://127.0.0.1:{port}/api/v1/ask", json={"question": QUESTION, "mode": "extractive"},
                    timeout=120).raise_for_status()
         after_answer = _rss_mib(proc.pid)
         searches = concurrent_searches(port, clients, per_client) if clients else []
-        return {"ready_s": ready_s, "idle_mib": idle, "after_answer_mib": after_answer,
+        return {"ready_s": ready_s, "idle_mib": idle, "after_answer_mib": after_answer, "anon_mib": anon,
+                "file_mib": mapped,
                 "torch": _has_torch(proc.pid), "search_ms": searches}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -162,18 +166,21 @@ def main() -> None:
              "default embedder. `extractive`: no LLM loaded; `generate`: the default profile's SmolLM2-135M "
              "loads before /health answers 200. Goals (issue 12): <= 2 s without the LLM, <= 3 s with it, idle "
              "RSS <= 400 MiB.", "",
-             "| mode | side | spawn -> /health 200 (s) | idle RSS (MiB) | RSS after an answer (MiB) | torch mapped |",
-             "|---|---|---|---|---|---|"]
+             "| mode | side | spawn -> /health 200 (s) | idle RSS (MiB) | of which anonymous / file-backed | "
+             "RSS after an answer (MiB) | torch mapped |",
+             "|---|---|---|---|---|---|---|"]
     for mode in ("extractive", "generate"):
         med = {}
         for side in trees:
             rows = results[(side, mode)]
-            med[side] = {k: statistics.median(x[k] for x in rows) for k in ("ready_s", "idle_mib", "after_answer_mib")}
+            med[side] = {k: statistics.median(x[k] for x in rows)
+                         for k in ("ready_s", "idle_mib", "after_answer_mib", "anon_mib", "file_mib")}
             lines.append(f"| {mode} | {side} | {med[side]['ready_s']:.2f} | {med[side]['idle_mib']:.0f} | "
+                         f"{med[side]['anon_mib']:.0f} / {med[side]['file_mib']:.0f} | "
                          f"{med[side]['after_answer_mib']:.0f} | {'yes' if any(x['torch'] for x in rows) else 'no'} |")
         ratio = {k: med["after"][k] / med["before"][k] for k in med["after"]}
         lines.append(f"| {mode} | ratio after/before | {ratio['ready_s']:.2f} | {ratio['idle_mib']:.2f} | "
-                     f"{ratio['after_answer_mib']:.2f} | |")
+                     f"{ratio['anon_mib']:.2f} / {ratio['file_mib']:.2f} | {ratio['after_answer_mib']:.2f} | |")
     if args.clients:
         lines += ["", f"`/api/v1/search` with {args.clients} concurrent clients ({args.per_client} searches each per "
                   "round, extractive server, pooled over rounds). Goal (issue 12): p50 <= 60 ms.", "",
