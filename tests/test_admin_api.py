@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.http import bearer, error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 SCRIPT = "Six to 36 volts [1]."
@@ -36,19 +37,10 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     srv.stop()
 
 
-def auth(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def error_of(r: httpx.Response, status: int) -> dict[str, Any]:
-    assert r.status_code == status, (r.status_code, r.text[:300])
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 def ask(srv: GatewayServer, question: str = QUESTION) -> dict[str, Any]:
-    r = httpx.post(srv.url + "/api/v1/ask", headers=auth(srv.admin), json={"question": question}, timeout=60)
+    r = httpx.post(srv.url + "/api/v1/ask", headers=bearer(srv.admin), json={"question": question}, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -62,23 +54,23 @@ ADMIN_ONLY = [("GET", "/api/v1/keys", None), ("POST", "/api/v1/keys", {"name": "
 @pytest.mark.parametrize(("method", "path", "body"), ADMIN_ONLY, ids=[f"{m} {p}" for m, p, _ in ADMIN_ONLY])
 def test_readers_and_anonymous_callers_are_refused(server: GatewayServer, method: str, path: str,
                                                    body: dict[str, Any] | None) -> None:
-    assert error_of(httpx.request(method, server.url + path, headers=auth(server.reader), json=body),
+    assert error_of(httpx.request(method, server.url + path, headers=bearer(server.reader), json=body),
                     403)["code"] == "forbidden"
     error_of(httpx.request(method, server.url + path, json=body), 401)
     # nothing happened: the admin key is live, the mode unchanged
-    assert httpx.get(server.url + "/api/v1/keys", headers=auth(server.admin)).status_code == 200
+    assert httpx.get(server.url + "/api/v1/keys", headers=bearer(server.admin)).status_code == 200
     assert httpx.get(server.url + "/api/v1/deployment").json()["answer_mode"] == "generate"
 
 
 def test_keys_create_list_revoke_as_the_cli_does(server: GatewayServer) -> None:
-    h = auth(server.admin)
+    h = bearer(server.admin)
     r = httpx.post(server.url + "/api/v1/keys", headers=h, json={"name": "kiosk-3", "role": "reader"})
     assert r.status_code == 201, r.text
     assert r.headers["cache-control"] == "no-store"  # no cache keeps the key either
     made = r.json()
     assert made["name"] == "kiosk-3" and made["role"] == "reader" and made["key"].startswith("mqa_")
     assert "only time" in made["note"]
-    assert httpx.get(server.url + "/api/v1/manuals", headers=auth(made["key"])).status_code == 200
+    assert httpx.get(server.url + "/api/v1/manuals", headers=bearer(made["key"])).status_code == 200
     listed = httpx.get(server.url + "/api/v1/keys", headers=h).json()["keys"]
     assert made["key"] not in json.dumps(listed)  # shown once: never again, not even to an admin
     row = next(k for k in listed if k["name"] == "kiosk-3")
@@ -90,7 +82,7 @@ def test_keys_create_list_revoke_as_the_cli_does(server: GatewayServer) -> None:
     r = httpx.post(server.url + "/api/v1/keys/kiosk-3/revoke", headers=h)
     assert r.status_code == 200, r.text
     assert r.json() == {"name": "kiosk-3", "revoked": True, "own_key": False, "admin_keys_left": 1}
-    error_of(httpx.get(server.url + "/api/v1/manuals", headers=auth(made["key"])), 401)
+    error_of(httpx.get(server.url + "/api/v1/manuals", headers=bearer(made["key"])), 401)
     assert "REVOKED" in server.cli("keys", "list").stdout
     error_of(httpx.post(server.url + "/api/v1/keys/kiosk-3/revoke", headers=h), 404)
 
@@ -99,12 +91,12 @@ def test_keys_create_list_revoke_as_the_cli_does(server: GatewayServer) -> None:
                                   {"name": "ok", "role": "root"}, {"name": "ok", "extra": 1}, {"role": "admin"},
                                   {"name": "a" * 65}])
 def test_bad_key_requests_are_400_with_the_error_shape(server: GatewayServer, body: dict[str, Any]) -> None:
-    err = error_of(httpx.post(server.url + "/api/v1/keys", headers=auth(server.admin), json=body), 400)
+    err = error_of(httpx.post(server.url + "/api/v1/keys", headers=bearer(server.admin), json=body), 400)
     assert err["code"] == "invalid_request"
 
 
 def test_revoking_a_key_ends_its_admin_sessions_at_once(server: GatewayServer) -> None:
-    h = auth(server.admin)
+    h = bearer(server.admin)
     key = httpx.post(server.url + "/api/v1/keys", headers=h, json={"name": "laptop", "role": "admin"}).json()["key"]
     with httpx.Client(base_url=server.url, timeout=30) as browser:
         csrf = browser.post("/admin/login", json={"key": key}).json()["csrf"]
@@ -131,7 +123,7 @@ def test_an_admin_may_revoke_the_key_of_their_own_session(server: GatewayServer)
 
 def test_export_is_the_log_as_the_cli_exports_it(server: GatewayServer) -> None:
     asked = [ask(server), ask(server, "What is the airspeed velocity of an unladen swallow?")]
-    h = auth(server.admin)
+    h = bearer(server.admin)
     r = httpx.get(server.url + "/api/v1/answers/export", headers=h)
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
     disposition = r.headers["content-disposition"]
@@ -160,13 +152,13 @@ def test_export_is_the_log_as_the_cli_exports_it(server: GatewayServer) -> None:
 @pytest.mark.parametrize("params", [{"format": "xml"}, {"since": "last tuesday"}, {"since": "99999999999d"},
                                     {"outcome": "great"}, {"since": "x" * 65}])
 def test_bad_export_filters_are_400_not_a_broken_download(server: GatewayServer, params: dict[str, str]) -> None:
-    r = httpx.get(server.url + "/api/v1/answers/export", headers=auth(server.admin), params=params)
+    r = httpx.get(server.url + "/api/v1/answers/export", headers=bearer(server.admin), params=params)
     assert "content-disposition" not in r.headers
     assert error_of(r, 400)["code"] == "invalid_request"
 
 
 def test_doctor_runs_the_gates_and_records_the_verdict(server: GatewayServer) -> None:
-    h = auth(server.admin)
+    h = bearer(server.admin)
     r = httpx.post(server.url + "/api/v1/deployment/doctor", headers=h, timeout=120)
     assert r.status_code == 200, r.text
     run = r.json()
@@ -183,7 +175,7 @@ def test_doctor_runs_the_gates_and_records_the_verdict(server: GatewayServer) ->
 
 
 def test_answer_mode_switch_changes_the_next_answer(server: GatewayServer) -> None:
-    h = auth(server.admin)
+    h = bearer(server.admin)
     config = (server.workdir / "manualqa.toml").read_text()
     try:
         r = httpx.post(server.url + "/api/v1/deployment/answer-mode", headers=h, json={"mode": "extractive"})
@@ -209,7 +201,7 @@ def test_answer_mode_switch_changes_the_next_answer(server: GatewayServer) -> No
 def test_malformed_json_is_a_400(server: GatewayServer, path: str) -> None:
     for body in (b"{", b'{"name": ', b"[1, 2", b"nul", b"\xff\xfe{", b'{"name": 1, "mode": 2}', b"{" * 70 + b"}" * 70):
         r = httpx.post(server.url + path, content=body, timeout=30,
-                       headers={**auth(server.admin), "Content-Type": "application/json"})
+                       headers={**bearer(server.admin), "Content-Type": "application/json"})
         error_of(r, 400)  # the one error shape (invalid_json, invalid_request or bad_request), never a 500
     assert httpx.get(server.url + "/api/v1/deployment").json()["answer_mode"] == "generate"
 
@@ -238,7 +230,7 @@ def test_one_doctor_run_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     profile.write_text(SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.0), encoding="utf-8")
     settings = Settings(data_dir=tmp_path / "data")
     settings.runtime.profile = str(profile)
-    h = auth(KeyStore(settings.db_path).create("ops", "admin"))
+    h = bearer(KeyStore(settings.db_path).create("ops", "admin"))
     with TestClient(create_app(settings, warm=False), timeout=60) as client:
         first: dict[str, Any] = {}
         worker = threading.Thread(target=lambda: first.update(r=client.post("/api/v1/deployment/doctor", headers=h)))

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.http import bearer
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 SCRIPT = "Six to 36 volts [1]."
@@ -42,9 +43,6 @@ def page(browser: Any, server: GatewayServer) -> Iterator[Any]:
     yield pg
     context.close()
 
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def login(pg: Any, server: GatewayServer, key: str) -> None:

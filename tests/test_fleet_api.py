@@ -19,6 +19,7 @@ import pytest
 
 from gateway.fleet.archive import MANIFEST_NAME, SIGNATURE_NAME
 from gateway.fleet.signing import create_key, private_key
+from tests.support.http import bearer, error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 pytestmark = pytest.mark.slow
@@ -26,9 +27,6 @@ pytestmark = pytest.mark.slow
 PROFILE = SCRIPTED_PROFILE.format(script="Six to 36 volts [1].", delay=0.0)
 TAR = {"Content-Type": "application/octet-stream"}
 
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +67,6 @@ def on_disk(srv: GatewayServer) -> dict[str, str]:
         listing[str(rel)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
     return listing
 
-
-def error_of(r: httpx.Response, *statuses: int) -> dict[str, Any]:
-    assert r.status_code in statuses, (r.status_code, r.text[:300])
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 def export(srv: GatewayServer, version: str, **params: Any) -> httpx.Response:

@@ -17,11 +17,11 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
+from tests.support.http import error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 pytestmark = pytest.mark.slow
@@ -46,12 +46,6 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     yield srv
     srv.stop()
 
-
-def error_of(r: httpx.Response, *statuses: int) -> dict[str, Any]:
-    assert r.status_code in statuses, (r.status_code, r.text[:300])
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 def healthy(srv: GatewayServer) -> None:

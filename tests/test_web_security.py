@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.http import bearer, error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 pytestmark = pytest.mark.slow
@@ -44,15 +45,6 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     srv.stop()
 
 
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def error_of(r: httpx.Response, status: int) -> dict[str, Any]:
-    assert r.status_code == status, (r.status_code, r.text[:300])
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
 
 
 def voron_pages(n_text: int, n_blank: int = 0) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.http import error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
 pytestmark = pytest.mark.slow
@@ -102,13 +103,6 @@ def reset_peak(server: GatewayServer) -> None:
     Path(f"/proc/{server.proc.pid}/clear_refs").write_text("5")
 
 
-def error_of(r: httpx.Response, status: int | tuple[int, ...]) -> dict[str, Any]:
-    wanted = status if isinstance(status, tuple) else (status,)
-    assert r.status_code in wanted, (r.status_code, r.text[:300])
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], body
-    return body["error"]
-
 
 def active_version(server: GatewayServer) -> str:
     return httpx.get(server.url + "/api/v1/index/versions", headers=server.auth).json()["active"]
@@ -173,7 +167,7 @@ def test_large_chunked_upload_keeps_memory_flat(server: GatewayServer) -> None:
     print(f"\n190 MB chunked file upload: {r.status_code} in {took:.1f} s; "
           f"peak RSS growth {growth / MB:.1f} MB")
     # a PDF header and zeros: refused once on disk (no %%EOF), after the whole body was spooled
-    error_of(r, (415, 422))
+    error_of(r, 415, 422)
     assert sent[0] >= 190 * MB
     assert growth < PEAK_GROWTH_LIMIT_MB * MB, f"peak RSS grew {growth / MB:.0f} MB"
     assert server.alive() and active_version(server) == before_version
