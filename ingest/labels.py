@@ -17,15 +17,15 @@ from typing import Any
 MAX_LABEL_CHARS = 32  # a printed page number is short; anything longer is not one
 
 
+def one_line(raw: object, max_chars: int) -> str:
+    """Text read from a PDF as one line of printable characters, at most max_chars ("" if none)."""
+    text = "".join(ch if unicodedata.category(ch)[0] not in "CZ" else " " for ch in str(raw))
+    return " ".join(text.split())[:max_chars]
+
+
 def clean_label(raw: object) -> str | None:
     """The label as one short line of printable text, or None when nothing printable is left."""
-    if raw is None:
-        return None
-    text = "".join(ch if unicodedata.category(ch)[0] not in "CZ" else " " for ch in str(raw))
-    text = " ".join(text.split())
-    if not text:
-        return None
-    return text[:MAX_LABEL_CHARS]
+    return (one_line(raw, MAX_LABEL_CHARS) or None) if raw is not None else None
 
 
 def has_page_labels(reader: Any) -> bool:

@@ -9,19 +9,15 @@ the sandboxed parse worker (ingest.pdf); titles come from the file, so they are 
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
+
+from ingest.labels import one_line
 
 MAX_ENTRIES = 2000  # a manual's outline is at most a few hundred entries; the rest is not kept
 MAX_TITLE_CHARS = 160
 MIN_WRAP_CHARS = 8  # a line must hold at least this much of a title to be its first line
 _NUMBER = re.compile(r"^(?:(?:chapter|section|part|appendix)\s+)?(?:\d{1,3}(?:\.\d{1,3})*|[a-z])(?:[.):]|\s)\s*")
 _NON_WORD = re.compile(r"[\W_]+")
-
-
-def clean_title(raw: object) -> str:
-    text = "".join(ch if unicodedata.category(ch)[0] not in "CZ" else " " for ch in str(raw or ""))
-    return " ".join(text.split())[:MAX_TITLE_CHARS]
 
 
 def read_outline(reader: Any, page_count: int) -> list[tuple[int, str]]:
@@ -44,7 +40,7 @@ def read_outline(reader: Any, page_count: int) -> list[tuple[int, str]]:
                 raise
             except Exception:  # noqa: BLE001 - an entry pointing nowhere is skipped
                 continue
-            title = clean_title(getattr(item, "title", ""))
+            title = one_line(getattr(item, "title", None) or "", MAX_TITLE_CHARS)
             if title and 1 <= page <= page_count:
                 found.append((page, title))
 

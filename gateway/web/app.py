@@ -78,8 +78,10 @@ def warm_up(state: State) -> None:
         active = gw.store.active_id()
         if active is not None:
             gw.store.open()
-            # the model that searches the active version (its own, if it was built with another one)
-            gw.embedder_for(active).encode_query("warm up")
+            # the model that searches the active version, when it is another one (built before a change)
+            searcher = gw.embedder_for(active)
+            if searcher is not gw.embedder:
+                searcher.encode_query("warm up")
         if gw.settings.answer.mode == "generate":
             try:
                 _ = gw.runtime
