@@ -19,9 +19,11 @@ SECTIONS_DIR = REPO / "docs" / "bench"
 OUT = REPO / "docs" / "benchmarks.md"
 SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
            "answer_quality", "pipeline_overhead", "server"]
-ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders",
-         "retrieval", "retrieval_quality", "search_latency", "ingest", "runtime", "answers", "server",
-         "bench_profiles"]
+ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders", "llm_rerank", "retrieval", "ingest",
+         "runtime", "answers", "pipeline_overhead", "server", "bench_profiles", "chunking", "load",
+         "hostile_bodies", "query_batching", "embedder_startup", "startup", "issue12_goals", "house_redesign"]
+# pages that a section links to for detail, not sections of their own
+DETAILS = {"body_memory"}
 
 HEADER = """# Benchmarks
 
@@ -32,8 +34,9 @@ machines are noisy. Sections are assembled by `python -m bench.run_all --assembl
 """
 
 
-def assemble() -> Path:
-    sections = {p.stem: p for p in SECTIONS_DIR.glob("*.md")}
+def assemble(out: Path = OUT) -> Path:
+    """docs/benchmarks.md from the section files, in ORDER (sections not listed follow, by name)."""
+    sections = {p.stem: p for p in SECTIONS_DIR.glob("*.md") if p.stem not in DETAILS}
     names = [n for n in ORDER if n in sections] + sorted(set(sections) - set(ORDER))
     # a combined section (e.g. retrieval.md) already includes its parts: do not repeat them
     if "retrieval" in names:
@@ -42,8 +45,8 @@ def assemble() -> Path:
     for name in names:
         text = sections[name].read_text(encoding="utf-8").strip()
         body.append("#" + text if text.startswith("# ") else text)  # each section is an h2 here
-    OUT.write_text("\n\n".join(body).rstrip() + "\n", encoding="utf-8")
-    return OUT
+    out.write_text("\n\n".join(body).rstrip() + "\n", encoding="utf-8")
+    return out
 
 
 def main() -> int:
