@@ -18,8 +18,9 @@ from typing import Annotated, Any, Literal
 from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Operation, Schema
-from litestar.params import Parameter
+from litestar.params import FromQuery, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from gateway.records.active_profile import resolve_profile
@@ -100,11 +101,10 @@ class AdminController(Controller):
     @get("/answers/export", tags=["answers"], operation_class=LogExportOperation,
          summary="Download the answer log (JSON lines or CSV), as `manualqa log export`")
     async def export_log(
-        self, services: Services,
-        format: Literal["jsonl", "csv"] = "jsonl",
-        since: Annotated[str | None, Parameter(max_length=64)] = None,
-        outcome: Annotated[str | None, Parameter(pattern=OUTCOME_PATTERN)] = None,
-    ) -> Stream:
+        self, services: NamedDependency[Services],
+        format: FromQuery[Literal["jsonl", "csv"]] = "jsonl",
+        since: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        outcome: Annotated[str | None, QueryParameter(pattern=OUTCOME_PATTERN)] = None) -> Stream:
         """Oldest answer first; `since`: an ISO date/time or an age like 30m, 12h, 7d."""
         answers = services.log
         chunks = await sync_to_thread(lambda: export_chunks(answers, format, since=since, outcome=outcome))
@@ -115,7 +115,7 @@ class AdminController(Controller):
 
     @post("/deployment/doctor", tags=["system"], status_code=200,
           summary="Run the three gates on the profile in force and record the verdict, as `manualqa doctor`")
-    async def doctor(self, services: Services) -> DoctorRunOut:
+    async def doctor(self, services: NamedDependency[Services]) -> DoctorRunOut:
         """Loads the model beside the serving one (tens of seconds); 409 while another run is going on."""
         run = await sync_to_thread(doctor_in_force, services.settings)
         report = run.report.to_dict()
@@ -125,7 +125,7 @@ class AdminController(Controller):
 
     @post("/deployment/answer-mode", tags=["system"], status_code=200,
           summary="Switch this running server between generate and extractive (manualqa.toml is unchanged)")
-    async def answer_mode(self, state: State, data: AnswerModeRequest) -> AnswerModeOut:
+    async def answer_mode(self, state: State, data: JSONBody[AnswerModeRequest]) -> AnswerModeOut:
         """From the next question on; an answer in progress finishes in the mode it started in."""
         previous = set_answer_mode(state, data.mode)
         log.info("answer mode: %s -> %s (%s)", previous, data.mode, MODE_NOTE)

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
-from litestar.params import Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from gateway.records.answers import OUTCOMES
 from gateway.services import Services
@@ -24,20 +25,19 @@ class AnswersController(Controller):
 
     @get("/", guards=[reader_guard], summary="The answer log, newest first")
     async def list_answers(
-        self, services: Services,
-        outcome: Annotated[str | None, Parameter(pattern=OUTCOME_PATTERN)] = None,
-        since: str | None = None,
-        client: str | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
-        offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
-    ) -> AnswerPage:
+        self, services: NamedDependency[Services],
+        outcome: Annotated[str | None, QueryParameter(pattern=OUTCOME_PATTERN)] = None,
+        since: FromQuery[str | None] = None,
+        client: FromQuery[str | None] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+        offset: Annotated[int, QueryParameter(ge=0, le=1_000_000_000)] = 0) -> AnswerPage:
         log = services.log
         rows = await sync_to_thread(lambda: log.query(since=since, outcome=outcome, client=client,
                                                       limit=limit, offset=offset))
         return AnswerPage(answers=[AnswerRow(**r) for r in rows], limit=limit, offset=offset)
 
     @get("/{answer_id:str}", guards=[reader_guard], summary="One answer with its full provenance")
-    async def show(self, services: Services, answer_id: str) -> AnswerDetail:
+    async def show(self, services: NamedDependency[Services], answer_id: FromPath[str]) -> AnswerDetail:
         log = services.log
         row = await sync_to_thread(log.get, answer_id)
         if row is None:
@@ -48,8 +48,9 @@ class AnswersController(Controller):
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
           summary="Thumbs up/down with an optional comment")
-    async def feedback(self, request: Request[Any, Any, Any], services: Services, answer_id: str,
-                       data: FeedbackRequest) -> FeedbackOut:
+    async def feedback(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
+                       answer_id: FromPath[str],
+                       data: JSONBody[FeedbackRequest]) -> FeedbackOut:
         log = services.log
         if await sync_to_thread(log.get, answer_id) is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")

@@ -11,6 +11,8 @@ from typing import Any
 from litestar import Controller, Request, Response, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
 
 from gateway.services import Services
 from gateway.web.bridge import EventStream, stream_events
@@ -85,7 +87,8 @@ class AskController(Controller):
 
     @post("/ask", summary="Answer a question from the manuals, with citations",
           status_code=200)
-    async def ask(self, request: Request[Any, Any, Any], state: State, data: AskRequest) -> Response[AnswerOut]:
+    async def ask(self, request: Request[Any, Any, Any], state: State,
+                  data: JSONBody[AskRequest]) -> Response[AnswerOut]:
         """One answer as JSON, or (stream: true) its events as SSE: both are Responses, the JSON one typed."""
         require_ready(state)
         state.rate.check(client_id(request))
@@ -107,7 +110,8 @@ class AskController(Controller):
 
     @post("/search", summary="Ranked passages (hybrid dense + lexical) without generation",
           status_code=200)
-    async def search(self, state: State, services: Services, data: SearchRequest) -> SearchOut:
+    async def search(self, state: State, services: NamedDependency[Services],
+                     data: JSONBody[SearchRequest]) -> SearchOut:
         require_ready(state)
         t0 = time.perf_counter()
         hits = await sync_to_thread(services.search, data.query, data.k, data.manuals, data.version)

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.concurrency import sync_to_thread
+from litestar.di import NamedDependency
 from litestar.exceptions import InternalServerException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import (
@@ -29,6 +30,7 @@ from litestar.openapi.spec import (
     RequestBody,
     Schema,
 )
+from litestar.params import FromPath, FromQuery
 from litestar.response import Stream
 
 from gateway.config import Settings
@@ -134,8 +136,9 @@ class FleetController(Controller):
 
     @get("/versions/{version:str}/export", guards=[admin_guard], operation_class=ExportOperation,
          summary="The version with its original PDFs as one signed archive (tar; tar.gz with ?gzip=true)")
-    async def export(self, settings: Settings, services: Services, version: str, gzip: bool = False,
-                     signing_key: str | None = None) -> Stream:
+    async def export(self, settings: NamedDependency[Settings], services: NamedDependency[Services],
+                     version: FromPath[str], gzip: FromQuery[bool] = False,
+                     signing_key: FromQuery[str | None] = None) -> Stream:
         """Signed with this gateway's signing key (the only one, or `signing_key`: its id or name)."""
         store = services.store
         if version not in {v["id"] for v in await sync_to_thread(store.list_versions)}:
@@ -156,8 +159,8 @@ class FleetController(Controller):
     @post("/import", guards=[admin_guard], status_code=201, operation_class=ImportOperation,
           responses={200: ResponseSpec(ImportedVersion, description="The version was already here, identical")},
           summary="Check a signed archive and add its version, inactive")
-    async def import_(self, request: Request[Any, Any, Any], settings: Settings,
-                      services: Services) -> Response[ImportedVersion]:
+    async def import_(self, request: Request[Any, Any, Any], settings: NamedDependency[Settings],
+                      services: NamedDependency[Services]) -> Response[ImportedVersion]:
         """201 with the new (inactive) version; 200 when it is already here with the same content."""
         with UPLOADS.slot():
             folder = _spool_dir(settings)

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
-from litestar.params import Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery, QueryParameter
 
 from gateway.services import Services
 from gateway.web.errors import ApiError
@@ -20,14 +21,14 @@ class IndexController(Controller):
     tags = ["index"]
 
     @get("/versions", guards=[reader_guard], summary="Index versions, newest first")
-    async def versions(self, services: Services) -> VersionList:
+    async def versions(self, services: NamedDependency[Services]) -> VersionList:
         store = services.store
         versions = await sync_to_thread(store.list_versions)
         return VersionList(active=store.active_id(), versions=list(reversed(versions)))
 
     @post("/versions/{version:str}/activate", guards=[admin_guard], status_code=200,
           summary="Verify, then activate a version")
-    async def activate(self, services: Services, version: str) -> Activated:
+    async def activate(self, services: NamedDependency[Services], version: FromPath[str]) -> Activated:
         store = services.store
         _known(store, version)
         await sync_to_thread(store.activate, version)
@@ -35,7 +36,7 @@ class IndexController(Controller):
 
     @post("/rollback", guards=[admin_guard], status_code=200,
           summary="Re-activate the parent of the active version (or ?to=V)")
-    async def rollback(self, services: Services, to: str | None = None) -> RolledBack:
+    async def rollback(self, services: NamedDependency[Services], to: FromQuery[str | None] = None) -> RolledBack:
         store = services.store
         previous = store.active_id()
         if to:
@@ -47,8 +48,8 @@ class IndexController(Controller):
         return RolledBack(active=active, previous=previous)
 
     @get("/diff", guards=[reader_guard], summary="Manuals added / removed / changed between versions")
-    async def diff(self, services: Services, from_: Annotated[str, Parameter(query="from")],
-                   to: str) -> IndexDiff:
+    async def diff(self, services: NamedDependency[Services], from_: Annotated[str, QueryParameter(name="from")],
+                   to: FromQuery[str]) -> IndexDiff:
         store = services.store
         _known(store, from_)
         _known(store, to)

@@ -14,6 +14,7 @@ from typing import Any
 from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import CacheControlHeader, State
+from litestar.params import FromPath, JSONBody
 
 from gateway.records.keys import KeyStore
 from gateway.web.errors import ApiError
@@ -41,14 +42,14 @@ class KeysController(Controller):
 
     @post("/", status_code=201, cache_control=CacheControlHeader(no_store=True),
           summary="Create a key; the response holds the key, shown this once")
-    async def create(self, state: State, data: KeyCreateRequest) -> KeyCreated:
+    async def create(self, state: State, data: JSONBody[KeyCreateRequest]) -> KeyCreated:
         """409 `conflict` when an unrevoked key has the name already (revoke it first)."""
         key = await sync_to_thread(state.key_store.create, data.name, data.role)
         return KeyCreated(name=data.name, role=data.role, key=key, note=SHOWN_ONCE)
 
     @post("/{name:str}/revoke", status_code=200,
           summary="Revoke a key: refused from the next request on, its admin sessions end at once")
-    async def revoke(self, request: Request[Any, Any, Any], state: State, name: str) -> KeyRevoked:
+    async def revoke(self, request: Request[Any, Any, Any], state: State, name: FromPath[str]) -> KeyRevoked:
         """Revoking the key of one's own session is allowed (and logs one out); 404 for no such active key."""
         caller = principal_of(request)
         store: KeyStore = state.key_store

@@ -13,7 +13,9 @@ from typing import Any
 
 from litestar import Controller, Request, delete, get, post, put
 from litestar.concurrency import sync_to_thread
+from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
+from litestar.params import FromPath, JSONBody
 from litestar.response import File
 
 from gateway.config import Settings
@@ -71,15 +73,16 @@ class ManualsController(Controller):
     tags = ["manuals"]
 
     @get("/manuals", guards=[reader_guard], summary="Manuals in the active index version")
-    async def list_manuals(self, services: Services) -> ManualList:
+    async def list_manuals(self, services: NamedDependency[Services]) -> ManualList:
         manuals = await sync_to_thread(_manuals, services)
         return ManualList(version=services.store.active_id(), manuals=[
             {**m, "id": m["sha256"], "file_url": f"/api/v1/manuals/{m['sha256']}/file"} for m in manuals])
 
     @post("/manuals", guards=[admin_guard], status_code=202, operation_class=UploadOperation,
           summary="Upload a PDF manual; starts an ingest job")
-    async def upload(self, request: Request[Any, Any, Any], settings: Settings, services: Services,
-                     jobs: JobRunner) -> UploadAccepted:
+    async def upload(self, request: Request[Any, Any, Any], settings: NamedDependency[Settings],
+                     services: NamedDependency[Services],
+                     jobs: NamedDependency[JobRunner]) -> UploadAccepted:
         with UPLOADS.slot():
             upload = await receive_upload(request, settings.data_dir / "uploads", settings.server.max_upload_mb)
             folder, target, name = upload.folder, upload.path, upload.path.name
@@ -109,7 +112,7 @@ class ManualsController(Controller):
                               pages_without_text=parsed.pages_without_text)
 
     @get("/jobs/{job_id:str}", guards=[reader_guard], summary="Progress of an ingest job")
-    async def job(self, jobs: JobRunner, job_id: str) -> Job:
+    async def job(self, jobs: NamedDependency[JobRunner], job_id: FromPath[str]) -> Job:
         row = await sync_to_thread(jobs.get, job_id)
         if row is None:
             raise ApiError(404, "not_found", f"no job {job_id}")
@@ -117,26 +120,28 @@ class ManualsController(Controller):
 
     @delete("/manuals/{manual_id:str}", guards=[admin_guard], status_code=200,
             summary="Remove a manual (builds a new index version without it)")
-    async def remove(self, services: Services, manual_id: str) -> IngestReportOut:
+    async def remove(self, services: NamedDependency[Services], manual_id: FromPath[str]) -> IngestReportOut:
         find_manual(services, manual_id)
         report = await sync_to_thread(services.store.remove, manual_id)
         return IngestReportOut(**report.to_dict())
 
     @put("/manuals/{manual_id:str}/title", guards=[admin_guard], status_code=200,
          summary="Give a manual a display title (lists, passages, citations); the index is unchanged")
-    async def rename(self, services: Services, manual_id: str, data: TitleRequest) -> ManualTitle:
+    async def rename(self, services: NamedDependency[Services], manual_id: FromPath[str],
+                     data: JSONBody[TitleRequest]) -> ManualTitle:
         find_manual(services, manual_id)
         return ManualTitle(**await sync_to_thread(services.rename_manual, manual_id, data.title))
 
     @delete("/manuals/{manual_id:str}/title", guards=[admin_guard], status_code=200,
             summary="Show the PDF's own title again")
-    async def reset_title(self, services: Services, manual_id: str) -> ManualTitle:
+    async def reset_title(self, services: NamedDependency[Services], manual_id: FromPath[str]) -> ManualTitle:
         find_manual(services, manual_id)
         return ManualTitle(**await sync_to_thread(services.rename_manual, manual_id, None))
 
     @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",
          media_type="application/pdf")
-    async def file(self, request: Request[Any, Any, Any], services: Services, manual_id: str) -> File:
+    async def file(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
+                   manual_id: FromPath[str]) -> File:
         """The whole PDF, or the one byte range asked for (206), so viewers fetch only what they show."""
         manual = find_manual(services, manual_id)
         path = services.store.manual_pdf(manual_id)
@@ -146,7 +151,8 @@ class ManualsController(Controller):
 
     @get("/manuals/{manual_id:str}/pages/{page:int}", guards=[reader_guard],
          summary="Text of one page (1-based), for highlighting")
-    async def page(self, services: Services, manual_id: str, page: int) -> PageText:
+    async def page(self, services: NamedDependency[Services], manual_id: FromPath[str],
+                   page: FromPath[int]) -> PageText:
         manual = find_manual(services, manual_id)
         if page < 1 or page > int(manual["page_count"]):
             raise ApiError(404, "not_found", f"{manual['file_name']} has pages 1-{manual['page_count']}")

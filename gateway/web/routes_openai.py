@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Controller, Request, get, post
+from litestar.params import FromPath, JSONBody
 
 from gateway.web.bridge import EventStream, stream_events
 from gateway.web.errors import ApiError
@@ -106,14 +107,14 @@ class OpenAIController(Controller):
         return {"object": "list", "data": [model_card(request)]}
 
     @get("/models/{model_id:str}", summary="One model (OpenAI format); 404 for any id but the gateway's")
-    async def model(self, request: Request[Any, Any, Any], model_id: str) -> dict[str, Any]:
+    async def model(self, request: Request[Any, Any, Any], model_id: FromPath[str]) -> dict[str, Any]:
         if model_id != MODEL_ID:
             raise ApiError(404, "model_not_found", f"The model {model_id!r} does not exist on this gateway; "
                                                    f"it serves {MODEL_ID!r}")
         return model_card(request)
 
     @post("/chat/completions", summary="Chat completion answered from the manuals", status_code=200)
-    async def chat(self, request: Request[Any, Any, Any], data: ChatCompletionRequest) -> Any:
+    async def chat(self, request: Request[Any, Any, Any], data: JSONBody[ChatCompletionRequest]) -> Any:
         state = request.app.state
         require_ready(state)
         refuse_unsupported(data)

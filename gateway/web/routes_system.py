@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Controller, MediaType, Response, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
 
 from gateway.services import Services
@@ -19,7 +20,7 @@ class SystemController(Controller):
 
     @get("/health", summary="200 when the index and runtime are ready, 503 while loading",
          responses={503: ResponseSpec(Health, description='Still loading: {"status": "loading"}')})
-    async def health(self, state: State, services: Services) -> Response[Health]:
+    async def health(self, state: State, services: NamedDependency[Services]) -> Response[Health]:
         ready = state.ready.is_set()  # read once: the status and the code must agree
         body = Health(status="ok" if ready else "loading", index_version=services.store.active_id(),
                       warning=state.load_error or None)
