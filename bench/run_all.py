@@ -19,9 +19,10 @@ SECTIONS_DIR = REPO / "docs" / "bench"
 OUT = REPO / "docs" / "benchmarks.md"
 SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
            "answer_quality", "pipeline_overhead", "server"]
-ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders", "llm_rerank", "dense_variants", "retrieval",
-         "ingest", "parse_cost", "runtime", "answers", "pipeline_overhead", "server", "bench_profiles", "chunking",
-         "load", "hostile_bodies", "query_batching", "embedder_startup", "startup", "issue12_goals", "house_redesign"]
+ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders", "builtin_embedder", "llm_rerank",
+         "dense_variants", "retrieval", "ingest", "parse_cost", "runtime", "answers", "pipeline_overhead", "server",
+         "bench_profiles", "chunking", "load", "hostile_bodies", "query_batching", "embedder_startup", "startup",
+         "issue12_goals", "house_redesign"]
 # pages that a section links to for detail, not sections of their own
 DETAILS = {"body_memory"}
 
