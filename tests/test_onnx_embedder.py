@@ -136,6 +136,25 @@ def test_a_model_that_quantizes_activations_embeds_one_text_per_run(sample_chunk
     assert np.abs(batched - alone).max() > 1e-3
 
 
+def test_an_ingest_sized_call_gives_the_vectors_of_single_runs(sample_chunks: list[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """From BULK_RUNS texts on, the runs go side by side on a one-thread session made for the call."""
+    from retrieval import onnx_embedder as module
+
+    builtin = Embedder("onnx:minilm-l6-int8")
+    texts = sample_chunks * 2  # 40 runs
+    assert len(texts) >= module.BULK_RUNS
+    sessions: list[int] = []
+    made = builtin._new_session
+    monkeypatch.setattr(builtin, "_new_session", lambda threads: sessions.append(threads) or made(threads))
+    alone = np.stack([builtin.encode_query(t) for t in sample_chunks])
+    done: list[int] = []
+    bulk = builtin.encode(texts, progress=done.append)
+    assert sessions[-1] == 1 and (builtin.threads == 1 or len(sessions) == 2)  # the search session, then bulk
+    np.testing.assert_allclose(bulk, np.concatenate([alone, alone]), atol=1e-5)
+    assert done == list(range(1, 41))
+
+
 def test_cosine_against_the_torch_embedder(onnx_embedder: OnnxEmbedder, torch_embedder: Any,
                                            sample_chunks: list[str]) -> None:
     (least, median), _ = SPECS[onnx_embedder.model]
