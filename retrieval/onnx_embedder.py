@@ -95,8 +95,9 @@ def _quantizes_activations(onnx_file: Path) -> bool:
 
     Such a model takes one int8 scale over the whole input tensor, so in a batch each text's vector
     would depend on the other texts beside it (and on their padding): an index rebuilt, or a query
-    asked while others are, would get other vectors. Those models embed one text per run, which
-    costs about 8 % of the built-in model's throughput (docs/bench/builtin_embedder.md).
+    asked while others are, would get other vectors. Those models embed one text per run; with the
+    runs of an ingest side by side (see encode) that is no slower than batching was
+    (docs/bench/builtin_embedder.md).
     """
     with onnx_file.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         return data.find(b"DynamicQuantizeLinear") != -1
