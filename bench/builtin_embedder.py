@@ -46,19 +46,10 @@ def _anon_mib() -> float:
 
 def dev_texts() -> tuple[list[str], list[str]]:
     """eval/dev's passages as ingest embeds them, and its questions."""
-    from bench.retrieval_eval import split_paths
-    from ingest.chunker import chunk_manual
-    from ingest.models import ChunkParams, ParseLimits
-    from ingest.sandbox import parse_pdf
-    from retrieval.embeddings import passage_text
+    from bench.retrieval_eval import passages, split_paths
 
     pdfs, questions = split_paths("dev")
-    params, texts = ChunkParams(), []
-    for pdf in pdfs:
-        parsed = parse_pdf(pdf, ParseLimits(timeout_s=1200))
-        texts += [passage_text(c.heading, c.text, params.title_for(parsed.title))
-                  for c in chunk_manual(parsed, params)]
-    return texts, [q["question"] for q in questions]
+    return passages(pdfs), [q["question"] for q in questions]
 
 
 def child(spec: str, work: Path) -> None:

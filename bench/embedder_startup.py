@@ -54,17 +54,11 @@ def _rss_mib() -> float:
 
 def sample_chunk_texts() -> list[str]:
     """The sample manuals' chunks as ingest embeds them (default ChunkParams, title + heading)."""
-    from ingest.chunker import chunk_manual
-    from ingest.models import ChunkParams, ParseLimits
-    from ingest.sandbox import parse_pdf
-    from retrieval.embeddings import passage_text
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from bench.retrieval_eval import passages
 
-    params, texts = ChunkParams(), []
-    for pdf in sorted((REPO / "sample_manuals").glob("*.pdf")):
-        parsed = parse_pdf(pdf, ParseLimits())
-        title = params.title_for(parsed.title)
-        texts += [passage_text(c.heading, c.text, title) for c in chunk_manual(parsed, params)]
-    return texts
+    return passages(sorted((REPO / "sample_manuals").glob("*.pdf")))
 
 
 # -- the child: one embedder, fresh interpreter ---------------------------------------------------

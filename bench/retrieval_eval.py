@@ -82,6 +82,21 @@ def split_paths(split: str) -> tuple[list[Path], list[dict[str, Any]]]:
     return pdfs, load(folder / "questions.jsonl")
 
 
+def passages(pdfs: list[Path]) -> list[str]:
+    """The texts ingest embeds for these PDFs: the shipped chunker's chunks with title and heading."""
+    from ingest.chunker import chunk_manual
+    from ingest.models import ChunkParams, ParseLimits
+    from ingest.sandbox import parse_pdf
+    from retrieval.embeddings import passage_text
+
+    params, texts = ChunkParams(), []
+    for pdf in pdfs:
+        parsed = parse_pdf(pdf, ParseLimits(timeout_s=1200))  # a busy box parses slowly
+        title = params.title_for(parsed.title)
+        texts += [passage_text(c.heading, c.text, title) for c in chunk_manual(parsed, params)]
+    return texts
+
+
 def build(pdfs: list[Path], recipe: Any, embedder: Any, data_dir: Path) -> Any:
     from ingest.models import ParseLimits
     from retrieval.versions import IndexStore
