@@ -17,6 +17,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +137,33 @@ def test_a_model_that_quantizes_activations_embeds_one_text_per_run(sample_chunk
     finally:
         builtin.one_at_a_time = True
     assert np.abs(batched - alone).max() > 1e-3
+
+
+def test_concurrent_questions_run_side_by_side_with_the_vectors_of_single_runs(
+        sample_chunks: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One text per run: questions asked at once are not queued behind one run (query_batch would)."""
+    builtin = Embedder("onnx:minilm-l6-int8")
+    alone = {t: builtin.encode([t])[0] for t in sample_chunks[:8]}
+    running, most = [0], [0]
+    lock = threading.Lock()
+    embed = builtin._embed_batch
+
+    def counted(encodings: list[Any], session: Any = None) -> np.ndarray:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.05)  # long enough for the other questions to arrive meanwhile
+            return embed(encodings, session)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(builtin, "_embed_batch", counted)
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(builtin.encode_query, list(alone)))
+    assert most[0] >= 2
+    np.testing.assert_allclose(np.stack(together), np.stack(list(alone.values())), atol=1e-5)
 
 
 def test_an_ingest_sized_call_gives_the_vectors_of_single_runs(sample_chunks: list[str],
