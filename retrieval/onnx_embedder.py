@@ -214,6 +214,11 @@ class OnnxEmbedder(Embedder):
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3  # errors only on the gateway's console
+        if threads > 1:
+            # Idle pool threads would otherwise spin after every run: a server answering one search
+            # at a time used twice the CPU per search for no lower latency (bench/startup.py), CPU
+            # that a generation or an ingest on the same cores needs.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.onnx_file), sess_options=opts, providers=["CPUExecutionProvider"])
 
     def _embed_batch(self, encodings: list[Any], session: Any = None) -> np.ndarray:
