@@ -115,6 +115,7 @@ class Services:
         from retrieval.search import search
 
         s = self.settings.search
+        version = version or self.store.active_id()  # once: the embedder and the search see one version
         hits = search(self.store, self.embedder_for(version), query, k=k or s.k, manuals=manuals,
                       version=version, **s.search_options())
         self.show_titles(hits)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -36,7 +36,9 @@ class Hit:
     page_label: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Every field is a str, number or None, so a shallow copy is what asdict() gives, at a
+        # tenth of its cost: asdict() deep-copies each value, and a search returns k of these.
+        return dict(self.__dict__)
 
 
 def shown_label(label: str | None, page: int) -> str | None:

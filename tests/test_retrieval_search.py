@@ -224,3 +224,37 @@ def test_vector_index_round_trip_and_scoped_search(tmp_path: Path, kind: str) ->
     assert vi.cosine(x[42], np.array([42, 7])) == pytest.approx(exact[[42, 7]], abs=1e-5)
     with pytest.raises(RetrievalError, match="normalised"):
         VectorIndex.build(x * 3)
+
+
+def _navigation_by_leaders_only(heading: str, text: str) -> bool:
+    """is_navigation as first written (the leader pattern alone), to check the quicker pre-check against."""
+    from retrieval.search import _LEADER_RE, _NAV_HEADING_RE
+
+    if _NAV_HEADING_RE.match(heading or ""):
+        return True
+    leaders = len(_LEADER_RE.findall(text or ""))
+    if leaders < 4:
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return leaders >= 0.4 * max(1, len(lines))
+
+
+def test_the_navigation_pre_check_changes_no_verdict(sample_pdfs: list[Path]) -> None:
+    from ingest.chunker import chunk_manual
+    from ingest.sandbox import parse_pdf
+
+    crafted = ["Intro . . . 3\nWiring . . . 7\nFirmware . . . 11\nIndex . . . 20",
+               "Intro… 3\nWiring… 7\nFirmware… 11\nIndex… 20", "Intro...3\nSafety.. .4\nUse. ..5\nCare...6",
+               "Set 1.5 V. Then 2.5 V. Then 3.5 V. Done.", "", "Step 1... wait 5 s"]
+    cases = [("", t) for t in crafted] + [
+        (c.heading, c.text) for pdf in sample_pdfs for c in chunk_manual(parse_pdf(pdf, ParseLimits()), ChunkParams())]
+    verdicts = [(is_navigation(h, t), _navigation_by_leaders_only(h, t)) for h, t in cases]
+    assert all(new == old for new, old in verdicts)
+    assert sum(new for new, _ in verdicts) >= 4  # navigation chunks are among them, not only plain text
+
+
+def test_a_hit_as_a_dict_is_what_asdict_gives(store: OneVersionStore, embedder: Embedder) -> None:
+    from dataclasses import asdict
+
+    hits = search(store, embedder, "input voltage range", k=3)
+    assert hits and all(h.to_dict() == asdict(h) and list(h.to_dict()) == list(asdict(h)) for h in hits)

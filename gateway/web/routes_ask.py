@@ -114,8 +114,11 @@ class AskController(Controller):
                      data: JSONBody[SearchRequest]) -> SearchOut:
         require_ready(state)
         t0 = time.perf_counter()
-        hits = await sync_to_thread(services.search, data.query, data.k, data.manuals, data.version)
-        return SearchOut(query=data.query, version=data.version or services.store.active_id(),
+        # The version is read once, before the search, so the reply names the one searched even
+        # when another is activated meanwhile.
+        version = data.version or services.store.active_id()
+        hits = await sync_to_thread(services.search, data.query, data.k, data.manuals, version)
+        return SearchOut(query=data.query, version=version,
                          took_ms=round((time.perf_counter() - t0) * 1000, 2),
                          hits=[h.to_dict() for h in hits])
 
