@@ -249,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifeline-fd", type=int, default=None,
                         help="read end of a pipe the parent holds open; EOF means the parent died")
     parser.add_argument("--labels-only", action="store_true", help="read the printed page labels only")
+    parser.add_argument("--keep-drawings", action="store_true",
+                        help="parse whole content streams (ingest.drop_drawings = false)")
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
     die_with_parent(args.parent_pid or os.getppid(), args.lifeline_fd)
@@ -261,8 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.memory_mb > 0:
             limit_memory(args.memory_mb)
-        work = extract_labels if args.labels_only else extract
-        result: dict[str, Any] = {"ok": work(args.path, args.max_pages)}
+        if args.labels_only:
+            result: dict[str, Any] = {"ok": extract_labels(args.path, args.max_pages)}
+        else:
+            result = {"ok": extract(args.path, args.max_pages, drop_drawings=not args.keep_drawings)}
     except IngestError as exc:
         result = {"error": str(exc)}
     except MemoryError:

@@ -118,7 +118,8 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
     command = [sys.executable, "-m", "ingest.pdf", "--max-pages", str(int(limits.max_pages)),
                "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{limits.timeout_s:g}",
                "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read),
-               *(["--labels-only"] if labels_only else []), str(path.resolve())]
+               *(["--labels-only"] if labels_only else []),
+               *([] if limits.drop_drawings else ["--keep-drawings"]), str(path.resolve())]
     try:
         proc = subprocess.run(command, capture_output=True, timeout=limits.timeout_s, env=env,
                               stdin=subprocess.DEVNULL, cwd=_PACKAGE_ROOT, check=False,

@@ -74,3 +74,26 @@ def test_pages_get_lighter_streams_and_the_file_is_not_written(tmp_path: Path) -
 ], ids=lambda p: p.name)
 def test_real_manuals_give_the_same_text_with_the_drawing_dropped(pdf: Path) -> None:
     assert extract(pdf, 2000) == extract(pdf, 2000, drop_drawings=False)
+
+
+def test_the_setting_reaches_the_parse_worker(monkeypatch: pytest.MonkeyPatch, sample_pdfs: list[Path]) -> None:
+    """`drop_drawings = false` (an escape hatch) makes the sandboxed worker parse whole streams."""
+    import subprocess
+
+    from gateway.config import load_settings
+    from ingest import sandbox
+
+    commands: list[list[str]] = []
+    real_run = subprocess.run
+
+    def recording_run(command: list[str], **kwargs: object) -> object:
+        commands.append(list(command))
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(sandbox.subprocess, "run", recording_run)
+    off = load_settings(env={"MANUALQA_INGEST__DROP_DRAWINGS": "false"}).ingest
+    on = load_settings(env={}).ingest
+    assert off.drop_drawings is False and on.drop_drawings is True
+    whole, dropped = sandbox.parse_pdf(sample_pdfs[0], off), sandbox.parse_pdf(sample_pdfs[0], on)
+    assert "--keep-drawings" in commands[0] and "--keep-drawings" not in commands[1]
+    assert whole.pages == dropped.pages and whole.title == dropped.title
