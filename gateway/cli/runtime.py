@@ -122,7 +122,7 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
 
     profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
     # the server's /api/v1/deployment and the admin page show the latest verdicts
-    report, _, warning = run_and_record(ctx.settings.data_dir, profile)
+    report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model)
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if as_json:

@@ -44,15 +44,19 @@ def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | No
         return None
 
 
-def run_and_record(data_dir: Path, profile: Any) -> DoctorRun:
+def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = None) -> DoctorRun:
     """Run the three gates on `profile` and keep the verdict for /api/v1/deployment and the admin page.
 
     Takes as long as loading the model (twice with a rollback profile) and a smoke prompt; failing
     gates are a verdict, not an error. A verdict that cannot be written is reported in `warning`.
+    `embedding_model`: the one this gateway embeds with (settings.embedding.model); the record
+    names it, and the profile's own declaration beside it where the two differ.
     """
     from runtimes.gates import run_doctor
 
     report = run_doctor(profile)
+    if embedding_model and embedding_model != report.embedding_model:
+        report.embedding_model = f"{embedding_model} (the profile declares {report.embedding_model})"
     checked_at = utcnow()
     try:
         save_doctor_report(Path(data_dir), report.to_dict(), checked_at)

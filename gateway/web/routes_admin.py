@@ -90,7 +90,8 @@ def doctor_in_force(settings: Any) -> DoctorRun:
     if not _DOCTOR.acquire(blocking=False):
         raise ApiError(409, "conflict", "a doctor run is already in progress; wait for its verdict")
     try:
-        return run_and_record(settings.data_dir, resolve_profile(settings.data_dir, settings.runtime.profile))
+        return run_and_record(settings.data_dir, resolve_profile(settings.data_dir, settings.runtime.profile),
+                              settings.embedding.model)
     finally:
         _DOCTOR.release()
 
