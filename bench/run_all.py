@@ -21,8 +21,8 @@ SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_thro
            "answer_quality", "pipeline_overhead", "server"]
 ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders", "builtin_embedder", "llm_rerank",
          "dense_variants", "retrieval", "ingest", "parse_cost", "runtime", "answers", "pipeline_overhead", "server",
-         "bench_profiles", "chunking", "load", "hostile_bodies", "query_batching", "search_cpu", "embedder_startup", "startup",
-         "issue12_goals", "house_redesign"]
+         "bench_profiles", "chunking", "load", "hostile_bodies", "query_batching", "search_cpu", "embedder_startup",
+         "startup", "issue12_goals", "house_redesign"]
 # pages that a section links to for detail, not sections of their own
 DETAILS = {"body_memory"}
 
