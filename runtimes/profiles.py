@@ -58,6 +58,10 @@ class ArtifactSpec:
     conversion: str = ""
     quantization: str = ""
 
+# What a profile without an [embedding] table declares: the gateway's default embedder. The same value
+# as retrieval.embeddings.DEFAULT_MODEL (runtimes does not import retrieval; a test keeps them equal).
+DEFAULT_EMBEDDING_MODEL = "onnx:minilm-l6-int8"
+
 
 @dataclass
 class Profile:
@@ -72,7 +76,7 @@ class Profile:
     runtime: dict[str, str] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
-    embedding_model: str = "onnx:minilm-l6-int8"
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
     text: str = ""  # the TOML as read: stored verbatim when activated
     base_dir: Path | None = None  # where relative paths resolve (the original file's directory)
     rollback_file: Path | None = None  # frozen copy of the rollback profile (set by the store)
@@ -251,7 +255,7 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
         options=dict(_table(data, "options", where)),
         generation=dict(generation),
         embedding_model=_string(embedding, "model", where, required=False, label="embedding.model")
-        or "onnx:minilm-l6-int8",
+        or DEFAULT_EMBEDDING_MODEL,
         owners=owners,
         path=path,
         text=text,
