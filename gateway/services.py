@@ -35,8 +35,10 @@ class Services:
         self._lock = threading.RLock()
         self._store = store
         self._embedder = embedder
-        self._runtime = runtime
         self._profile = profile
+        from gateway.runtime_owner import RuntimeOwner
+
+        self.runtimes = RuntimeOwner(lambda: self.profile, runtime)  # the runtime's one owner
         self._log = log
         self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
         self.generation_lock = threading.Lock()  # one generation at a time per runtime
@@ -159,31 +161,22 @@ class Services:
 
     @property
     def runtime(self) -> Runtime:
-        """The profile's runtime, created and loaded once; raises if it cannot load."""
-        with self._lock:
-            if self._runtime is None:
-                from runtimes.registry import create_runtime
-
-                p = self.profile
-                rt = create_runtime(p.backend, p.artifact_path(), p.runtime_options())
-                rt.load()
-                self._runtime = rt
-            return self._runtime
+        """The profile's runtime, created and loaded once by its owner; raises if it cannot load."""
+        return self.runtimes.get()
 
     @runtime.setter
     def runtime(self, value: Runtime | None) -> None:
         """Swap the runtime (a test's scripted one; None drops it so the next use loads the profile's)."""
-        with self._lock:
-            self._runtime = value
+        self.runtimes.swap(value)
 
     def runtime_if_loaded(self) -> Runtime | None:
-        return self._runtime
+        return self.runtimes.if_loaded()
 
     def switch_profile(self, profile: Profile, runtime: Runtime | None) -> Runtime | None:
         """Replace profile and runtime together (a running server's profile switch); returns the old runtime."""
         with self._lock:
-            old, self._profile, self._runtime = self._runtime, profile, runtime
-            return old
+            self._profile = profile
+            return self.runtimes.swap(runtime, owned=True)
 
     # -- answers (gateway.answer.pipeline, gateway.records.answers) -----------------------------
     @property
@@ -196,11 +189,13 @@ class Services:
             return self._log
 
     def close(self) -> None:
-        """Flush and close the answer log if this process opened it: a stop must not drop queued rows."""
+        """Flush and close the answer log if this process opened it: a stop must not drop queued rows.
+        Then stop the runtime (a worker process ends with it)."""
         with self._lock:
             log = self._log
         if log is not None:
             log.close()
+        self.runtimes.close()
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         from gateway.answer.pipeline import answer

@@ -117,6 +117,8 @@ class Runtime(ABC):
     backend: ClassVar[str]
     accepts_grammar: ClassVar[bool] = False  # True: stream() constrains output to config.grammar
     remote: ClassVar[bool] = False  # the model lives on another server: no local artifact to hash
+    # runs native code that can crash: create_runtime puts it in a supervised worker process
+    native: ClassVar[bool] = False
     install_hint: ClassVar[str] = "check that the backend's module and its native library are installed"
     # [runtime] lock keys this backend's Python distributions answer (key -> distribution name)
     distributions: ClassVar[dict[str, str]] = {}

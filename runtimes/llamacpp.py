@@ -47,6 +47,7 @@ def resolve_artifact(artifact: str) -> Path:
 
 class LlamaCppRuntime(Runtime):
     backend = "llamacpp"
+    native = True  # C code in our address space: runs in a supervised worker (runtimes.supervised)
     accepts_grammar = True
     install_hint = LLM_INSTALL_HINT
     distributions = {"llama_cpp_python": "llama_cpp_python"}

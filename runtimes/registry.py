@@ -39,9 +39,25 @@ def runtime_class(backend: str) -> type[Runtime]:
     return cls
 
 
+ISOLATION_MODES = ("process", "in-process")
+
+
 def create_runtime(backend: str, artifact: str, options: dict[str, Any] | None = None) -> Runtime:
-    """A runtime ready to load(); nothing heavy happens until load()."""
-    return runtime_class(backend)(artifact, options)
+    """A runtime ready to load(); nothing heavy happens until load().
+
+    A backend that runs native code runs in a supervised worker process (runtimes.supervised), so
+    that its crash is one failed answer, not a dead gateway. options["isolation"] = "in-process"
+    opts out (benchmarks comparing the two; a debugger session), never a default.
+    """
+    cls = runtime_class(backend)
+    isolation = str((options or {}).get("isolation") or "process")
+    if isolation not in ISOLATION_MODES:
+        raise RuntimeUnavailable(f"options isolation = {isolation!r}; expected one of {', '.join(ISOLATION_MODES)}")
+    if cls.native and isolation == "process":
+        from runtimes.supervised import SupervisedRuntime
+
+        return SupervisedRuntime(backend, cls, artifact, options)
+    return cls(artifact, options)
 
 
 def is_remote(backend: str) -> bool:

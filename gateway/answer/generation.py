@@ -86,6 +86,7 @@ def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadin
     pieces: list[str] = []
     stats: Any = None
     failure: str | None = None
+    crash: str | None = None
     timed_out = False
     deadline = time.monotonic() + config.timeout_s
     fences = FenceFilter()  # what streams is what is kept: no echoed <passage> tags, even briefly
@@ -101,6 +102,8 @@ def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadin
             stats = value
         elif kind == "error":
             failure = value
+        elif kind == "crash":
+            crash = failure = value
         elif kind == "timeout":
             timed_out = True
     tail = fences.flush()
@@ -124,6 +127,12 @@ def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadin
     if timed_out:
         res.flags.append("timeout")
         failure = failure or f"generation timed out after {config.timeout_s:g} s"
+    if crash is not None:  # the worker died: this answer is an error, its evidence still shown
+        fallback(res, given, evidence, crash)
+        res.outcome = "error"
+        res.flags.append("backend_crashed")
+        res.timings["total_ms"] = elapsed_ms(t0)
+        return chain
     if cancel.is_set() and not timed_out:
         res.outcome = "cancelled"
     elif failure is not None and not pieces:
@@ -182,9 +191,11 @@ def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: An
     """Run runtime.stream in its own thread (holding the gateway's generation lock) and relay its
     items, so that a cancel or the deadline is noticed even while the runtime is silent.
 
-    Yields ("text", str), ("stats", GenerationStats), ("error", message) or ("timeout", None).
+    Yields ("text", str), ("stats", GenerationStats), ("error", message), ("crash", reason: the
+    backend's worker process died) or ("timeout", None).
     """
     from runtimes.base import GenerationStats
+    from runtimes.supervised import WorkerCrashed
 
     stop = threading.Event()  # what the runtime watches: set on cancel or timeout
     lock = getattr(gw, "generation_lock", None) or threading.Lock()
@@ -203,6 +214,8 @@ def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: An
         try:
             for item in runtime.stream(messages, config, stop):
                 items.put(("stats", item) if isinstance(item, GenerationStats) else ("text", item))
+        except WorkerCrashed as exc:  # one answer lost to a dead worker; the gateway carries on
+            items.put(("crash", str(exc)))
         except Exception as exc:  # noqa: BLE001 - relayed as the answer's error
             items.put(("error", f"{type(exc).__name__}: {exc}"))
         finally:

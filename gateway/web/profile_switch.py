@@ -56,8 +56,11 @@ class ProfileSwitcher:
         settings = self.state.gw.settings
         return resolve_profile(settings.data_dir, settings.runtime.profile)
 
-    def check(self, poll: bool = False) -> dict[str, Any]:
-        """Switch to the profile in force if it is not the one serving; returns what happened."""
+    def check(self, poll: bool = False, reset_failed: bool = False) -> dict[str, Any]:
+        """Switch to the profile in force if it is not the one serving; returns what happened.
+
+        reset_failed (an admin's reload): a runtime that failed (crashed repeatedly, or could not
+        load) under an unchanged profile is reset and loaded again: the admin has acted."""
         with self._lock:
             gw = self.state.gw
             wanted = self._wanted()
@@ -68,6 +71,8 @@ class ProfileSwitcher:
             if current is None:
                 return self._switch(None, wanted)
             if wanted.content_hash == current.content_hash and str(wanted.path) == str(current.path):
+                if reset_failed and gw.runtimes.reset():
+                    return self._reload(current)
                 return {"status": "unchanged", "profile": current.name}
             if poll and wanted.content_hash == self._refused:
                 return self.last or {"status": "refused"}
@@ -103,8 +108,18 @@ class ProfileSwitcher:
         return self._done({**record, "status": "switched",
                            "detail": f"{wanted.name} passed gate 1 and serves; {before} unloaded"})
 
+    def _reload(self, current: Any) -> dict[str, Any]:
+        record: dict[str, Any] = {"from": current.name, "to": current.name, "at": utcnow()}
+        try:
+            runtime = self.state.gw.runtime  # its owner loads it (in a fresh worker) or records why not
+        except Exception as exc:  # noqa: BLE001 - reported; answers stay extractive
+            return self._done({**record, "status": "refused",
+                               "detail": f"the failed runtime was reset but does not load again: {exc}"})
+        return self._done({**record, "status": "reloaded", "chain_id": runtime.describe().chain_id,
+                           "detail": f"the failed runtime of {current.name} was reset and serves again"})
+
     def _done(self, record: dict[str, Any]) -> dict[str, Any]:
         self.last = record
-        (log.info if record["status"] == "switched" else log.error)("profile switch %s: %s",
+        (log.info if record["status"] in ("switched", "reloaded") else log.error)("profile switch %s: %s",
                                                                      record["status"], record["detail"])
         return record

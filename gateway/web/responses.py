@@ -235,15 +235,19 @@ class ImportedVersion(msgspec.Struct):
 
 # -- system ------------------------------------------------------------------------------------
 class Health(msgspec.Struct, omit_defaults=True):
-    """`warning` is there only when loading failed (the gateway then answers extractively)."""
+    """`degraded`: the generation runtime failed (crashed repeatedly or cannot load) and answers are
+    extractive until an admin reloads it; `warning` says why. `runtime` is the runtime's life cycle
+    state (unloaded, loading, ready, restarting, failed)."""
 
-    status: Literal["ok", "loading"]
+    status: Literal["ok", "loading", "degraded"]
     index_version: str | None
     warning: str | None = None
+    runtime: str | None = None
 
 
 class ProfileSwitch(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What a reload did: `unchanged`, `switched` (gate 1 passed) or `refused` (the old chain serves)."""
+    """What a reload did: `unchanged`, `switched` (gate 1 passed), `reloaded` (a failed runtime reset and
+    loaded again) or `refused` (the old chain serves)."""
 
     status: str
     profile: str | None = None
@@ -264,6 +268,8 @@ class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     load_error: str | None
     profile: dict[str, Any] | None = None
     profile_error: str | None = None
+    # The runtime's one owner (gateway.runtime_owner): state, reason, backend, isolation, worker.
+    runtime: dict[str, Any] | None = None
     chain_id: str | None = None
     chain: dict[str, Any] | None = None
     gates: dict[str, Any] | None

@@ -71,16 +71,7 @@ def set_answer_mode(state: Any, mode: str) -> str:
     for settings in {id(s): s for s in (state.settings, gw.settings)}.values():
         settings.answer = dataclasses.replace(settings.answer, mode=mode)
     if mode == "generate" and gw.runtime_if_loaded() is None:
-        def load() -> None:
-            try:
-                _ = gw.runtime
-                if str(state.load_error or "").startswith("generation runtime failed"):
-                    state.load_error = None  # it loads now; other warm-up problems stay reported
-            except Exception as exc:  # answered extractively until fixed; /health says why
-                state.load_error = f"generation runtime failed to load: {exc}"
-                log.error(state.load_error)
-
-        threading.Thread(target=load, name="manualqa-load-runtime", daemon=True).start()
+        gw.runtimes.load_in_background()  # its owner records a failure; /health says why
     return previous
 
 

@@ -22,8 +22,11 @@ class SystemController(Controller):
          responses={503: ResponseSpec(Health, description='Still loading: {"status": "loading"}')})
     async def health(self, state: State, services: NamedDependency[Services]) -> Response[Health]:
         ready = state.ready.is_set()  # read once: the status and the code must agree
-        body = Health(status="ok" if ready else "loading", index_version=services.store.active_id(),
-                      warning=state.load_error or None)
+        rt = services.runtimes.status()
+        failed = rt.state == "failed" and services.settings.answer.mode == "generate"
+        status = "loading" if not ready else "degraded" if failed else "ok"
+        body = Health(status=status, index_version=services.store.active_id(),
+                      warning=state.load_error or (rt.reason if failed else None), runtime=rt.state)
         if not ready:
             return Response(body, status_code=503, headers={"Retry-After": "5"})
         return Response(body, status_code=200)
@@ -40,14 +43,15 @@ class SystemController(Controller):
     @post("/deployment/reload", guards=[admin_guard], status_code=200,
           summary="Switch to the active profile now (gate 1 first; the old chain serves if it fails)")
     async def reload(self, state: State) -> ProfileSwitch:
-        record = await sync_to_thread(state.profiles.check)
+        record = await sync_to_thread(state.profiles.check, reset_failed=True)
         return ProfileSwitch(**{("from_" if k == "from" else k): v for k, v in record.items()})
 
 
 def deployment_record(state: Any) -> dict[str, Any]:
     gw = state.gw
     record: dict[str, Any] = {"index_version": gw.store.active_id(), "answer_mode": gw.settings.answer.mode,
-                              "ready": state.ready.is_set(), "load_error": state.load_error}
+                              "ready": state.ready.is_set(), "load_error": state.load_error,
+                              "runtime": gw.runtimes.status().to_dict()}
     try:
         profile = gw.profile
         record["profile"] = profile.to_dict()

@@ -49,6 +49,7 @@ _DONE = object()
 
 class RKLLMRuntime(Runtime):
     backend = "rkllm"
+    native = True  # librkllmrt.so in our address space: runs in a supervised worker (runtimes.supervised)
     install_hint = "install Rockchip's librkllmrt.so (RKLLM runtime) and the rknpu driver on the board"
 
     @classmethod

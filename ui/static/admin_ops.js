@@ -15,7 +15,8 @@ function describeSwitch(s) {
   if (!s) return "";
   if (s.status === "unchanged") return `Unchanged: ${s.profile} is the activated profile and already serves.`;
   const moved = s.from || s.to ? ` (${s.from || "?"} → ${s.to || "?"})` : "";
-  return `${s.status === "switched" ? "Switched" : "Refused"}${moved}: ${s.detail || ""}`;
+  const word = {switched: "Switched", reloaded: "Reloaded"}[s.status] || "Refused";
+  return `${word}${moved}: ${s.detail || ""}`;
 }
 
 async function loadDeployment() {
@@ -27,6 +28,7 @@ async function loadDeployment() {
     ["Artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["Artifact chain", d.chain_id],
     ["Index version", d.index_version], ["Rollback profile", p.rollback], // the answer mode: its own control below
     ["Last switch", last ? `${describeSwitch(last)} (${last.at})` : "none since this server started"],
+    ["Runtime", d.runtime ? [d.runtime.state, d.runtime.isolation && `(${d.runtime.isolation})`, d.runtime.reason].filter(Boolean).join(" ") : ""],
     ["Load problem", d.load_error || d.profile_error]];
   $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
     .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");

@@ -164,6 +164,7 @@ const FLAG_NOTES = {
   timeout: "The answer was cut off by the time limit.",
   cut_at_max_tokens: "The answer reached its length limit and may be unfinished.",
   runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
+  backend_crashed: "The model's process crashed while answering (the gateway restarts it); the evidence is shown.",
   consumer_closed: "", weak_evidence: "", quantity_not_in_evidence: "",  // the answer text names what is missing
   max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
 };

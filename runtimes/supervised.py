@@ -1,0 +1,429 @@
+"""A native backend in its own process, behind the same Runtime contract (as Ollama runs its runner).
+
+Why: llama.cpp and RKLLM run C code that can segfault, abort or be OOM-killed (llama.cpp's AMX
+path on Sapphire Rapids segfaults on every prompt). In the gateway's process that is the end of
+the gateway; here it is the end of one worker. The worker is restarted with a backoff; after
+``max_crashes`` deaths within ``window_s`` the runtime is ``failed`` until someone calls reset(),
+and the gateway answers extractively. A cancel or timeout that the backend does not honour within
+``cancel_grace_s`` (llama.cpp only checks between tokens, not while it reads the prompt) kills the
+worker, so Stop really frees the CPU; a fresh worker is started at once for the next question.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from runtimes.base import (
+    ArtifactChain,
+    GateCheck,
+    GenerationConfig,
+    GenerationError,
+    GenerationStats,
+    Runtime,
+    RuntimeUnavailable,
+)
+from runtimes.worker_protocol import exit_reason, read_message, rss_bytes, write_message
+
+log = logging.getLogger("manualqa.runtime")
+
+
+class WorkerCrashed(GenerationError):
+    """The worker process died (or hung and was killed) during a request; ``reason`` says how."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"generation backend crashed: {reason}")
+        self.reason = reason
+
+
+class RuntimeFailed(RuntimeUnavailable):
+    """Too many crashes in a short window: no more restarts until an admin acts (reset())."""
+
+
+@dataclass(frozen=True)
+class CrashPolicy:
+    max_crashes: int = 3  # deaths within window_s that mark the runtime failed
+    window_s: float = 600.0
+    backoff_s: tuple[float, ...] = (0.5, 2.0, 8.0)  # wait before the 1st, 2nd, 3rd... restart
+    cancel_grace_s: float = 1.0  # a cancel not honoured by then kills the worker
+    load_timeout_s: float = 600.0  # a worker that has not loaded by then is killed
+    call_timeout_s: float = 60.0  # count_tokens / describe / verify
+
+
+class SupervisedRuntime(Runtime):
+    """The parent's side: spawns ``python -m runtimes.worker_main`` and relays the contract to it."""
+
+    backend = "supervised"
+
+    def __init__(self, backend: str, runtime_cls: type[Runtime], artifact: str,
+                 options: dict[str, Any] | None = None, policy: CrashPolicy | None = None) -> None:
+        super().__init__(artifact, options)
+        self.backend_name = backend  # what the worker passes to the registry
+        self.backend = runtime_cls.backend  # type: ignore[misc] - the inner backend's facts, per instance
+        self.accepts_grammar = runtime_cls.accepts_grammar  # type: ignore[misc]
+        self.install_hint = runtime_cls.install_hint  # type: ignore[misc]
+        self.distributions = dict(runtime_cls.distributions)  # type: ignore[misc]
+        self.policy = policy or CrashPolicy()
+        self.state = "unloaded"  # unloaded | loading | ready | restarting | failed
+        self.failure: str | None = None
+        self.crashes: collections.deque[tuple[float, str]] = collections.deque()
+        self.restarts = 0
+        self._lock = threading.RLock()  # one request at a time; held across a stream
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self._ids = itertools.count(1)
+        self._ready: dict[str, Any] = {}
+        self._chain: ArtifactChain | None = None
+        self._closing = False
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def load(self) -> None:
+        with self._lock:
+            self._closing = False
+            if self.state == "failed":
+                raise RuntimeFailed(self.failure or "the runtime failed")
+            if self._alive():
+                return
+            self._spawn()
+
+    def unload(self) -> None:
+        self._closing = True
+        got = self._lock.acquire(timeout=30)  # a stream in flight gets a moment to finish
+        try:
+            proc = self._proc
+            if proc is None:
+                return
+            if proc.poll() is None:
+                try:
+                    self._send({"op": "unload"})
+                    proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    proc.kill()
+                    proc.wait()
+            self._close_pipes(proc)
+            self._proc = None
+            if self.state != "failed":
+                self.state = "unloaded"
+        finally:
+            if got:
+                self._lock.release()
+
+    def reset(self) -> None:
+        """An admin acted: forget the crashes, stop the worker; the next use starts a fresh one."""
+        self.unload()
+        with self._lock:
+            self.crashes.clear()
+            self.state, self.failure = "unloaded", None
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def health(self) -> dict[str, Any]:
+        """What the gateway's health and admin pages say about this runtime."""
+        pid = self.pid
+        return {"state": self.state, "failure": self.failure, "pid": pid, "restarts": self.restarts,
+                "rss_bytes": rss_bytes(pid) if pid else None,
+                "recent_crashes": [{"seconds_ago": round(time.monotonic() - t, 1), "reason": r}
+                                   for t, r in self.crashes]}
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None and self.state == "ready"
+
+    def _spawn(self) -> None:
+        """Start a worker and wait until it has loaded the artifact (caller holds the lock)."""
+        self.state = "loading"
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)  # the same modules as ours, whether installed, editable or from a test's path
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "runtimes.worker_main", "--reply-fd", str(write_fd)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), start_new_session=True, env=env)
+        except OSError as exc:
+            os.close(read_fd)
+            self.state = "unloaded"
+            raise RuntimeUnavailable(f"could not start the {self.backend} worker process: {exc}") from exc
+        finally:
+            os.close(write_fd)
+        self._proc, self._inbox = proc, queue.Queue()
+        reply = os.fdopen(read_fd, "rb")
+        proc._manualqa_reply = reply  # type: ignore[attr-defined] - closed with the process
+        self._stderr.clear()
+        threading.Thread(target=self._read_replies, args=(proc, reply, self._inbox),
+                         name=f"worker-{proc.pid}-replies", daemon=True).start()
+        threading.Thread(target=self._drain_stderr, args=(proc,), name=f"worker-{proc.pid}-stderr",
+                         daemon=True).start()
+        try:
+            self._send({"op": "init", "backend": self.backend_name, "artifact": self.artifact,
+                        "options": self.options})
+        except OSError:
+            pass  # it died at once: the reader reports how
+        message = self._next(time.monotonic() + self.policy.load_timeout_s, None)
+        if message is None:
+            self._kill()
+            self.state = "unloaded"
+            raise RuntimeUnavailable(f"the {self.backend} worker did not load within "
+                                     f"{self.policy.load_timeout_s:g} s; killed")
+        if message["t"] == "ready":
+            self._ready = message
+            self.state = "ready"
+            log.info("%s worker %s ready (context %s tokens)", self.backend, proc.pid, message.get("context_length"))
+            return
+        self.state = "unloaded"
+        if message["t"] == "dead":
+            raise RuntimeUnavailable(f"the {self.backend} worker crashed while loading: {message['reason']}")
+        self._kill()
+        raise RuntimeUnavailable(message.get("message") or "the worker could not load the artifact")
+
+    def _read_replies(self, proc: subprocess.Popen[bytes], reply: Any, inbox: queue.Queue[dict[str, Any]]) -> None:
+        try:
+            while True:
+                message = read_message(reply)
+                if message is None:
+                    break
+                inbox.put(message)
+        except (OSError, ValueError):
+            pass
+        try:
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # it closed the pipe but lives on: it is of no use any more
+            proc.kill()
+            code = proc.wait()
+        time.sleep(0.05)  # the stderr reader's last lines (an abort's message) arrive with the exit
+        tail = [ln for ln in self._stderr if ln.strip()][-3:]
+        reason = exit_reason(code)
+        if tail and code != 0:
+            reason += f" (last output: {' | '.join(tail)[-300:]})"
+        inbox.put({"t": "dead", "reason": reason, "returncode": code})
+
+    def _drain_stderr(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stderr is not None
+        for raw in iter(proc.stderr.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            self._stderr.append(line)
+            log.debug("%s worker %s: %s", self.backend, proc.pid, line)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise OSError("no worker process")
+        write_message(proc.stdin, message)
+
+    def _next(self, deadline: float, rid: Any) -> dict[str, Any] | None:
+        """The next message for request rid (or a death); None at the deadline."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                message = self._inbox.get(timeout=min(left, 0.02))
+            except queue.Empty:
+                continue
+            if message["t"] in ("dead", "ready", "load_failed") or message.get("id") == rid:
+                return message
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    @staticmethod
+    def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+        for stream in (proc.stdin, getattr(proc, "_manualqa_reply", None)):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    # -- crashes and restarts --------------------------------------------------------------------
+    def _crashed(self, reason: str) -> None:
+        """Book a death; restart after the backoff, or mark the runtime failed (caller holds the lock)."""
+        now = time.monotonic()
+        self.crashes.append((now, reason))
+        while self.crashes and now - self.crashes[0][0] > self.policy.window_s:
+            self.crashes.popleft()
+        if self._proc is not None:
+            self._kill()
+            self._close_pipes(self._proc)
+            self._proc = None
+        log.error("%s worker crashed: %s (%d in the last %g s)", self.backend, reason, len(self.crashes),
+                  self.policy.window_s)
+        if len(self.crashes) >= self.policy.max_crashes:
+            self.state = "failed"
+            self.failure = (f"{len(self.crashes)} crashes within {self.policy.window_s:g} s, the last: {reason}; "
+                            "answers are extractive until an admin reloads the runtime")
+            log.error("%s runtime failed: %s", self.backend, self.failure)
+            return
+        self.state = "restarting"
+        backoff = self.policy.backoff_s[min(len(self.crashes), len(self.policy.backoff_s)) - 1]
+        self._restart_later(backoff)
+
+    def _restart_later(self, delay: float) -> None:
+        def restart() -> None:
+            time.sleep(delay)
+            with self._lock:
+                if self.state != "restarting" or self._closing:
+                    return
+                try:
+                    self._spawn()
+                    self.restarts += 1
+                except RuntimeUnavailable as exc:
+                    self._crashed(f"restart failed: {exc}")
+
+        threading.Thread(target=restart, name=f"{self.backend}-restart", daemon=True).start()
+
+    def _ensure_ready(self) -> None:
+        """A ready worker for the next request: wait out a restart, refuse when failed (lock held)."""
+        if self.state == "failed":
+            raise RuntimeFailed(self.failure or "the runtime failed")
+        if self._alive():
+            return
+        if self.state == "unloaded" and self._proc is None and not self._ready:
+            raise GenerationError(f"the {self.backend} runtime is not loaded; call load() first")
+        self._spawn()
+        self.restarts += 1
+
+    def _replace_worker(self) -> None:
+        """Kill the worker (it ignored a cancel) and start a fresh one in the background: not a crash."""
+        if self._proc is not None:
+            self._kill()
+            self._close_pipes(self._proc)
+            self._proc = None
+        self.state = "restarting"
+        self._restart_later(0.0)
+
+    # -- the contract ----------------------------------------------------------------------------
+    def _call(self, op: str, **fields: Any) -> dict[str, Any]:
+        with self._lock:
+            self._ensure_ready()
+            rid = next(self._ids)
+            self._send({"op": op, "id": rid, **fields})
+            message = self._next(time.monotonic() + self.policy.call_timeout_s, rid)
+            if message is None:
+                self._crashed(f"no reply to {op} within {self.policy.call_timeout_s:g} s")
+                raise WorkerCrashed(f"no reply to {op}")
+            if message["t"] == "dead":
+                self._crashed(message["reason"])
+                raise WorkerCrashed(message["reason"])
+            if message["t"] == "error":
+                raise GenerationError(message.get("message") or "the worker reported an error")
+            return message
+
+    def count_tokens(self, text: str) -> int:
+        return int(self._call("count", text=text)["n"])
+
+    @property
+    def context_length(self) -> int:
+        return int(self._ready.get("context_length") or self.options.get("n_ctx") or 2048)
+
+    def describe(self) -> ArtifactChain:
+        if self._chain is None:  # the same artifact after a restart: the first description holds
+            self._chain = ArtifactChain(self._call("describe")["v"])
+        return self._chain
+
+    def verify_backend(self) -> GateCheck:
+        v = self._call("verify")["v"]
+        evidence = dict(v.get("evidence") or {})
+        evidence["worker"] = {"pid": self.pid, "isolation": "process"}
+        return GateCheck(int(v["gate"]), bool(v["passed"]), str(v["detail"]), evidence)
+
+    def stream(self, messages: list[dict[str, str]], config: GenerationConfig,
+               cancel: threading.Event | None = None) -> Iterator[str | GenerationStats]:
+        with self._lock:
+            self._ensure_ready()
+            self._cancel.clear()
+            yield from self._stream(messages, config, cancel)
+
+    def _stream(self, messages: list[dict[str, str]], config: GenerationConfig,
+                cancel: threading.Event | None) -> Iterator[str | GenerationStats]:
+        rid = next(self._ids)
+        started = time.monotonic()
+        deadline = started + max(config.timeout_s, 0.001)
+        self._send({"op": "stream", "id": rid, "messages": messages, "config": config.to_dict()})
+        stop_reason: str | None = None  # set when we asked the worker to stop
+        asked_at = 0.0
+        done = False
+        try:
+            while True:
+                now = time.monotonic()
+                if stop_reason is None:
+                    if self._cancel.is_set() or (cancel is not None and cancel.is_set()):
+                        stop_reason = "cancelled"
+                    elif now > deadline:
+                        stop_reason = "timeout"
+                    if stop_reason is not None:
+                        asked_at = now
+                        self._send({"op": "cancel"})
+                elif now - asked_at > self.policy.cancel_grace_s:
+                    # it did not stop (reading the prompt, or hung): end the computation itself
+                    log.warning("%s worker did not stop within %g s of %s; killing it", self.backend,
+                                self.policy.cancel_grace_s, stop_reason)
+                    if stop_reason == "timeout":  # a backend that ignores its deadline is broken
+                        self._crashed(f"hung: no stop within {self.policy.cancel_grace_s:g} s after the "
+                                      f"{config.timeout_s:g} s timeout")
+                    else:
+                        self._replace_worker()
+                    done = True
+                    yield GenerationStats(total_ms=(time.monotonic() - started) * 1000, stop_reason=stop_reason)
+                    return
+                message = self._next(min(deadline, now + 0.02) if stop_reason is None else now + 0.02, rid)
+                if message is None:
+                    continue
+                kind = message["t"]
+                if kind == "text":
+                    if stop_reason is None:
+                        yield message["v"]
+                elif kind == "stats":
+                    stats = GenerationStats(**message["v"])
+                    if stop_reason is not None and stats.stop_reason == "stop":
+                        stats.stop_reason = stop_reason
+                    yield stats
+                elif kind == "end":
+                    done = True
+                    return
+                elif kind == "error":
+                    done = True
+                    raise GenerationError(message.get("message") or "the worker reported an error")
+                elif kind == "dead":
+                    done = True
+                    self._crashed(message["reason"])
+                    raise WorkerCrashed(message["reason"])
+        finally:
+            if not done:  # the consumer went away mid-stream: the computation must end too
+                self._abandon(rid)
+
+    def _abandon(self, rid: Any) -> None:
+        try:
+            self._send({"op": "cancel"})
+        except OSError:
+            return
+        end = time.monotonic() + self.policy.cancel_grace_s
+        while True:
+            message = self._next(end, rid)
+            if message is None:
+                self._replace_worker()
+                return
+            if message["t"] in ("end", "error"):
+                return
+            if message["t"] == "dead":
+                self._crashed(message["reason"])
+                return
