@@ -106,5 +106,18 @@ def test_profile_activate_reaches_the_running_server(sample_data_dir: Path, tmp_
         body = httpx.post(srv.url + "/api/v1/deployment/reload", headers={"Authorization": f"Bearer {admin}"},
                           timeout=60).json()
         assert body["status"] == "unchanged" and body["profile"] == "chain-b", json.dumps(body)
+
+        # A chain whose worker segfaults while loading is refused the same way, and we are still up.
+        crashing = tmp_path / "crashing.toml"
+        crashing.write_text(profile("chain-crashing", "x", extra='crash_on_load = "segv"').replace(
+            "tests.support.scripted:ScriptedRuntime", "tests.support.crashing:CrashingRuntime"), encoding="utf-8")
+        srv.cli("profile", "activate", str(crashing), "--skip-doctor")
+        r = httpx.post(srv.url + "/api/v1/deployment/reload", headers={"Authorization": f"Bearer {admin}"},
+                       timeout=120)
+        body = r.json()
+        assert r.status_code == 200 and body["status"] == "refused" and "SIGSEGV" in body["detail"], body
+        assert srv.alive() and deployment(srv)["chain_id"] == chain_b
+        still = httpx.post(srv.url + "/api/v1/ask", json={"question": QUESTION, "max_tokens": 2}, timeout=60).json()
+        assert still["chain_id"] == chain_b
     finally:
         srv.stop()
