@@ -2,18 +2,25 @@
 
 Each parse runs `python -m ingest.pdf` in a fresh child process. The child caps its own address
 space (RLIMIT_AS = limits.memory_mb) and the page count; this side checks size and header first,
-kills the child when limits.timeout_s passes, and turns every failure into one IngestError line
-that names the file. pypdf's own decompression limits stay on inside the child.
+and turns every failure into one IngestError line that names the file. pypdf's own decompression
+limits stay on inside the child.
+
+limits.timeout_s (ingest.timeout_s) counts the child's CPU time: the kernel ends it (RLIMIT_CPU,
+set before the worker's first line runs) once it has used that many CPU-seconds, so a manual is
+refused for what it costs to parse, never because other work shares the CPU (the child also runs
+at a lower priority, see ingest.pdf). A wall-clock backstop of WALL_FACTOR x timeout_s ends a
+child that is stuck without using CPU (blocked, stopped).
 
 If this process is killed (kill -9 of `manualqa ingest` or of the server) it cannot kill the
 child, so the child is told this process's pid and given the read end of a pipe whose write end
 only this process holds; it exits when either says the parent is gone, and it also stops itself
-after limits.timeout_s (ingest.worker_limits: die_with_parent, limit_time).
+at the wall-clock backstop (ingest.worker_limits: die_with_parent, limit_time).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -28,6 +35,27 @@ from ingest.models import IngestError, PageText, ParsedManual, ParseLimits
 from ingest.pdf import check_file, memory_message
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
+try:
+    import resource  # noqa: F401 - only whether the platform has rlimits
+    _HAS_RLIMIT = hasattr(signal, "SIGXCPU")
+except ImportError:  # not POSIX: only the wall-clock backstop applies
+    _HAS_RLIMIT = False
+# The wall-clock backstop in multiples of ingest.timeout_s. A parse within its CPU limit reaches it
+# only if it got under 1/20 of a core all along; the nice-10 worker gets about 1/10 beside one busy
+# nice-0 process on its core, and a typical manual costs far under its limit (1.5 s of 120 s).
+WALL_FACTOR = 20
+# Starts the worker with its CPU limit already in force, then becomes `python -m ingest.pdf ...`
+# (exec keeps the pid, the limits and the CPU time used so far). SIGXCPU ends it at the soft limit,
+# SIGKILL 2 s later should it survive; a lower limit set from outside (systemd LimitCPU=) stays.
+# No core file of a process that may hold 1 GB. Here, not in a preexec_fn: that is unsafe in a
+# process with threads (the server, parse_many).
+_START_LIMITED = (
+    "import os, resource as r, sys\n"
+    "cpu, (_, hard) = int(sys.argv[1]), r.getrlimit(r.RLIMIT_CPU)\n"
+    "if hard == r.RLIM_INFINITY or hard > cpu + 2: r.setrlimit(r.RLIMIT_CPU, (cpu, cpu + 2))\n"
+    "r.setrlimit(r.RLIMIT_CORE, (0, 0))\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n"
+)
 
 
 def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
@@ -115,17 +143,21 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
     env.setdefault("PYTHONIOENCODING", "utf-8")
     # Both ends are close-on-exec here, so no other child inherits the write end and keeps it open.
     lifeline_read, lifeline_write = os.pipe()
+    wall_s = WALL_FACTOR * limits.timeout_s
+    # The worker's own --timeout-s is the wall-clock backstop: it only matters once this process is gone.
     command = [sys.executable, "-m", "ingest.pdf", "--max-pages", str(int(limits.max_pages)),
-               "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{limits.timeout_s:g}",
+               "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{wall_s:g}",
                "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read),
                *(["--labels-only"] if labels_only else []),
                *([] if limits.drop_drawings else ["--keep-drawings"]), str(path.resolve())]
+    if limits.timeout_s > 0 and _HAS_RLIMIT:
+        command = [sys.executable, "-I", "-S", "-c", _START_LIMITED, str(cpu_seconds(limits)), *command[1:]]
     try:
-        proc = subprocess.run(command, capture_output=True, timeout=limits.timeout_s, env=env,
+        proc = subprocess.run(command, capture_output=True, timeout=wall_s or None, env=env,
                               stdin=subprocess.DEVNULL, cwd=_PACKAGE_ROOT, check=False,
                               pass_fds=(lifeline_read,))
     except subprocess.TimeoutExpired:  # subprocess.run has already killed and reaped the child
-        raise IngestError(_timeout_message(limits)) from None
+        raise IngestError(wall_message(limits)) from None
     finally:
         os.close(lifeline_read)
         os.close(lifeline_write)
@@ -140,8 +172,19 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
     raise IngestError(_crash_reason(proc, limits))
 
 
-def _timeout_message(limits: ParseLimits) -> str:
-    return f"parsing took longer than {limits.timeout_s:g} s and was stopped (ingest.timeout_s)"
+def cpu_seconds(limits: ParseLimits) -> int:
+    """The CPU limit as the kernel applies it: whole seconds, at least 1."""
+    return max(1, math.ceil(limits.timeout_s))
+
+
+def cpu_message(limits: ParseLimits) -> str:
+    return (f"parsing took longer than {cpu_seconds(limits)} s of CPU time and was stopped "
+            "(ingest.timeout_s, counted in CPU-seconds)")
+
+
+def wall_message(limits: ParseLimits) -> str:
+    return (f"parsing was not finished after {WALL_FACTOR * limits.timeout_s:g} s of wall-clock time and was "
+            f"stopped: the parser is stuck, or the box is overloaded (the backstop, {WALL_FACTOR} x ingest.timeout_s)")
 
 
 def _crash_reason(proc: subprocess.CompletedProcess[bytes], limits: ParseLimits) -> str:
@@ -149,8 +192,10 @@ def _crash_reason(proc: subprocess.CompletedProcess[bytes], limits: ParseLimits)
     stderr = proc.stderr.decode("utf-8", "replace")
     if "MemoryError" in stderr or "Cannot allocate memory" in stderr:
         return memory_message(limits.memory_mb)
-    if proc.returncode == -signal.SIGALRM:  # the worker's own wall-clock limit fired first
-        return _timeout_message(limits)
+    if proc.returncode == -signal.SIGALRM:  # the worker's own wall-clock backstop fired
+        return wall_message(limits)
+    if _HAS_RLIMIT and proc.returncode == -signal.SIGXCPU:  # the kernel's CPU limit (RLIMIT_CPU)
+        return cpu_message(limits)
     if proc.returncode < 0:
         try:
             name = signal.Signals(-proc.returncode).name

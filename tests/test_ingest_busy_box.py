@@ -1,0 +1,118 @@
+"""Ingest on a busy box (issue 22, item 5): the parse limit counts the worker's CPU time.
+
+With CPU hogs on the same core a good manual still parses, slowly, under a limit far below the
+wall-clock time it then takes; a parser that burns CPU past the limit, or sits stuck using none, is
+still ended, with a message naming the limit that fired and its setting.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ingest import IngestError, ParseLimits, parse_pdf
+from ingest.sandbox import WALL_FACTOR
+from tests.support.pdfs import tiny_pdf
+
+NOAA = Path(__file__).resolve().parent.parent / "sample_manuals" / "noaa_lcp_pistonboard_user_manual.pdf"
+HOGS = 3
+HOG_LIFETIME_S = 50  # each hog ends itself by then, should teardown never run
+# About 0.4 CPU-seconds parse this manual; on the hogs' core the worker waits many times that.
+LIMIT_S = 3.0
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU pinning and /proc: Linux")
+
+
+@pytest.fixture
+def one_busy_core() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """This process (so the parse workers it starts) and HOGS busy loops at normal priority, all on
+    one core, so the box's core count does not matter. Teardown kills the hogs and restores."""
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    os.sched_setaffinity(0, {core})
+    hog = f"import time\nend = time.monotonic() + {HOG_LIFETIME_S}\nwhile time.monotonic() < end: pass\n"
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(HOGS)]
+        time.sleep(0.3)  # the hogs are spinning before the parse starts
+        yield hogs
+    finally:
+        for proc in hogs:
+            proc.kill()
+        for proc in hogs:
+            proc.wait(timeout=10)
+        os.sched_setaffinity(0, before)
+
+
+def test_good_manual_parses_beside_cpu_hogs(one_busy_core: list[subprocess.Popen[bytes]]) -> None:
+    started = time.monotonic()
+    parsed = parse_pdf(NOAA, ParseLimits(timeout_s=LIMIT_S))
+    took = time.monotonic() - started
+    assert parsed.page_count == 21
+    assert [p.number for p in parsed.pages] == list(range(1, 22))
+    assert all(proc.poll() is None for proc in one_busy_core), "the hogs stopped early: the test proves nothing"
+    # The point of the test: a wall-clock limit of LIMIT_S would have refused this manual.
+    assert took > LIMIT_S, f"parsed in {took:.1f} s beside {HOGS} hogs: the core was not busy"
+
+
+def test_parser_burning_cpu_past_the_limit_is_stopped(tmp_path: Path) -> None:
+    # 70 MB of blanks in one content stream: within pypdf's limits, but seconds of CPU to parse.
+    path = tmp_path / "slow.pdf"
+    path.write_bytes(tiny_pdf(b" " * 70_000_000, compress=True))
+    started = time.monotonic()
+    with pytest.raises(IngestError) as info:
+        parse_pdf(path, ParseLimits(timeout_s=1.0))
+    assert str(info.value) == (f"{path.name}: parsing took longer than 1 s of CPU time and was stopped "
+                               "(ingest.timeout_s, counted in CPU-seconds)")
+    assert time.monotonic() - started < 30
+
+
+def _worker_of(marker: str, deadline_s: float = 10.0) -> int:
+    """The pid of this process's parse worker whose command line holds `marker`."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            if ppid == os.getpid() and "ingest.pdf" in cmdline and marker in cmdline:
+                return int(entry.name)
+        time.sleep(0.01)
+    pytest.fail(f"no parse worker for {marker} within {deadline_s} s")
+
+
+def test_stuck_parser_is_ended_by_the_wall_clock_backstop(tmp_path: Path) -> None:
+    # A worker that uses no CPU (SIGSTOP here; blocked I/O alike) never reaches its CPU limit; the
+    # backstop, WALL_FACTOR x timeout_s of wall-clock time, still ends it.
+    path = tmp_path / "stuck.pdf"
+    path.write_bytes(tiny_pdf(b" " * 70_000_000, compress=True))
+    limits = ParseLimits(timeout_s=0.25)  # the kernel's CPU limit: 1 s; the backstop: 5 s
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(parse_pdf, path, limits)
+        pid = _worker_of(str(tmp_path))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(IngestError) as info:
+                future.result(timeout=30)
+        finally:
+            if not future.done():  # the sandbox did not end it: do not leave it stopped
+                os.kill(pid, signal.SIGKILL)
+    took = time.monotonic() - started
+    assert str(info.value) == (f"{path.name}: parsing was not finished after {WALL_FACTOR * 0.25:g} s of "
+                               "wall-clock time and was stopped: the parser is stuck, or the box is overloaded "
+                               f"(the backstop, {WALL_FACTOR} x ingest.timeout_s)")
+    assert WALL_FACTOR * 0.25 <= took < WALL_FACTOR * 0.25 + 10
