@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runtimes import llamacpp_log
+from runtimes import cpu_build, llamacpp_log
 from runtimes.base import (
     ArtifactChain,
     GateCheck,
@@ -261,10 +261,12 @@ class LlamaCppRuntime(Runtime):
             raise RuntimeUnavailable("the llamacpp runtime is not loaded; call load() first")
         data = chain_sections(self.gguf)
         data["backend"] = self.backend
+        info = self.system_info()
         data["runtime"] = {
             "library": "llama-cpp-python",
             "version": getattr(self._lib, "__version__", "unknown"),
-            "llama_cpp_system_info": self.system_info(),
+            "llama_cpp_system_info": info,
+            "cpu_build": cpu_build.classify(info),  # portable baseline or beyond it (a native build)
             "gpu_offload_supported": bool(self._lib.llama_supports_gpu_offload()),
             "n_gpu_layers": self.n_gpu_layers,
         }
@@ -284,8 +286,10 @@ class LlamaCppRuntime(Runtime):
         evidence = {**self.placement, "gpu_offload_supported": supports, "system_info": self.system_info(),
                     "n_gpu_layers": self.n_gpu_layers, "last_generation": dict(self._last_perf)}
         on_gpu, summary = llamacpp_log.gpu_evidence(self.placement)
+        build = cpu_build.classify(evidence["system_info"])
+        evidence["cpu_build"] = build
         if self.n_gpu_layers == 0:  # -1 means "all layers" in llama.cpp
-            detail = f"CPU backend as intended ({summary}); {evidence['system_info']}"
+            detail = f"CPU backend as intended ({summary}); {cpu_build.describe(build)}"
             return GateCheck(2, True, detail, evidence)
         if on_gpu and supports:
             return GateCheck(2, True, f"GPU backend: {summary}", evidence)
