@@ -89,6 +89,10 @@ def ask(proc: subprocess.Popen[str], round_no: int) -> dict[str, Any]:
     return json.loads(proc.stdout.readline())
 
 
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
 def llama_version() -> str:
     from importlib import metadata
 
@@ -125,7 +129,6 @@ def main() -> int:
     mem_in = sides["in-process"][1]["harness_rss"]
     mem_w = sides["process"][1]["harness_rss"] + sides["process"][1]["worker_rss"]
     added = (mem_w - mem_in) / MIB
-    verdict = (lambda ok: "met" if ok else "NOT met")
     lines = [
         "# Generation through the supervised worker vs in-process (bench/worker_overhead.py)",
         "",

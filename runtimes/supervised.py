@@ -126,6 +126,13 @@ class SupervisedRuntime(Runtime):
             self.crashes.clear()
             self.state, self.failure = "unloaded", None
 
+    def __getattr__(self, name: str) -> Any:
+        """A loaded backend's plain facts (n_threads, n_gpu_layers...), as the worker reported them."""
+        facts = (self.__dict__.get("_ready") or {}).get("facts") or {}
+        if name in facts:
+            return facts[name]
+        raise AttributeError(name)
+
     @property
     def pid(self) -> int | None:
         proc = self._proc

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import IO, Any
 
-from runtimes.worker_protocol import read_message, write_message
+from runtimes.worker_protocol import FACTS, read_message, write_message
 
 
 def _detach_from_terminal() -> None:
@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         runtime.load()
         ready = {"t": "ready", "context_length": runtime.context_length,
                  "accepts_grammar": bool(getattr(runtime, "accepts_grammar", False)),
-                 "pid": os.getpid()}
+                 "pid": os.getpid(),
+                 # plain facts of the loaded backend that callers read as attributes (bench: threads)
+                 "facts": {k: getattr(runtime, k) for k in FACTS if isinstance(getattr(runtime, k, None), int)}}
     except RuntimeUnavailable as exc:
         write_message(reply, {"t": "load_failed", "kind": "unavailable", "message": str(exc)})
         return 3

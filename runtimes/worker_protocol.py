@@ -18,6 +18,9 @@ import os
 import signal
 from typing import IO, Any
 
+# Attributes of a loaded backend that the worker reports once it is ready (SupervisedRuntime answers them).
+FACTS = ("n_threads", "n_threads_batch", "n_gpu_layers", "n_ctx", "n_batch")
+
 # A signal number as a reader would say it; anything else keeps its number.
 _SIGNAL_NAMES = {int(s): s.name for s in signal.Signals}
 
@@ -69,3 +72,15 @@ def rss_bytes(pid: int) -> int | None:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The highest resident memory a live process has had (VmHWM), from /proc; None where unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return None

@@ -29,9 +29,17 @@ def _ms(start: float, end: float | None = None) -> float:
     return round(((end if end is not None else time.monotonic()) - start) * 1000, 3)
 
 
-def peak_rss_mb() -> float:
+def peak_rss_mb(runtime: Any = None) -> float:
+    """This process's peak RSS, plus its runtime's worker process's (where the model lives) if any:
+    the sum of the two peaks, an upper bound of what they held together."""
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024, 1)
+    mb = kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
+    pid = getattr(runtime, "pid", None)
+    if pid:
+        from runtimes.worker_protocol import peak_rss_bytes
+
+        mb += (peak_rss_bytes(pid) or 0) / (1024 * 1024)
+    return round(mb, 1)
 
 
 def sustained_decode_tps(answers: list[dict[str, Any]]) -> float | None:
@@ -130,7 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "total_ms_median": _median([a["total_ms"] for a in answers]),
         "decode_tps": sustained_decode_tps(generated),
         "output_tokens": sum(a["output_tokens"] or 0 for a in generated),
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": peak_rss_mb(runtime),
         "metrics": metrics,
         "answers": answers,
     }
