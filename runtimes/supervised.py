@@ -401,8 +401,8 @@ class SupervisedRuntime(Runtime):
                         yield message["v"]
                 elif kind == "stats":
                     stats = GenerationStats(**message["v"])
-                    if stop_reason is not None and stats.stop_reason == "stop":
-                        stats.stop_reason = stop_reason
+                    if stop_reason is not None and stats.stop_reason in ("stop", "cancelled"):
+                        stats.stop_reason = stop_reason  # our cancel stopped it: for a timeout, say so
                     yield stats
                 elif kind == "end":
                     done = True

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from gateway.config import Settings
 from gateway.records.deployments import last_doctor_report, save_doctor_report
+from gateway.runtime_owner import RuntimeOwner
 from gateway.web.routes_system import deployment_record
 
 
@@ -31,7 +32,7 @@ def test_deployment_record_shows_the_active_profiles_gates(tmp_path: Path) -> No
     settings = Settings(data_dir=tmp_path)
     profile = SimpleNamespace(name="cpu", to_dict=lambda: {"name": "cpu", "backend": "llamacpp"})
     gw = SimpleNamespace(settings=settings, profile=profile, runtime_if_loaded=lambda: None,
-                         store=SimpleNamespace(active_id=lambda: "v1"))
+                         store=SimpleNamespace(active_id=lambda: "v1"), runtimes=RuntimeOwner(lambda: profile))
     ready = threading.Event()
     state = SimpleNamespace(gw=gw, ready=ready, load_error=None)
     assert deployment_record(state)["gates"] is None
