@@ -138,6 +138,27 @@ def test_crashes_end_one_answer_each_and_the_gateway_serves_on(server: GatewaySe
         assert by_id[answer["id"]]["outcome"] == answer["outcome"]
 
 
+def test_a_client_that_leaves_mid_prompt_frees_the_model_for_the_next_question(server: GatewayServer) -> None:
+    """The worker is reading a long prompt (30 s, ignoring cancel, as llama.cpp does) when the client
+    goes away: the computation ends within seconds and the next question does not queue behind it."""
+    srv = server
+    pid = wait_state(srv, "ready")["worker"]["pid"]
+    with httpx.stream("POST", srv.url + "/api/v1/ask", json={"question": QUESTION + " CRASH-PREFILL", "stream": True},
+                      headers=bearer(srv.key), timeout=60) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("event: evidence"):
+                break  # the evidence is out; the model is now "reading the prompt"
+        time.sleep(0.5)
+    t0 = time.monotonic()
+    nxt = ask(srv, QUESTION)
+    took = time.monotonic() - t0
+    assert nxt["error"] is None and nxt["draft"].startswith("The piston board"), nxt
+    assert took < 15, f"the next question waited {took:.1f} s behind an abandoned prompt"
+    assert runtime_of(srv)["worker"]["pid"] != pid  # the busy worker was ended, not waited for
+    assert not any("CRASH-PREFILL" in c["reason"] for c in runtime_of(srv)["worker"]["recent_crashes"])
+
+
 def test_doctor_on_a_crashing_profile_is_a_failed_gate(server: GatewayServer, tmp_path: Path) -> None:
     import hashlib
 
