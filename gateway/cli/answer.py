@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
-from gateway.records.answers import OUTCOMES, Outcome
+from gateway.records.answers import CLIENTS, OUTCOMES, Client, Outcome
 
 EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 
@@ -114,12 +114,13 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
 @main.group("log", invoke_without_command=True)
 @click.option("--since", default=None, help="ISO date/time, or an age like 30m, 1h, 2d.")
 @click.option("--outcome", type=click.Choice(list(OUTCOMES)), default=None)
-@click.option("--client", type=click.Choice(["cli", "api", "ui", "replay"]), default=None)
+@click.option("--client", type=click.Choice(list(CLIENTS)), default=None,
+              help="Who asked: web (the technician page), api, openai (/v1), cli, replay or bench.")
 @click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True)
 @click.option("--offset", type=click.IntRange(0), default=0)
 @json_option()
 @click.pass_context
-def log_group(ctx: click.Context, since: str | None, outcome: str | None, client: str | None,
+def log_group(ctx: click.Context, since: str | None, outcome: str | None, client: Client | None,
               limit: int, offset: int, as_json: bool) -> None:
     """The answer log, newest first. Subcommands: show ID, export."""
     if ctx.invoked_subcommand is not None:

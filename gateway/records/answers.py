@@ -37,6 +37,11 @@ COLUMNS = ("id", "time", "question", "scope", "answer", "outcome", "mode", "flag
 # pipeline, metrics, CLI and web take them from here (ui/templates/admin.html is checked against it).
 Outcome = Literal["answered", "evidence_only", "not_found", "error", "cancelled"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+# Who asked: web (the technician page), api (the JSON API, any other tool), openai (/v1), cli
+# (`manualqa ask`), replay (`manualqa replay`), bench (`manualqa bench`). The one list of client
+# names: the web routes, the CLI's `log --client` and record() (it refuses any other) take them from here.
+Client = Literal["web", "api", "openai", "cli", "replay", "bench"]
+CLIENTS: tuple[Client, ...] = get_args(Client)
 
 
 class LogError(GatewayError):
@@ -131,6 +136,8 @@ class AnswerLog:
         row = to_row(result)
         if not row.get("id") or not row.get("question") or row.get("outcome") not in OUTCOMES:
             raise LogError("an answer row needs an id, a question and an outcome in " + ", ".join(OUTCOMES))
+        if row.get("client") not in CLIENTS:
+            raise LogError(f"an answer row needs a client in {', '.join(CLIENTS)}, not {row.get('client')!r}")
         with self._lock:
             if self._closed:
                 self._write([(row, chain)])  # after close (e.g. during interpreter exit): write inline

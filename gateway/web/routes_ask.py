@@ -14,6 +14,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
+from gateway.records.answers import Client
 from gateway.services import Services
 from gateway.web.bridge import EventStream, stream_events
 from gateway.web.errors import ApiError
@@ -29,7 +30,7 @@ def require_ready(state: Any) -> None:
 
 
 def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
-                    max_tokens: int | None, client: str, key_name: str | None, search_query: str | None = None):
+                    max_tokens: int | None, client: Client, key_name: str | None, search_query: str | None = None):
     """A function cancel -> pipeline events; only the generation step takes the generation slot.
 
     A question that may need the model reserves its queue place here, in the request handler, so
@@ -71,7 +72,7 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
 CLIENT_HEADER = "X-Manualqa-Client"  # the technician page says "web"; anything else is "api"
 
 
-def client_of(request: Request[Any, Any, Any]) -> str:
+def client_of(request: Request[Any, Any, Any]) -> Client:
     """Who asked, as the answer log records it: the technician page or an integrator's tool."""
     return "web" if request.headers.get(CLIENT_HEADER, "").strip().lower() == "web" else "api"
 
