@@ -365,7 +365,13 @@ class SupervisedRuntime(Runtime):
         rid = next(self._ids)
         started = time.monotonic()
         deadline = started + max(config.timeout_s, 0.001)
-        self._send({"op": "stream", "id": rid, "messages": messages, "config": config.to_dict()})
+        try:
+            self._send({"op": "stream", "id": rid, "messages": messages, "config": config.to_dict()})
+        except OSError:  # it died between the readiness check and now: the reader says how
+            message = self._next(time.monotonic() + 10, rid) or {"t": "dead", "reason": "the pipe broke"}
+            reason = message.get("reason") or "the pipe broke"
+            self._crashed(reason)
+            raise WorkerCrashed(reason) from None
         stop_reason: str | None = None  # set when we asked the worker to stop
         asked_at = 0.0
         done = False
