@@ -15,9 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.types import Hit, RetrievalError, shown_label
+from retrieval.types import Hit, RetrievalError, SearchParams, shown_label
 
 MODES = ("hybrid", "dense", "lexical")
+# The defaults of search() are SearchParams' (chosen on eval/dev), so that a caller passing no
+# option searches as the configured gateway does: one source for k, candidates, rrf_k, weights.
+DEFAULTS = SearchParams()
 MIN_SHA_PREFIX = 8
 
 
@@ -113,15 +116,15 @@ def search_with_timings(
     store: Any,
     embedder: Any,
     query: str,
-    k: int = 5,
+    k: int = DEFAULTS.k,
     manuals: Sequence[str] | None = None,
     version: str | None = None,
-    candidates: int = 50,
-    rrf_k: int = 60,
+    candidates: int = DEFAULTS.candidates,
+    rrf_k: int = DEFAULTS.rrf_k,
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
-    weights: tuple[float, float] = (1.0, 1.0),
-    page_share: float = 0.0,
+    weights: tuple[float, float] = (DEFAULTS.dense_weight, DEFAULTS.lexical_weight),
+    page_share: float = DEFAULTS.page_share,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, total_ms."""
     t_start = time.perf_counter()
@@ -192,15 +195,15 @@ def search(
     store: Any,
     embedder: Any,
     query: str,
-    k: int = 5,
+    k: int = DEFAULTS.k,
     manuals: Sequence[str] | None = None,
     version: str | None = None,
-    candidates: int = 50,
-    rrf_k: int = 60,
+    candidates: int = DEFAULTS.candidates,
+    rrf_k: int = DEFAULTS.rrf_k,
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
-    weights: tuple[float, float] = (1.0, 1.0),
-    page_share: float = 0.0,
+    weights: tuple[float, float] = (DEFAULTS.dense_weight, DEFAULTS.lexical_weight),
+    page_share: float = DEFAULTS.page_share,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
