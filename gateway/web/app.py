@@ -33,6 +33,7 @@ from gateway.web.routes_manuals import ManualsController
 from gateway.web.routes_openai import OpenAIController
 from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
 from gateway.web.routes_system import SystemController
+from gateway.web.schemas import require_json_body
 from gateway.web.security import RateLimiter, allowed_hosts_middleware
 from gateway.web.slots import GenerationSlots
 
@@ -126,6 +127,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
         middleware=[counting_middleware(state.metrics), allowed_hosts_middleware(settings.server.allowed_hosts),
                     body_limits_middleware(settings.server.max_json_kb, settings.server.max_upload_mb)],
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=require_json_body,  # a JSON route's body sent as a form or text: 415, not parsed
         # Litestar's own check, behind body_limits_middleware
         request_max_body_size=settings.server.max_upload_mb * 1024 * 1024 + UPLOAD_FRAMING,
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins)

@@ -36,24 +36,40 @@ def _response(status: int, code: str, message: str, headers: dict[str, str] | No
                     media_type=MediaType.JSON)
 
 
-_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+# The codes of Litestar's own HTTP errors: each one is in docs/api.md's table (tests check it); a
+# 4xx not named here is an invalid request, a 5xx a bug (internal_error, logged).
+_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
-          415: "unsupported_media_type", 422: "unprocessable", 429: "rate_limited",
-          503: "unavailable"}
+          415: "unsupported_media_type", 429: "rate_limited"}
+EMPTY_BODY = "the request body is empty: send a JSON object (Content-Type: application/json)"
+
+
+def _not_json(exc: BaseException) -> bool:
+    """Litestar wraps a body its JSON decoder refused (SerializationException) in a plain 400."""
+    return isinstance(exc, SerializationException) or isinstance(exc.__cause__, SerializationException)
+
+
+def _missing_body(exc: ValidationException) -> bool:
+    """No body at all: Litestar drops the absent `data` and its check reports a KeyError text ("'data'")."""
+    return "missing required field `data`" in str(exc.__cause__ or "")
 
 
 def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     if isinstance(exc, ApiError):
         return _response(exc.status, exc.code, exc.message, exc.headers)
     if isinstance(exc, ValidationException):
+        if _missing_body(exc):
+            return _response(400, "invalid_json", EMPTY_BODY)
         detail = exc.extra if isinstance(exc.extra, list) else None
         return _response(400, "invalid_request", str(exc.detail), details=detail)
-    if isinstance(exc, SerializationException):  # a body that is not the JSON it claims to be
-        return _response(400, "invalid_json", f"the request body is not valid JSON: {exc}"[:300])
+    if _not_json(exc):  # a body that is not the JSON it claims to be
+        return _response(400, "invalid_json", f"the request body is not valid JSON: {exc.__cause__ or exc}"[:300])
     if isinstance(exc, NotFoundException):
         return _response(404, "not_found", f"no such resource: {request.url.path}")
-    if isinstance(exc, HTTPException):
-        code = _CODES.get(exc.status_code, "http_error")
+    if isinstance(exc, HTTPException) and exc.status_code < 500:
+        code = _CODES.get(exc.status_code, "invalid_request")
+        if exc.status_code == 400 and str(exc.detail) == "Invalid host header":  # Litestar's, before routing
+            code = "invalid_host"
         return _response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
     if is_user_error(exc):  # every room's user-facing errors carry their status and code
         return _response(type(exc).http_status, type(exc).code, str(exc))

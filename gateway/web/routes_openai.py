@@ -1,9 +1,10 @@
 """OpenAI-compatible surface, so that existing clients and SDKs can use the gateway as a model.
 
-The last user message is the question; earlier user turns join the retrieval query, so that a
-follow-up ("and its torque?") finds the page the conversation is about. The answer comes with its
-citations both in a `citations` field (with absolute `pdf_url`s) and as a "Sources:" footer in the
-text. What the gateway cannot do is refused the way the OpenAI API refuses it (unknown model: 404
+The last user message is the question, capped like one (2,000 characters: a longer one is a 400,
+never cut); earlier user turns join the retrieval query, so that a follow-up ("and its torque?")
+finds the page the conversation is about. The answer comes with its citations both in a
+`citations` field (with absolute `pdf_url`s) and as a "Sources:" footer in the text. What the
+gateway cannot do is refused the way the OpenAI API refuses it (unknown model: 404
 `model_not_found`; `n > 1`, `tools`, non-text content parts: 400), never silently ignored.
 """
 
@@ -20,11 +21,10 @@ from litestar.params import FromPath, JSONBody
 from gateway.web.bridge import EventStream, stream_events
 from gateway.web.errors import ApiError
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
-from gateway.web.schemas import ChatCompletionRequest, ChatMessage
+from gateway.web.schemas import MAX_QUESTION_CHARS, ChatCompletionRequest, ChatMessage
 from gateway.web.security import client_id, reader_guard
 
 MODEL_ID = "manualqa"
-MAX_QUESTION = 2000
 EARLIER_TURNS = 2  # earlier user turns that join the retrieval query of a follow-up
 
 
@@ -54,9 +54,12 @@ def conversation(data: ChatCompletionRequest) -> tuple[str, str | None]:
     turns = [text for m in data.messages if m.role == "user" and (text := message_text(m))]
     if not turns:
         raise ApiError(400, "invalid_request", "no user message with content in `messages`")
-    question = turns[-1][:MAX_QUESTION]
+    question = turns[-1]
+    if len(question) > MAX_QUESTION_CHARS:  # as /api/v1/ask refuses it: cutting it would answer another question
+        raise ApiError(400, "invalid_request", f"the question (the last user message) has {len(question)} "
+                                               f"characters; at most {MAX_QUESTION_CHARS}")
     earlier = turns[-1 - EARLIER_TURNS:-1]
-    return question, (" ".join([*earlier, question])[: 2 * MAX_QUESTION] if earlier else None)
+    return question, (" ".join([*earlier, question])[: 2 * MAX_QUESTION_CHARS] if earlier else None)
 
 
 def refuse_unsupported(data: ChatCompletionRequest) -> None:
