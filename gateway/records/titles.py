@@ -8,13 +8,14 @@ version of the index. Searching is unchanged (the embedded text keeps the PDF's 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
-from gateway.records.db import opened, utcnow
+from gateway.records.db import new_id, opened, utcnow
 
 MAX_TITLE_CHARS = 200
 
@@ -46,31 +47,57 @@ class DisplayTitles:
         title = clean_title(title)
         with opened(self.db_path) as db:
             db["manual_titles"].upsert({"sha256": sha256, "title": title, "updated": utcnow()}, pk="sha256")
+        bump_stamp(self.db_path)
         return title
 
     def clear(self, sha256: str) -> bool:
         with opened(self.db_path) as db:
-            return db.execute("DELETE FROM manual_titles WHERE sha256 = ?", [sha256]).rowcount > 0
+            gone = db.execute("DELETE FROM manual_titles WHERE sha256 = ?", [sha256]).rowcount > 0
+        bump_stamp(self.db_path)
+        return gone
 
 
+# The cache of current_titles() is keyed on a stamp file beside gateway.db that only a title change
+# rewrites (after its commit), in whichever process made it: the server, `manualqa rename`. Not on
+# gateway.db's own stat: every answer logged writes its WAL, so every search after an answer would
+# read the table again over a new connection. Not on SQLite's data_version: it is per connection and
+# moves with any other connection's commit (answers again). A restore (a new gateway.db, see
+# gateway.records.restore) has a new inode, and no stamp or another one: read again too. A title
+# written past DisplayTitles (sqlite3 by hand) shows once a title is next changed, or after a restart.
+STAMP_SUFFIX = ".titles-stamp"
 _seen: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
 _seen_lock = threading.Lock()
 
 
+def stamp_path(db_path: str | Path) -> Path:
+    return Path(f"{db_path}{STAMP_SUFFIX}")
+
+
+def bump_stamp(db_path: str | Path) -> None:
+    """Say "titles changed" to every process's cache: a fresh token, replaced atomically (never half
+    written); a new token rather than a new mtime, which two renames within one clock tick share."""
+    target = stamp_path(db_path)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(new_id())
+    os.replace(tmp, target)
+
+
 def _stamp(db_path: str | Path) -> tuple[Any, ...]:
-    """What changes on disk when anyone (this server, the CLI) writes gateway.db: file and WAL."""
-    stamp = []
-    for path in (Path(db_path), Path(f"{db_path}-wal")):
-        try:
-            st = path.stat()
-            stamp.append((st.st_ino, st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:
-            stamp.append(None)
-    return tuple(stamp)
+    """(gateway.db's device and inode, the titles' stamp token): changes only when titles may have."""
+    try:
+        st = Path(db_path).stat()
+        db = (st.st_dev, st.st_ino)
+    except FileNotFoundError:
+        db = None
+    try:
+        token: str | None = stamp_path(db_path).read_text()
+    except FileNotFoundError:
+        token = None
+    return (db, token)
 
 
 def current_titles(db_path: str | Path) -> dict[str, str]:
-    """The display titles, read from gateway.db only when it changed since the last read: every
+    """The display titles, read from gateway.db only when they changed since the last read: every
     search and answer shows them, and a connection per search cost more than the search's SQL."""
     key = str(db_path)
     stamp = _stamp(db_path)
