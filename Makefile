@@ -10,7 +10,8 @@
 #
 # llama-cpp-python is compiled here for a stated CPU baseline, never for this machine's own set
 # (a native build turns on what this CPU has, e.g. AMX-INT8, which crashes on prompts here, and the
-# bundle would carry it to gateways whose CPUs lack it): LLAMA_BUILD=portable (the default)
+# bundle would carry it to gateways whose CPUs lack it; docs/bench/llamacpp_build.md).
+# LLAMA_BUILD=portable (the default):
 #   x86_64:  AVX, AVX2, FMA, F16C, BMI2 on; AVX-512 and AMX off; GGML_NATIVE=OFF
 #   aarch64: armv8.2-a+dotprod+fp16 (the RK3588's Cortex-A76); GGML_NATIVE=OFF
 # `make LLAMA_BUILD=native run|test` opts into this machine's own set: such a build must pass
@@ -44,6 +45,12 @@ else ifeq ($(ARCH),aarch64)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16
 else
 $(error no portable llama.cpp baseline for $(ARCH): add one here, or build LLAMA_BUILD=native)
+endif
+# A bundle runs on other CPUs: refuse a native one before compiling it (bundle.sh refuses it too).
+ifeq ($(LLAMA_BUILD)$(filter bundle,$(MAKECMDGOALS)),nativebundle)
+ifneq ($(BUNDLE_ALLOW_NATIVE),1)
+$(error make bundle ships the portable build: drop LLAMA_BUILD=native, or set BUNDLE_ALLOW_NATIVE=1 for gateways with this CPU)
+endif
 endif
 # One requirement (with its --hash lines) out of a lock, or a lock without one: $(call lock_entry,NAME,LOCK)
 lock_entry = awk '/^[^ \#]/ { p = index($$0, "$(1)==") == 1 } p' $(2)
@@ -137,7 +144,7 @@ bench: install-dev
 # wheel, install.sh, SHA256SUMS). docs/operations.md.
 bundle: install
 	PY=$(BIN)/python TORCH="$(TORCH)" TORCH_PIP_ARGS="$(TORCH_PIP_ARGS)" LLAMA_WHEEL_DIR=$(LLAMA_DIR) \
-		bash deploy/bundle.sh dist
+		BUNDLE_ALLOW_NATIVE="$(BUNDLE_ALLOW_NATIVE)" bash deploy/bundle.sh dist
 
 clean:
 	rm -rf $(VENV) data .pytest_cache
