@@ -46,6 +46,10 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16
 else
 $(error no portable llama.cpp baseline for $(ARCH): add one here, or build LLAMA_BUILD=native)
 endif
+# More CMake options on top of the baseline, e.g. LLAMA_CMAKE_EXTRA="-DGGML_CUDA=ON" for a GPU build (Jetson);
+# they go into the build key, so such a build lives beside the CPU one. (The environment's CMAKE_ARGS is ignored.)
+LLAMA_CMAKE_EXTRA ?=
+LLAMA_CMAKE_ARGS += $(LLAMA_CMAKE_EXTRA)
 # A bundle runs on other CPUs: refuse a native one before compiling it (bundle.sh refuses it too).
 ifeq ($(LLAMA_BUILD)$(filter bundle,$(MAKECMDGOALS)),nativebundle)
 ifneq ($(BUNDLE_ALLOW_NATIVE),1)
