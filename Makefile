@@ -33,6 +33,7 @@ TORCH ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 
 LLAMA_BUILD ?= portable
+export LLAMA_BUILD  # tests/test_cpu_build.py: a native build was asked for, so it is not held to the baseline
 ARCH := $(shell uname -m)
 ifeq ($(LLAMA_BUILD),native)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=ON
