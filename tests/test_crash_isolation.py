@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from runtimes.worker_protocol import cpu_seconds
 from tests.support.http import bearer
 from tests.support.server import GatewayServer
 
@@ -146,10 +147,14 @@ def test_a_client_that_leaves_mid_prompt_frees_the_model_for_the_next_question(s
     with httpx.stream("POST", srv.url + "/api/v1/ask", json={"question": QUESTION + " CRASH-PREFILL", "stream": True},
                       headers=bearer(srv.key), timeout=60) as r:
         assert r.status_code == 200
-        for line in r.iter_lines():
-            if line.startswith("event: evidence"):
-                break  # the evidence is out; the model is now "reading the prompt"
-        time.sleep(0.5)
+        lines = r.iter_lines()  # next() on it, not a for/break: closing the iterator closes the response
+        while not next(lines).startswith("event: evidence"):
+            pass  # the evidence is out; the model gets the prompt next
+        start = cpu_seconds(pid) or 0.0
+        deadline = time.monotonic() + 20
+        while (cpu_seconds(pid) or 0.0) - start < 0.3:  # leave only once the worker is busy with it
+            assert time.monotonic() < deadline, "the worker never started on the prompt"
+            time.sleep(0.05)
     t0 = time.monotonic()
     nxt = ask(srv, QUESTION)
     took = time.monotonic() - t0
