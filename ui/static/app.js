@@ -192,7 +192,8 @@ function showFinal(r) {
   const t = r.timings || {};
   $("meta").textContent = [r.mode, t.total_ms ? `${Math.round(t.total_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : ""]
     .filter(Boolean).join(" · ");
-  const notes = (r.flags || []).map(flagNote).filter(Boolean);
+  const crashed = (r.flags || []).includes("backend_crashed");  // its note says it all: no second one
+  const notes = (r.flags || []).filter((f) => !(crashed && f === "runtime_failed")).map(flagNote).filter(Boolean);
   if (notes.length) $("flags").textContent = "Note: " + notes.join(" ");
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
