@@ -34,6 +34,10 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (ROOMS + ("bench",), ("tests",), "nothing imports tests"),
     (ROOMS, ("bench",), "the rooms do not import the benchmark scripts"),
     (("gateway.web",), ("gateway.cli",), "the web app is not built on the CLI"),
+    # gateway's inner rooms (issue 24): the answer core knows no transport; the records run no answer.
+    # (records -> runtimes is still there: active_profile reads profiles, deployments runs the gates.)
+    (("gateway.answer",), ("gateway.web", "gateway.cli"), "the answer core is transport-free"),
+    (("gateway.records",), ("gateway.answer", "gateway.web", "gateway.cli"), "the records store rows"),
 ]
 
 # Known exceptions as (importer, imported), each with a comment naming its issue. Keep it empty.
