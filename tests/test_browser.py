@@ -77,11 +77,13 @@ def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: Gate
       }).observe(document.getElementById('outcome'), {childList: true, characterData: true, subtree: true}); }""")
     page.fill("#question", QUESTION)
     page.click("#ask")
-    # Streaming: the model's draft is on the page while the final event has not arrived yet.
-    page.wait_for_function("document.getElementById('answer').textContent.length > 0"
-                           " && document.getElementById('outcome').textContent === 'checking'")
-    partial = page.inner_text("#answer")
-    assert partial and partial != SCRIPT
+    # While the model writes, its unchecked text is not on screen (issue 27): the evidence stays,
+    # and the line under the badge counts the draft's words.
+    page.wait_for_function("document.getElementById('outcome').textContent === 'checking'"
+                           " && document.getElementById('meta').textContent.includes('words so far')")
+    during = page.inner_text("#answer")
+    assert during.strip() and "BED_SCREWS_ADJUST, then adjust" not in during, during  # the evidence, not the draft
+    assert "checked against the passage" in page.inner_text("#meta")
     page.wait_for_selector("#outcome.answered")
     states = page.evaluate("window.states")
     assert states.index("evidence") < states.index("checking") < states.index("answered"), states

@@ -4,7 +4,8 @@ const $ = (id) => document.getElementById(id);
 const RECENT_KEY = "manualqa.recent";
 let controller = null;
 let currentAnswerId = null;
-let drafting = false;  // the model's text is streaming over the evidence shown first
+let drafting = false;  // the model is writing: its text is kept off screen until it is checked
+let draftWords = 0;  // words of the draft so far (the progress shown instead of the text)
 
 let csrf = null;  // set when this browser also holds an admin session (its cookie rides along)
 
@@ -261,12 +262,15 @@ async function ask() {
         if (!data.length) continue;
         const payload = JSON.parse(data.join("\n"));
         if (ev === "token") {
-          if (!drafting) {  // the draft replaces the evidence text; the cards stay until the check
-            drafting = true; $("answer").textContent = ""; $("answer").className = "draft";
-            $("evidence-note").hidden = true;
+          // The model's text is not shown while it is written: nothing unchecked reaches the screen (a
+          // technician reads as it streams). The evidence stays; the line under the badge counts words.
+          if (!drafting) {
+            drafting = true; draftWords = 0;
             $("outcome").textContent = "checking"; $("outcome").className = "badge";
           }
-          $("answer").textContent += payload.text;
+          draftWords += (payload.text.match(/\S+/g) || []).length;
+          $("meta").textContent = `the model is writing an answer (${draftWords} words so far); it is shown once ` +
+            "each sentence is checked against the passage it cites";
         }
         else if (ev === "evidence") showEvidence(payload);
         else if (ev === "queue") showQueue(payload.ahead);
@@ -279,7 +283,7 @@ async function ask() {
     else {  // one clear state: stopped, nothing is still "answering"
       $("outcome").textContent = "stopped"; $("outcome").className = "badge cancelled";
       $("meta").textContent = "You stopped this answer; the passages found so far stay below.";
-      if (drafting) { $("answer").hidden = true; }
+      // the evidence stays on screen; the model's unchecked draft was never shown
     }
   } finally {
     $("ask").disabled = false; $("stop").hidden = true; controller = null;
