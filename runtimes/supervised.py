@@ -306,7 +306,11 @@ class SupervisedRuntime(Runtime):
             return
         if self.state == "unloaded" and self._proc is None and not self._ready:
             raise GenerationError(f"the {self.backend} runtime is not loaded; call load() first")
-        self._spawn()
+        try:
+            self._spawn()
+        except RuntimeUnavailable as exc:  # a restart that fails counts: repeated ones end in failed
+            self._crashed(f"restart failed: {exc}")
+            raise WorkerCrashed(f"restart failed: {exc}") from exc
         self.restarts += 1
 
     def _replace_worker(self) -> None:

@@ -131,6 +131,27 @@ def test_repeated_crashes_mark_it_failed_until_reset() -> None:
         rt.unload()
 
 
+def test_restarts_that_fail_end_in_failed_not_in_a_loop(tmp_path) -> None:
+    """A worker that can no longer load (the driver broke after it started) is not respawned forever."""
+    rt = create_runtime(BACKEND, "scripted", {"load_marker": str(tmp_path / "loaded-once")})
+    assert isinstance(rt, SupervisedRuntime)
+    rt.policy = CrashPolicy(max_crashes=3, window_s=60, backoff_s=(0.0,))
+    rt.load()
+    try:
+        with pytest.raises(WorkerCrashed, match="SIGSEGV"):
+            ask(rt, "CRASH-SEGV")
+        deadline = time.monotonic() + 30
+        while rt.health()["state"] != "failed":
+            assert time.monotonic() < deadline, rt.health()
+            time.sleep(0.05)
+        reasons = [c["reason"] for c in rt.health()["recent_crashes"]]
+        assert reasons[0].startswith("SIGSEGV") and all("restart failed" in r for r in reasons[1:]), reasons
+        with pytest.raises(RuntimeFailed):
+            ask(rt, "hello")
+    finally:
+        rt.unload()
+
+
 def test_cancel_while_the_backend_ignores_it_ends_the_computation(rt: SupervisedRuntime) -> None:
     """llama.cpp reads a prompt without looking at cancel: Stop must still free the CPU at once."""
     rt.options["prefill_s"] = 60

@@ -9,7 +9,8 @@ message, so that one question crashes and the next one is answered by the restar
   CRASH-HANG    stops answering and ignores cancel (a deadlock in native code)
   CRASH-PREFILL burns the CPU without yielding for options["prefill_s"] (default 30) seconds,
                 ignoring cancel, as llama.cpp does while it reads a long prompt
-Options: script (the answer), token_delay_s, crash_on_load ("segv" | "abort": die in load()).
+Options: script (the answer), token_delay_s, crash_on_load ("segv" | "abort": die in load()),
+load_marker (a path: the first load creates it, every later load segfaults: a restart that fails).
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ class CrashingRuntime(Runtime):
     native = True
 
     def load(self) -> None:
+        marker = self.options.get("load_marker")
+        if marker:
+            if os.path.exists(marker):
+                segfault()
+            open(marker, "w").close()
         how = self.options.get("crash_on_load")
         if how == "segv":
             segfault()
