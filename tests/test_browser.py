@@ -190,6 +190,8 @@ def test_stop_shows_one_clear_state(page: Any, server: GatewayServer) -> None:
 
 def test_quick_mode_answers_from_the_evidence_without_the_model(page: Any, server: GatewayServer) -> None:
     page.goto(server.url + "/")
+    page.wait_for_function("document.querySelector('#mode option[value=\"\"]').textContent.includes('(')")
+    assert page.inner_text("#mode option[value='']") == "Gateway default (Explain)"  # it says which mode
     page.fill("#question", QUESTION)
     page.select_option("#mode", "extractive")
     page.click("#ask")

@@ -243,6 +243,7 @@ class Health(msgspec.Struct, omit_defaults=True):
     index_version: str | None
     warning: str | None = None
     runtime: str | None = None
+    answer_mode: str | None = None  # the gateway's default: generate or extractive (the page says which)
 
 
 class ProfileSwitch(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -26,7 +26,8 @@ class SystemController(Controller):
         failed = rt.state == "failed" and services.settings.answer.mode == "generate"
         status = "loading" if not ready else "degraded" if failed else "ok"
         body = Health(status=status, index_version=services.store.active_id(),
-                      warning=state.load_error or (rt.reason if failed else None), runtime=rt.state)
+                      warning=state.load_error or (rt.reason if failed else None), runtime=rt.state,
+                      answer_mode=services.settings.answer.mode)
         if not ready:
             return Response(body, status_code=503, headers={"Retry-After": "5"})
         return Response(body, status_code=200)

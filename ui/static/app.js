@@ -307,5 +307,15 @@ document.addEventListener("DOMContentLoaded", () => {
   $("retry").addEventListener("click", () => ask());
   $("up").addEventListener("click", () => feedback(1));
   $("down").addEventListener("click", () => feedback(-1));
-  loadManuals(); renderRecent();
+  loadManuals(); renderRecent(); showDefaultMode();
 });
+
+// "Gateway default" says which mode that is, and when the model is down (health: degraded).
+async function showDefaultMode() {
+  try {
+    const h = await (await fetch("/api/v1/health")).json();
+    const what = h.status === "degraded" ? "Quick: the model is unavailable"
+      : h.answer_mode === "extractive" ? "Quick: evidence only" : h.answer_mode === "generate" ? "Explain" : "";
+    if (what) $("mode").querySelector('option[value=""]').textContent = `Gateway default (${what})`;
+  } catch { /* the page works without it */ }
+}
