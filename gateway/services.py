@@ -129,6 +129,17 @@ class Services:
 
         apply_titles(items, current_titles(self.settings.db_path))
 
+    def index_diff(self, a: str, b: str) -> dict[str, Any]:
+        """IndexStore.diff with the display titles an admin gave: a renamed manual is named as it is
+        shown everywhere else (its `pdf_title` the version's own); a changed one by its new sha256."""
+        from gateway.records.titles import apply_titles, current_titles
+
+        d = self.store.diff(a, b)
+        titles = current_titles(self.settings.db_path)
+        apply_titles(d["added"] + d["removed"], titles, sha_key="sha256")
+        apply_titles(d["changed"], titles, sha_key="new_sha256")
+        return d
+
     def rename_manual(self, manual: str, title: str | None) -> dict[str, Any]:
         """Give a manual of the active index a display title (None: show the PDF's own again)."""
         from gateway.records.titles import DisplayTitles

@@ -31,6 +31,9 @@ class ParsedManual:
     pages_without_text: list[int] = field(default_factory=list)
     # the PDF's bookmarks as (page, title), in order; empty when it has none (ingest.outline)
     outline: list[tuple[int, str]] = field(default_factory=list)
+    # the PDF's own metadata title, tidied ("" when it has none or it says nothing); `title` is the
+    # one chosen from it, page 1 or the file name (ingest.pdf.choose_title)
+    pdf_title: str = ""
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,22 @@ _BAD_TITLE = re.compile(
     r"|.*\.(docx?|odt|rtf|txt|pdf|indd|qxd|pptx?|xlsx?|tex|dvi|ps|ai|eps))$",
     re.IGNORECASE,
 )
+# Titles that name the kind of document, not the equipment: every manual could carry them, so a
+# manual list of them says nothing. Optional words around a document kind ("Owner's Manual",
+# "User Guide", "Installation Instructions", "Manual v2", "Datasheet").
+_DOC_KIND = (r"(manual|guide|handbook|booklet|instructions?|datasheet|data sheet|document(ation)?|brochure"
+             r"|leaflet|specifications?|spec sheet|reference|notes|book|pdf|file|report|draft|title page)")
+_GENERIC_WORDS = (r"(the|a|an|users?['’]?s?|owners?['’]?s?|operators?['’]?s?|operating|operation|operations"
+                  r"|instruction|installation|install|service|maintenance|repair|technical|product|quick"
+                  r"|start|setup|set-up|getting|started|safety|reference|programming|assembly|english|en"
+                  r"|complete|full|general|new|and|&|of|for|-)")
+_GENERIC_TITLE = re.compile(
+    rf"^({_GENERIC_WORDS}\s+)*{_DOC_KIND}(\s+{_GENERIC_WORDS})*(\s+(v|rev\.?|version)?\s*[\d.]+[a-z]?)?$",
+    re.IGNORECASE,
+)
+# A file name or a file-system-like code rather than words: no spaces, parts joined by "_" or "-"
+# ("pump_manual_v3", "XR200-SM-EN-rev4"), a document number ("DOC-00123"), or a path.
+_FILE_LIKE = re.compile(r"^(\S*[_/\\]\S*|[\w.]+(-[\w.]+){2,}|[A-Za-z]{0,4}-?\d{5,}[\w-]*)$")
 
 
 def check_file(path: Path, max_file_mb: float) -> int:
@@ -102,25 +118,55 @@ def meaningful_title(candidate: str | None) -> str:
     return title
 
 
+def is_generic_title(title: str, stem: str = "") -> bool:
+    """A title that names no equipment: only a kind of document ("User Manual", "Operating
+    Instructions"), a file name or code ("pump_manual_v3"), or the file's own name."""
+    title = title.strip()
+    key = re.sub(r"[\s_\-.]+", " ", title).strip().lower()
+    return (not title or bool(_GENERIC_TITLE.match(title)) or bool(_FILE_LIKE.match(title))
+            or (bool(stem) and key == re.sub(r"[\s_\-.]+", " ", stem).strip().lower()))
+
+
+def readable_stem(stem: str) -> str:
+    """A file name as words: "pump_service-manual" -> "pump service manual" (the extension is gone)."""
+    words = stem.replace("_", " ")
+    if " " not in words.strip():
+        words = words.replace("-", " ")
+    return _SPACE_RUN.sub(" ", words).strip() or stem
+
+
 def _looks_like_title_line(line: str) -> bool:
     letters = sum(ch.isalpha() for ch in line)
     return (letters >= 3 and len(line) <= 100 and not line.endswith((".", ",", ";"))
             and "@" not in line and "://" not in line and "...." not in line)
 
 
-def choose_title(meta_title: Any, big_text: str, page1_text: str, stem: str) -> str:
-    """Metadata title if meaningful, else page 1's largest text, else its first title-like line."""
-    title = meaningful_title(meta_title)
-    if title:
-        return title
+def page_title(big_text: str, page1_text: str, stem: str) -> str:
+    """A title read off page 1: its largest text, else its first title-like line that names more
+    than a kind of document; else the file name as words."""
     if big_text and len(big_text) <= 150:
         title = meaningful_title(big_text)
-        if title:
+        if title and _looks_like_title_line(title) and not is_generic_title(title, stem):
             return title
-    for line in page1_text.split("\n")[:15]:
-        if _looks_like_title_line(line.strip()):
-            return line.strip()
-    return stem.replace("_", " ").strip() or stem
+    lines = [line.strip() for line in page1_text.split("\n")[:15]]
+    for number, line in enumerate(lines):
+        if _looks_like_title_line(line) and meaningful_title(line) and not is_generic_title(line, stem):
+            # "XR-200" then "Service Manual" on the next line: one title
+            following = lines[number + 1] if number + 1 < len(lines) else ""
+            if following and _looks_like_title_line(following) and _GENERIC_TITLE.match(following) \
+                    and len(line) + len(following) < 100:
+                return f"{line} {following}"
+            return line
+    return readable_stem(stem)
+
+
+def choose_title(meta_title: Any, big_text: str, page1_text: str, stem: str) -> str:
+    """Metadata title if it names the equipment, else a title from page 1 (page_title), else the
+    file name as words: a generic metadata title ("User Manual") is never chosen."""
+    title = meaningful_title(meta_title)
+    if title and not is_generic_title(title, stem):
+        return title
+    return page_title(big_text, page1_text, stem)
 
 
 def _largest_text(runs: list[tuple[float, str]]) -> str:
@@ -217,8 +263,8 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True) -> dict[str,
     title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem)
     labels = page_labels(reader, page_count)
     rows = [(n, text, label) for (n, text), label in zip(pages, labels, strict=True)]
-    return {"title": title, "page_count": page_count, "pages": rows, "pages_without_text": without,
-            "outline": read_outline(reader, page_count)}
+    return {"title": title, "pdf_title": meaningful_title(meta_title), "page_count": page_count, "pages": rows,
+            "pages_without_text": without, "outline": read_outline(reader, page_count)}
 
 
 def extract_labels(path: Path, max_pages: int) -> dict[str, Any]:

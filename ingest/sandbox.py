@@ -75,6 +75,7 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
         pages=[_page(row) for row in result["pages"]],
         pages_without_text=[int(n) for n in result["pages_without_text"]],
         outline=[(int(page), str(title)) for page, title in result.get("outline", [])],
+        pdf_title=str(result.get("pdf_title") or ""),
     )
 
 

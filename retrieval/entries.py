@@ -51,7 +51,8 @@ def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] |
     parsed = ParsedManual(sha256=sha, file_name=info["file_name"], title=info["title"],
                           page_count=int(info["page_count"]), size_bytes=int(info.get("size_bytes", 0)),
                           pages=pages, pages_without_text=list(info.get("pages_without_text", [])),
-                          outline=[(int(p), str(t)) for p, t in info.get("outline", [])])
+                          outline=[(int(p), str(t)) for p, t in info.get("outline", [])],
+                          pdf_title=str(info.get("pdf_title") or ""))
     chunks = list(store.chunks_for_manual(sha))
     rows = sorted(store.rows_for_manuals([sha]))
     if len(rows) != len(chunks):

@@ -47,6 +47,7 @@ def manual_entry(parsed: ParsedManual, chunks: int) -> dict[str, Any]:
         "outline": [[page, title] for page, title in parsed.outline],
         "size_bytes": parsed.size_bytes,
         "chunks": chunks,
+        **({"pdf_title": parsed.pdf_title} if parsed.pdf_title else {}),
     }
 
 

@@ -143,7 +143,8 @@ class IndexStore:
             "a": a, "b": b,
             "added": [brief(new[n]) for n in sorted(new.keys() - old.keys())],
             "removed": [brief(old[n]) for n in sorted(old.keys() - new.keys())],
-            "changed": [{"file_name": n, "old_sha256": old[n]["sha256"], "new_sha256": new[n]["sha256"],
+            "changed": [{"file_name": n, "title": new[n].get("title"), "old_title": old[n].get("title"),
+                         "old_sha256": old[n]["sha256"], "new_sha256": new[n]["sha256"],
                          "old_chunks": old[n].get("chunks"), "new_chunks": new[n].get("chunks")}
                         for n in sorted(old.keys() & new.keys()) if old[n]["sha256"] != new[n]["sha256"]],
             "unchanged": sorted(n for n in old.keys() & new.keys() if old[n]["sha256"] == new[n]["sha256"]),

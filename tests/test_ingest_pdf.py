@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import random
+from io import BytesIO
 from pathlib import Path
 
 import pytest
-from pypdf import PdfWriter
+from pypdf import PdfReader, PdfWriter
 
 from ingest import IngestError, ParsedManual, ParseLimits, find_pdfs, parse_many, parse_pdf, sha256_file
-from ingest.pdf import choose_title, meaningful_title, normalise_text
+from ingest.pdf import choose_title, is_generic_title, meaningful_title, normalise_text
 from tests.support.pdfs import tiny_pdf
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_manuals"
@@ -90,6 +91,49 @@ def test_metadata_title_wins_when_meaningful(tmp_path: Path) -> None:
     writer.write(str(junk))
     assert parse_pdf(good, ParseLimits()).title == "Voron 0 Electronics Setup"
     assert "SKR Mini E3" in parse_pdf(junk, ParseLimits()).title
+
+
+def _titled_pdf(path: Path, meta_title: str | None, heading: str | None) -> Path:
+    """A one-page manual: `heading` in 24 pt (if any) over body text in 10 pt, `meta_title` as /Title."""
+    body = b"BT /F1 10 Tf 72 640 Td (Read every safety note before the pump is connected to mains power.) Tj ET"
+    top = b"BT /F1 24 Tf 72 700 Td (" + heading.encode() + b") Tj ET\n" if heading else b""
+    writer = PdfWriter(clone_from=PdfReader(BytesIO(tiny_pdf(top + body))))
+    if meta_title is not None:
+        writer.add_metadata({"/Title": meta_title})
+    writer.write(str(path))
+    return path
+
+
+@pytest.mark.parametrize("generic", ["User Manual", "Manual", "USER'S MANUAL", "Operating Instructions",
+                                     "Document", "pump_manual_v3"])
+def test_a_generic_metadata_title_gives_way_to_the_first_page_heading(tmp_path: Path, generic: str) -> None:
+    parsed = parse_pdf(_titled_pdf(tmp_path / "p.pdf", generic, "Acme XR-200 Dosing Pump"), ParseLimits())
+    assert parsed.title == "Acme XR-200 Dosing Pump"
+    assert parsed.pdf_title in (generic, "")  # the PDF's own, kept as it says it ("" when it says nothing)
+
+
+def test_a_generic_title_and_no_heading_give_the_file_name_as_words(tmp_path: Path) -> None:
+    parsed = parse_pdf(_titled_pdf(tmp_path / "acme_xr-200_dosing-pump.pdf", "User Manual", None), ParseLimits())
+    assert parsed.title == "acme xr-200 dosing-pump" and parsed.pdf_title == "User Manual"
+    parsed = parse_pdf(_titled_pdf(tmp_path / "acme-dosing-pump.pdf", "Manual", None), ParseLimits())
+    assert parsed.title == "acme dosing pump"
+
+
+def test_a_good_metadata_title_is_kept(tmp_path: Path) -> None:
+    parsed = parse_pdf(_titled_pdf(tmp_path / "p.pdf", "Acme XR-200 Dosing Pump Service Manual", "Contents"),
+                       ParseLimits())
+    assert parsed.title == parsed.pdf_title == "Acme XR-200 Dosing Pump Service Manual"
+
+
+def test_generic_titles_name_no_equipment() -> None:
+    for generic in ("User Manual", "Owner\u2019s Manual", "Quick Start Guide", "User Guide - English",
+                    "Installation and Operation Manual", "Service Manual v2.1", "XR200-SM-EN-rev4", "DOC-00123"):
+        assert is_generic_title(generic), generic
+    for named in ("XR-200 Pump Service Manual", "ESP32", "Manual Transfer Switch", "SKR Mini E3 V3.0 User Manual"):
+        assert not is_generic_title(named), named
+    # a cover that says "USER MANUAL" largest, the model above it
+    assert choose_title("User Manual", "USER MANUAL", "ACME XR-200\nUSER MANUAL\nRev. B", "x") == \
+        "ACME XR-200 USER MANUAL"
 
 
 def test_owner_password_only_pdf_is_readable(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ citations across index versions; bad titles are a clear 4xx and change nothing."
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,27 @@ def test_renamed_title_shows_everywhere_and_survives_a_new_version(gw: Services)
     assert {h.title for h in gw.search(QUESTION)} == {pdf_title}
 
 
+def test_the_version_diff_names_a_manual_by_its_display_title(gw: Services, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gateway.cli import main
+
+    voron = "voron0_setup_guide.pdf"
+    before = gw.store.active_id()
+    pdf_title = next(m["title"] for m in gw.store.show(before)["manuals"] if m["file_name"] == voron)
+    gw.rename_manual(voron, "Voron Zero electronics")
+    gw.store.remove(voron)
+    after = gw.store.active_id()
+    d = gw.index_diff(before, after)
+    assert [(m["file_name"], m["title"], m["pdf_title"]) for m in d["removed"]] == \
+        [(voron, "Voron Zero electronics", pdf_title)]
+    monkeypatch.chdir(tmp_path)
+    env = {"MANUALQA_DATA": str(gw.settings.data_dir), "MANUALQA_CONFIG": ""}
+    out = CliRunner().invoke(main, ["index", "diff", before, after], env=env, catch_exceptions=False)
+    assert out.exit_code == 0 and f"- {voron} 'Voron Zero electronics'" in out.stdout, out.output
+
+
 def test_rename_of_an_unknown_manual_says_which_exist(gw: Services) -> None:
     from retrieval.types import RetrievalError
 
@@ -84,6 +106,13 @@ def test_rename_over_http_and_the_cli(sample_data_dir: Path, tmp_path: Path) -> 
         assert listed[NOAA]["title"] != "Piston board"
         usage = srv.cli("rename", NOAA, check=False)
         assert usage.returncode == 2 and "TITLE or --reset" in usage.stderr
+        # the diff over HTTP names a renamed manual by its display title too
+        before = httpx.get(srv.url + "/api/v1/index/versions", headers=reader, timeout=30).json()["active"]
+        assert httpx.put(url, json={"title": "Piston board"}, headers=admin, timeout=30).status_code == 200
+        after = json.loads(srv.cli("remove", NOAA, "--json").stdout)["version"]
+        d = httpx.get(srv.url + "/api/v1/index/diff", params={"from": before, "to": after}, headers=reader,
+                      timeout=30).json()
+        assert [(m["file_name"], m["title"]) for m in d["removed"]] == [(NOAA, "Piston board")]
     finally:
         srv.stop()
 

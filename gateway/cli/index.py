@@ -193,17 +193,21 @@ def rollback(ctx: Ctx, to: str | None, as_json: bool) -> None:
 @pass_ctx
 def diff(ctx: Ctx, a: str, b: str, as_json: bool) -> None:
     """Manuals added, removed and changed from version A to version B."""
-    d = ctx.services.store.diff(a, b)
+    d = ctx.services.index_diff(a, b)
     if as_json:
         emit_json(d)
         return
+
+    def named(m: dict[str, Any]) -> str:
+        return f"{m['file_name']} {m['title']!r}" if m.get("title") else m["file_name"]
+
     click.echo(f"{a} -> {b}: chunks {d['chunks']['a']} -> {d['chunks']['b']}")
     for m in d["added"]:
-        click.echo(f"  + {m['file_name']} ({m['sha256'][:12]})")
+        click.echo(f"  + {named(m)} ({m['sha256'][:12]})")
     for m in d["removed"]:
-        click.echo(f"  - {m['file_name']} ({m['sha256'][:12]})")
+        click.echo(f"  - {named(m)} ({m['sha256'][:12]})")
     for m in d["changed"]:
-        click.echo(f"  ~ {m['file_name']} ({m['old_sha256'][:12]} -> {m['new_sha256'][:12]})")
+        click.echo(f"  ~ {named(m)} ({m['old_sha256'][:12]} -> {m['new_sha256'][:12]})")
     if not (d["added"] or d["removed"] or d["changed"]):
         click.echo("  same manuals")
     if d["embedding_changed"] or d["chunker_changed"]:

@@ -53,7 +53,7 @@ class IndexController(Controller):
         store = services.store
         _known(store, from_)
         _known(store, to)
-        return IndexDiff(**await sync_to_thread(store.diff, from_, to))
+        return IndexDiff(**await sync_to_thread(services.index_diff, from_, to))
 
 
 def _known(store: Any, version: str) -> None:
