@@ -64,6 +64,8 @@ _GENERIC_TITLE = re.compile(
 )
 # A file name or a file-system-like code rather than words: no spaces, parts joined by "_" or "-"
 # ("pump_manual_v3", "XR200-SM-EN-rev4"), a document number ("DOC-00123"), or a path.
+# Section words that open a title page's text but name nothing ("Contents", "Table of contents").
+_SECTION_WORD = re.compile(r"^(?:(?:table of )?contents|index|preface|foreword|introduction|overview)$", re.IGNORECASE)
 _FILE_LIKE = re.compile(r"^(\S*[_/\\]\S*|[\w.]+(-[\w.]+){2,}|[A-Za-z]{0,4}-?\d{5,}[\w-]*)$")
 
 
@@ -135,10 +137,18 @@ def readable_stem(stem: str) -> str:
     return _SPACE_RUN.sub(" ", words).strip() or stem
 
 
+# A date or a revision stamp is never a manual's title ("October 31, 2025", "Rev. 2 - 2024-03-01"),
+# though a title page often sets it large.
+_DATE_LINE = re.compile(
+    r"^\W*(?:(?:rev(?:ision)?|version|v|date|updated|edition)\W*[\w.]*\W*)?"
+    r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}|(?:\d{1,2}\W+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+    r"(?:\W+\d{1,2}(?:st|nd|rd|th)?)?,?\W+\d{4})\W*$", re.IGNORECASE)
+
+
 def _looks_like_title_line(line: str) -> bool:
     letters = sum(ch.isalpha() for ch in line)
     return (letters >= 3 and len(line) <= 100 and not line.endswith((".", ",", ";"))
-            and "@" not in line and "://" not in line and "...." not in line)
+            and "@" not in line and "://" not in line and "...." not in line and not _DATE_LINE.match(line))
 
 
 def page_title(big_text: str, page1_text: str, stem: str) -> str:
@@ -150,7 +160,9 @@ def page_title(big_text: str, page1_text: str, stem: str) -> str:
             return title
     lines = [line.strip() for line in page1_text.split("\n")[:15]]
     for number, line in enumerate(lines):
-        if _looks_like_title_line(line) and meaningful_title(line) and not is_generic_title(line, stem):
+        # a printed line that reads like the file's name confirms it (no stem test here)
+        if _looks_like_title_line(line) and meaningful_title(line) and not is_generic_title(line) \
+                and not _SECTION_WORD.match(line):
             # "XR-200" then "Service Manual" on the next line: one title
             following = lines[number + 1] if number + 1 < len(lines) else ""
             if following and _looks_like_title_line(following) and _GENERIC_TITLE.match(following) \

@@ -260,3 +260,16 @@ def test_find_pdfs(tmp_path: Path) -> None:
     assert found == sorted([a, b, odd])
     assert [path for path, _ in problems] == [missing]
     assert "no such file" in problems[0][1]
+
+
+def test_a_date_set_large_on_the_title_page_is_not_the_title() -> None:
+    """Title pages often set the release date as large as the name; a date names no manual."""
+    from ingest.pdf import page_title
+
+    page1 = "Acme XR-200 Pump User Manual\nOctober 31, 2025\nContents\n1 Overview 3"
+    assert page_title("October 31, 2025", page1, "xr200") == "Acme XR-200 Pump User Manual"
+    assert page_title("Rev. 3 - 2024-03-01", "Rev. 3 - 2024-03-01\nAcme Valve V9", "v9") == "Acme Valve V9"
+    # a printed name equal to the file's own name confirms it; "Contents" names nothing
+    assert page_title("", "Acme Valve V9 User Manual\nContents", "acme_valve_v9_user_manual") == \
+        "Acme Valve V9 User Manual"
+    assert page_title("", "Contents\nAcme Valve V9", "x") == "Acme Valve V9"
