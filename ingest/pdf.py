@@ -125,8 +125,9 @@ def is_generic_title(title: str, stem: str = "") -> bool:
     Instructions"), a file name or code ("pump_manual_v3"), or the file's own name."""
     title = title.strip()
     key = re.sub(r"[\s_\-.]+", " ", title).strip().lower()
-    return (not title or bool(_GENERIC_TITLE.match(title)) or bool(_FILE_LIKE.match(title))
-            or (bool(stem) and key == re.sub(r"[\s_\-.]+", " ", stem).strip().lower()))
+    # the file's own name as a title says no more than the file name, unless it is written as words
+    same_as_file = bool(stem) and key == re.sub(r"[\s_\-.]+", " ", stem).strip().lower() and " " not in title
+    return not title or bool(_GENERIC_TITLE.match(title)) or bool(_FILE_LIKE.match(title)) or same_as_file
 
 
 def readable_stem(stem: str) -> str:
