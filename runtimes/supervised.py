@@ -402,7 +402,7 @@ class SupervisedRuntime(Runtime):
                     done = True
                     yield GenerationStats(total_ms=(time.monotonic() - started) * 1000, stop_reason=stop_reason)
                     return
-                message = self._next(min(deadline, now + 0.02) if stop_reason is None else now + 0.02, rid)
+                message = self._next(now + 0.02, rid)  # short waits: the loop watches cancel and deadline
                 if message is None:
                     continue
                 kind = message["t"]

@@ -202,16 +202,22 @@ def installed(prefix: Path) -> dict[str, str]:
     return {d["name"]: d["version"] for d in json.loads(out.stdout)}
 
 
-def test_install_takes_the_locked_set_without_resolving(tmp_path: Path) -> None:
-    # The lock names a version (dep 1.0) that nothing requires beside a newer one (dep 2.0) that a resolver
-    # would pick for manualqa's `dep>=1`: the install takes the lock's, and pip check finds the set complete.
+def locked_bundle(tmp_path: Path, requires: str) -> Path:
+    """A bundle of manualqa (requiring `requires`) and dep 1.0, its lock written; SHA256SUMS not yet."""
     b = tmp_path / "bundle"
     (b / "wheelhouse").mkdir(parents=True)
-    tiny_wheel(b / "wheelhouse" / f"manualqa-{VERSION}-py3-none-any.whl", requires="dep>=1")
+    tiny_wheel(b / "wheelhouse" / f"manualqa-{VERSION}-py3-none-any.whl", requires=requires)
     dep_wheel(b / "wheelhouse" / "dep-1.0-py3-none-any.whl", "dep", "1.0")
     (b / "BUNDLE-INFO").write_text(f"name=manualqa\nversion={VERSION}\narch={platform.machine()}\npython={PYTAG}\n")
     (b / "install.sh").write_bytes(INSTALL_SH.read_bytes())
     write_lock(b)
+    return b
+
+
+def test_install_takes_the_locked_set_without_resolving(tmp_path: Path) -> None:
+    # The lock names a version (dep 1.0) that nothing requires beside a newer one (dep 2.0) that a resolver
+    # would pick for manualqa's `dep>=1`: the install takes the lock's, and pip check finds the set complete.
+    b = locked_bundle(tmp_path, requires="dep>=1")
     dep_wheel(b / "wheelhouse" / "dep-2.0-py3-none-any.whl", "dep", "2.0")
     write_sums(b)
     r = install(b, str(tmp_path / "prefix"))
@@ -220,13 +226,7 @@ def test_install_takes_the_locked_set_without_resolving(tmp_path: Path) -> None:
 
 
 def test_an_incomplete_locked_set_is_refused(tmp_path: Path) -> None:
-    b = tmp_path / "bundle"
-    (b / "wheelhouse").mkdir(parents=True)
-    tiny_wheel(b / "wheelhouse" / f"manualqa-{VERSION}-py3-none-any.whl", requires="dep>=3")
-    dep_wheel(b / "wheelhouse" / "dep-1.0-py3-none-any.whl", "dep", "1.0")
-    (b / "BUNDLE-INFO").write_text(f"name=manualqa\nversion={VERSION}\narch={platform.machine()}\npython={PYTAG}\n")
-    (b / "install.sh").write_bytes(INSTALL_SH.read_bytes())
-    write_lock(b)
+    b = locked_bundle(tmp_path, requires="dep>=3")
     write_sums(b)
     r = install(b, str(tmp_path / "prefix"))
     assert r.returncode != 0
