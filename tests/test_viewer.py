@@ -1,6 +1,7 @@
 """The page viewer (/viewer, issue 10) in Debian's chromium against a real gateway: "Open page N" on a
 citation card opens the cited page rendered by the vendored pdf.js with the cited sentence highlighted;
-on a phone-sized screen the page fits the width, the page buttons are big enough to tap, and the PDF
+on a phone-sized screen the page opens at a readable zoom, wider than the screen and panned inside its
+sheet (issue 27), the page buttons are big enough to tap, and the PDF
 arrives in byte ranges (206) rather than whole; the reader key the technician page keeps is sent, and
 without it the viewer says a key is needed; without pdf.js it falls back to the PDF at #page=N.
 
@@ -149,7 +150,7 @@ def test_open_page_on_a_card_opens_the_viewer_at_the_cited_sentence(browser: Any
         context.close()
 
 
-def test_phone_viewer_fits_the_width_pages_and_fetches_byte_ranges(browser: Any, server: GatewayServer) -> None:
+def test_phone_viewer_zooms_to_readable_text_pages_and_fetches_byte_ranges(browser: Any, server: GatewayServer) -> None:
     noaa = manuals(server)[NOAA]
     context = context_with_key(browser, server, **PHONE)
     try:
@@ -160,8 +161,9 @@ def test_phone_viewer_fits_the_width_pages_and_fetches_byte_ranges(browser: Any,
         shown = rendered(page)
         assert shown["state"] == "rendered", shown
         assert shown["page"] == str(NOAA_PAGE) and shown["count"] == f" of {noaa['page_count']}"
-        # Fits a 390 px screen: the page is nearly the screen's width and nothing scrolls sideways.
-        assert 360 <= shown["css"][0] <= 390 and shown["scrollWidth"] <= 390, shown
+        # Readable on a 390 px screen (issue 27): the page is wider than the screen and pans inside its
+        # sheet; the page itself does not scroll sideways (tests/test_technician_page_27.py measures the text).
+        assert shown["css"][0] > 390 and shown["scrollWidth"] <= 390, shown
         assert shown["canvas"][0] >= 2 * shown["css"][0], shown  # sharp on a 3x screen
         assert shown["ink"] > 50
         assert "round shaped pcb" in " ".join(shown["highlighted"]), shown["highlighted"]

@@ -31,6 +31,16 @@ function loggedOut(message) {
   $("admin-key").value = ""; $("login-msg").textContent = message;
 }
 
+// On a phone the admin tables stack each row as a card (style.css, table.stack): each cell names its
+// column, so that a row's actions (Rename, Remove, Activate, Revoke) sit in it, on screen.
+function labelCells(table) {
+  const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+  for (const tr of table.querySelectorAll("tbody tr")) {
+    if (tr.children.length !== names.length) continue;  // a note row across the columns
+    [...tr.children].forEach((td, i) => { if (names[i]) td.dataset.label = names[i]; });
+  }
+}
+
 async function refreshAll() {
   await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog(), loadKeys()]);
 }
@@ -49,6 +59,7 @@ async function loadManuals() {
         <button type="button" class="secondary" data-del="${esc(m.sha256)}">Remove</button></td>`;
     tb.appendChild(tr);
   }
+  labelCells($("manuals"));
   // A display title for a PDF whose own is useless ("about:blank"); empty gives the PDF's back.
   tb.querySelectorAll("[data-rename]").forEach((b) => b.addEventListener("click", async () => {
     const title = prompt("Title shown for this manual (leave empty to show the PDF's own title):", b.dataset.title);
@@ -79,6 +90,7 @@ async function loadVersions() {
     tb.appendChild(tr);
     for (const sel of [a, b]) { const o = document.createElement("option"); o.value = v.id; o.textContent = v.id; sel.appendChild(o); }
   }
+  labelCells($("versions"));
   if (data.versions.length > 1) { a.value = data.versions[1].id; b.value = data.versions[0].id; }
   tb.querySelectorAll("[data-act]").forEach((btn) => btn.addEventListener("click", async () => {
     if (!confirm(`Activate index version ${btn.dataset.act}? Technicians' answers come from it at once.`)) return;
@@ -110,6 +122,7 @@ async function loadLog() {
     tr.addEventListener("click", show); tr.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
     tb.appendChild(tr);
   }
+  labelCells($("answers"));
 }
 
 // The provenance of one answer, in words: what was asked, what was shown, from which pages, made by

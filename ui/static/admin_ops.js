@@ -4,11 +4,26 @@
 "use strict";
 let keyRows = [];
 
+// Gate 1's detail quotes what the model wrote for the smoke prompt, and a tiny model writes nonsense
+// there: the table says that it answered, in how many tokens and seconds. The reply itself stays in the
+// record (evidence.smoke, under "Full record") for QA.
+function gateDetail(g) {
+  const smoke = (g.evidence || {}).smoke;
+  if (g.gate !== 1 || g.status !== "pass" || !smoke) return g.detail;
+  const stats = smoke.stats || {}, n = stats.output_tokens;
+  const s = stats.total_ms != null ? Number(stats.total_ms) / 1000 : null;
+  const took = [n != null ? `${n} token${n === 1 ? "" : "s"}` : "",
+    s != null ? (s >= 1 ? `${s.toFixed(1)} s` : `${Math.max(s, 0.01).toFixed(2)} s`) : ""].filter(Boolean).join(" in ");
+  const head = String(g.detail || "").replace(/ and answered: [\s\S]*$/, "");
+  return `${head} and answered the smoke prompt${took ? ` (${took})` : ""}`;
+}
+
 function renderGates(gates, note) {
   const verdict = (g) => ({pass: "PASS", fail: "FAIL"}[g.status] || (g.passed ? "PASS" : "NOT RUN"));
   $("gates").querySelector("tbody").innerHTML = (gates || []).map((g) => `<tr class="gate-${esc(g.status)}">
-    <td>${esc(g.gate)} ${esc(g.title || "")}</td><td><strong>${esc(verdict(g))}</strong></td><td>${esc(g.detail)}</td></tr>`).join("")
+    <td>${esc(g.gate)} ${esc(g.title || "")}</td><td><strong>${esc(verdict(g))}</strong></td><td>${esc(gateDetail(g))}</td></tr>`).join("")
     + `<tr><td colspan="3" class="muted">${esc(note)}</td></tr>`;
+  labelCells($("gates"));
 }
 
 function describeSwitch(s) {
@@ -87,6 +102,7 @@ async function loadKeys() {
       <td>${k.revoked ? "" : `<button type="button" class="secondary" data-revoke="${esc(k.name)}">Revoke</button>`}</td>`;
     tb.appendChild(tr);
   }
+  labelCells($("keys"));
   tb.querySelectorAll("[data-revoke]").forEach((b) => b.addEventListener("click", () => revokeKey(b.dataset.revoke)));
   const active = keyRows.filter((k) => !k.revoked);
   $("keys-count").textContent = `${active.length} active (${active.filter((k) => k.role === "admin").length} admin)`;

@@ -90,13 +90,23 @@ function pageText(c) {
   return `page ${c.page}` + (c.page_label ? ` (printed ${c.page_label})` : "");
 }
 
+// The opening words of a passage, at most `max` characters, ending where a word ends (never mid-word).
+function openingWords(text, max = 200) {
+  const t = String(text ?? "").replace(/\s+/g, " ").trim();
+  if (t.length <= max) return t;
+  const space = t.lastIndexOf(" ", max);  // the space at `max` itself ends the last whole word
+  return t.slice(0, space > 0 ? space : max);
+}
+
 // "Open page N" opens the page viewer (/viewer: pdf.js, since phones ignore #page=N on a PDF) at that
-// page with the cited sentences to highlight (a passage without any: its opening words). The raw PDF
-// stays one tap away.
+// page with the cited sentences to highlight. A passage nothing was cited from (a not-found answer's
+// closest passage, a "Closest passage:" card) gives its opening words and closest=1, so that the
+// viewer says "closest passage", not "cited sentence". The raw PDF stays one tap away.
 function viewerUrl(c) {
   const q = new URLSearchParams({manual: c.manual_sha256});
   const cited = (c.cited_sentences || c.sentences || []).map((s) => (typeof s === "string" ? s : s.text || "")).filter(Boolean);
-  for (const s of (cited.length ? cited : [String(c.text ?? c.passage ?? "").slice(0, 200)]).slice(0, 3)) q.append("q", s.slice(0, 300));
+  if (cited.length) for (const s of cited.slice(0, 3)) q.append("q", s.slice(0, 300));
+  else { q.append("q", openingWords(c.text ?? c.passage)); q.set("closest", "1"); }
   return `/viewer?${q}#page=${c.page}`;
 }
 
@@ -143,14 +153,16 @@ function renderRecent() {
 }
 
 const NOT_FOUND_WHY = "The manuals on this gateway do not seem to cover this question. The closest passages are below.";
+const EVIDENCE_WHY = "Read the quoted sentences and open the page to confirm.";
 
 function resetResult() {
   $("failure").hidden = true; $("notfound-why").textContent = NOT_FOUND_WHY;
   $("result").hidden = false; $("answer").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
-  $("answer").className = ""; $("evidence-note").hidden = true; drafting = false;
+  $("answer").className = ""; $("evidence-note").hidden = true; $("evidence-why").textContent = EVIDENCE_WHY;
+  drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
   $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
-  $("meta").textContent = "searching the manuals"; currentAnswerId = null;
+  $("meta").textContent = "searching the manuals"; $("meta").title = ""; currentAnswerId = null;
 }
 
 // Flags in words a technician can act on; the raw flag stays in the answer log for QA.
@@ -169,9 +181,48 @@ const FLAG_NOTES = {
   consumer_closed: "", weak_evidence: "", quantity_not_in_evidence: "",  // the answer text names what is missing
   max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
 };
+// Notes about edits to the model's text: moot when the evidence is shown instead of that text.
+const ABOUT_THE_DRAFT = new Set(["unsupported_sentences_removed", "dropped_invalid_citations", "no_valid_citation",
+  "cut_at_max_tokens"]);
+function flagName(flag) { return String(flag).split(":")[0]; }
 function flagNote(flag) {
-  const name = String(flag).split(":")[0];
+  const name = flagName(flag);
   return name in FLAG_NOTES ? FLAG_NOTES[name] : String(flag);
+}
+
+// The notes on one answer, each once: a crashed backend's note says it all, and an answer shown as
+// evidence says nothing about sentences cut from a text that is not shown.
+function answerNotes(r) {
+  const flags = r.flags || [];
+  const crashed = flags.includes("backend_crashed");
+  const shown = flags.filter((f) => !(crashed && f === "runtime_failed"))
+    .filter((f) => r.outcome !== "evidence_only" || !ABOUT_THE_DRAFT.has(flagName(f)));
+  return [...new Set(shown.map(flagNote).filter(Boolean))];
+}
+
+// Seconds a technician reads: "19.9 s", "0.03 s".
+function seconds(ms) {
+  const s = Number(ms) / 1000;
+  return s >= 1 ? `${s.toFixed(1)} s` : `${Math.max(s, 0.01).toFixed(2)} s`;
+}
+
+// The line under the badge, in words; mode, milliseconds, index version and chain stay in its title (QA).
+function answerMs(r) {  // the whole answer; an evidence-only answer ends with its evidence
+  const t = r.timings || {};
+  return t.total_ms || t.evidence_ms || 0;
+}
+function statusLine(r) {
+  const ms = answerMs(r), took = ms ? ` in ${seconds(ms)}` : "";
+  if (r.outcome === "not_found") return `Searched the manuals${took}`;
+  if (r.outcome === "cancelled") return `Stopped${ms ? " after " + seconds(ms) : ""}`;
+  if (r.outcome === "answered" && r.mode !== "extractive") return `Answered by the model${took}`;
+  return `Evidence from the manuals${took}`;
+}
+function statusDetails(r) {
+  const t = r.timings || {}, ms = answerMs(r);
+  return [r.mode, ms ? `${Math.round(ms)} ms` : "",
+    t.retrieval_ms ? `retrieval ${Math.round(t.retrieval_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : "",
+    r.chain_id ? `chain ${r.chain_id}` : "", r.id ? `answer ${r.id}` : ""].filter(Boolean).join(" · ");
 }
 
 // The evidence arrives before the model writes: quoted sentences and their passages, at once.
@@ -190,12 +241,11 @@ function showFinal(r) {
   $("answer").className = "";
   $("evidence-note").hidden = r.outcome !== "evidence_only";
   showAnswer(r.answer, r.outcome === "not_found" ? [] : r.citations);
-  const t = r.timings || {};
-  $("meta").textContent = [r.mode, t.total_ms ? `${Math.round(t.total_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : ""]
-    .filter(Boolean).join(" · ");
-  const crashed = (r.flags || []).includes("backend_crashed");  // its note says it all: no second one
-  const notes = (r.flags || []).filter((f) => !(crashed && f === "runtime_failed")).map(flagNote).filter(Boolean);
-  if (notes.length) $("flags").textContent = "Note: " + notes.join(" ");
+  $("meta").textContent = statusLine(r); $("meta").title = statusDetails(r);
+  // One note per answer: an answer shown as evidence says why in its evidence note, not in a second one.
+  const notes = answerNotes(r);
+  if (r.outcome === "evidence_only") $("evidence-why").textContent = [...notes, EVIDENCE_WHY].join(" ");
+  else if (notes.length) $("flags").textContent = "Note: " + notes.join(" ");
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
     $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
@@ -235,7 +285,10 @@ async function ask() {
   const manual = $("manual").value;
   const mode = $("mode").value || null;
   remember(question); resetResult();
-  $("ask").disabled = true; $("stop").hidden = false;
+  // Stop takes Ask's place (the same cell of the form: nothing moves), and the keyboard focus with it.
+  const focused = document.activeElement === $("ask");
+  $("ask").disabled = true; $("ask").hidden = true; $("stop").hidden = false;
+  if (focused) $("stop").focus({preventScroll: true});
   controller = new AbortController();
   try {
     const r = await postJson("/api/v1/ask", {question, manuals: manual ? [manual] : null, stream: true, mode},
@@ -286,7 +339,9 @@ async function ask() {
       // the evidence stays on screen; the model's unchecked draft was never shown
     }
   } finally {
-    $("ask").disabled = false; $("stop").hidden = true; controller = null;
+    const focused = document.activeElement === $("stop");
+    $("ask").disabled = false; $("ask").hidden = false; $("stop").hidden = true; controller = null;
+    if (focused) $("ask").focus({preventScroll: true});
   }
 }
 

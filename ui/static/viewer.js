@@ -1,7 +1,8 @@
 // manualqa page viewer: one page of a stored manual rendered by pdf.js, the cited sentences marked.
 // Why: phone browsers ignore #page=N on a PDF (they show page 1, or download the file). pdf.js is
 // vendored at build time (ui/vendor_pdfjs.py -> /static/vendor/pdfjs/), never from a CDN.
-// URL: /viewer?manual=<sha256>&q=<sentence>&q=<sentence>#page=N   (?page=N works too)
+// URL: /viewer?manual=<sha256>&q=<sentence>&q=<sentence>#page=N   (?page=N works too); closest=1: nothing
+// was cited, q is the opening of the passage closest to the question (a not-found answer's).
 "use strict";
 
 const PDFJS = "/static/vendor/pdfjs/";
@@ -9,9 +10,12 @@ const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const manual = (params.get("manual") || "").toLowerCase();
 const sentences = params.getAll("q").filter((s) => s.trim());
+const closest = params.get("closest") === "1";
 const fileUrl = `/api/v1/manuals/${manual}/file`;
 const key = localStorage.getItem("manualqa.key");  // the technician page's reader key (app.js)
 const MIN_RUN_CHARS = 12;  // a fallback run shorter than this (letters and digits) is not marked
+const BODY_TEXT_PX = 13;  // the page opens with its body text at least this big (CSS px): readable unzoomed
+const MAX_ZOOM = 3;  // ... but never more than this many times the width that fits the screen
 
 // -- finding the cited text in the page's text layer ------------------------------------------
 // Letters and digits only, NFKC-folded and lower-cased, one character at a time (so that every folded
@@ -104,6 +108,28 @@ function fitScale(page) {
   return Math.max(0.25, room / natural.width);
 }
 
+// The page's body text height in PDF units: the median font height of its text, counted per character
+// (so the running text outweighs headings and captions); 0 for a page without text (a scan).
+function bodyTextHeight(text) {
+  const sizes = [];
+  for (const item of text.items) {
+    const n = (item.str || "").replace(/\s/g, "").length, h = item.transform ? Math.hypot(item.transform[2], item.transform[3]) : 0;
+    if (n && h > 0) sizes.push([h, n]);
+  }
+  sizes.sort((a, b) => a[0] - b[0]);
+  let half = sizes.reduce((sum, [, n]) => sum + n, 0) / 2;
+  for (const [h, n] of sizes) if ((half -= n) <= 0) return h;
+  return 0;
+}
+
+// The scale the page opens at: the screen's width, or wider when that would make the body text smaller
+// than BODY_TEXT_PX (a phone fits a Letter page to ~378 px: ~7 px text). The wider page pans inside its
+// sheet, and the cited sentence is scrolled into view (mark()).
+function openScale(page, text) {
+  const fit = fitScale(page), body = bodyTextHeight(text);
+  return body > 0 ? Math.max(fit, Math.min(BODY_TEXT_PX / body, fit * MAX_ZOOM)) : fit;
+}
+
 async function render(n) {
   const seq = ++state.seq;  // a later tap on prev/next wins; an earlier render is cancelled
   state.task?.cancel();
@@ -114,7 +140,9 @@ async function render(n) {
   setState("loading"); say(`Loading page ${state.page}…`);
   const page = await state.doc.getPage(state.page);
   if (seq !== state.seq) return;
-  const viewport = page.getViewport({scale: fitScale(page)});
+  const text = await page.getTextContent();  // first: its body text size sets the scale
+  if (seq !== state.seq) return;
+  const viewport = page.getViewport({scale: openScale(page, text)});
   // Sharp on high-density screens without a canvas bigger than phones allow (~16 M pixels).
   const ratio = Math.min(window.devicePixelRatio || 1, 3, Math.sqrt(16e6 / (viewport.width * viewport.height)));
   const box = $("page"), canvas = $("canvas"), layerDiv = $("text-layer");
@@ -130,8 +158,6 @@ async function render(n) {
   state.width = document.documentElement.clientWidth;
   state.task = page.render({canvasContext: canvas.getContext("2d"), viewport,
     transform: ratio !== 1 ? [ratio, 0, 0, ratio, 0, 0] : null});
-  const text = await page.getTextContent();
-  if (seq !== state.seq) return;
   state.layer = new state.pdfjs.TextLayer({textContentSource: text, container: layerDiv, viewport});
   try {
     await Promise.all([state.task.promise, state.layer.render()]);
@@ -166,11 +192,15 @@ function mark(layer) {
     first ??= div;
   }
   if (first) {
-    marks.textContent = found.exact ? "The cited sentence is highlighted."
-      : "The closest match to the cited sentence is highlighted.";
-    first.scrollIntoView({block: "center"});
+    marks.textContent = closest
+      ? (found.exact ? "Nothing was cited: the start of the closest passage is highlighted."
+        : "Nothing was cited: part of the closest passage is highlighted.")
+      : found.exact ? "The cited sentence is highlighted." : "The closest match to the cited sentence is highlighted.";
+    // In the middle of the screen, its line's start at the left (a zoomed page pans sideways).
+    first.scrollIntoView({block: "center", inline: "start"});
   } else {
-    marks.textContent = "The cited sentence could not be found in this page's text (a scanned page?).";
+    marks.textContent = closest ? "The closest passage could not be found in this page's text (a scanned page?)."
+      : "The cited sentence could not be found in this page's text (a scanned page?).";
   }
 }
 
