@@ -62,11 +62,11 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from retrieval.embeddings import _packaged_model_dir
+    from retrieval.embeddings import packaged_model_dir
 
     out = Path(argv[0]) if argv else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)
-    source = _packaged_model_dir()
+    source = packaged_model_dir()
     with tempfile.TemporaryDirectory(prefix="manualqa-embedder-") as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         export_fp32(source, fp32)

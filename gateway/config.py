@@ -165,6 +165,16 @@ def _apply(settings: Settings, section: str, values: dict[str, Any], prefix: str
         raise ConfigError(f"{prefix.rstrip('.')}: {exc}") from exc
 
 
+def _check_reranker(value: str) -> None:
+    """A reranker folder that is not there fails at start-up, not on the first question."""
+    if value.strip().lower() in ("off", "none", "false", "", "builtin"):
+        return
+    folder = Path(value).expanduser()
+    if not (folder / "model.onnx").is_file() or not (folder / "config.json").is_file():
+        raise ConfigError(f"search.rerank: {folder} holds no model.onnx and config.json "
+                          f"(use \"builtin\", \"off\" or a folder written by train/export_reranker.py)")
+
+
 def load_settings(
     config_path: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
@@ -199,6 +209,7 @@ def load_settings(
         if section not in _SECTIONS:
             raise ConfigError(f"{name}: unknown section {section!r}")
         _apply(settings, section, {key: value}, f"{name} -> {section}.")
+    _check_reranker(settings.search.rerank)
     if settings.answer.mode not in {"generate", "extractive"}:
         raise ConfigError("answer.mode must be 'generate' or 'extractive'")
     return settings

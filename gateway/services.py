@@ -41,6 +41,8 @@ class Services:
         self.runtimes = RuntimeOwner(lambda: self.profile, runtime)  # the runtime's one owner
         self._log = log
         self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
+        self._reranker: Any = None
+        self._reranker_loaded = False
         self.generation_lock = threading.Lock()  # one generation at a time per runtime
 
     # -- index ---------------------------------------------------------------------------------
@@ -62,6 +64,38 @@ class Services:
                 e = self.settings.embedding
                 self._embedder = Embedder(e.model, batch_size=e.batch_size)
             return self._embedder
+
+    @property
+    def reranker(self) -> Any:
+        """The cross-encoder search.rerank names (retrieval.rerank), or None when it is "off"."""
+        with self._lock:
+            if not self._reranker_loaded:
+                from retrieval.rerank import load_reranker
+
+                self._reranker = load_reranker(self.settings.search.rerank)
+                self._reranker_loaded = True
+            return self._reranker
+
+    def retrieval_facts(self) -> dict[str, Any]:
+        """The embedder and reranker this gateway searches with, by id and hash (index show, doctor)."""
+        from retrieval.types import RetrievalError
+
+        s = self.settings.search
+        facts: dict[str, Any] = {"embedding": {"model": self.settings.embedding.model}}
+        try:
+            e = self.embedder
+            facts["embedding"].update(model_id=e.model_id, model_hash=e.model_hash)
+        except RetrievalError as exc:
+            facts["embedding"]["error"] = str(exc)
+        try:
+            rr = self.reranker
+        except RetrievalError as exc:
+            facts["reranker"] = {"setting": s.rerank, "error": str(exc)}
+        else:
+            facts["reranker"] = ({"setting": s.rerank} if rr is None else
+                                 {"setting": s.rerank, **rr.describe(), "pool": s.rerank_pool,
+                                  "weight": s.rerank_weight})
+        return facts
 
     def embedder_for(self, version: str | None = None) -> Embedder:
         """The embedder that searches this index version (the active one by default).
@@ -119,7 +153,7 @@ class Services:
         s = self.settings.search
         version = version or self.store.active_id()  # once: the embedder and the search see one version
         hits = search(self.store, self.embedder_for(version), query, k=k or s.k, manuals=manuals,
-                      version=version, **s.search_options())
+                      version=version, reranker=self.reranker, **s.search_options())
         self.show_titles(hits)
         return hits
 

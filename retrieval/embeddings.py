@@ -68,7 +68,7 @@ def spec_of(embedding: dict[str, Any]) -> str | None:
     return distribution if distribution == PACKAGED_MODEL else None
 
 
-def _packaged_model_dir() -> Path:
+def packaged_model_dir() -> Path:
     spec = importlib.util.find_spec(_PACKAGED_MODULE)
     if spec is None or not spec.submodule_search_locations:
         raise RetrievalError(
@@ -116,7 +116,7 @@ class Embedder:
         self.model = model
         self.batch_size = batch_size
         if model == PACKAGED_MODEL:
-            self.model_dir = _packaged_model_dir()
+            self.model_dir = packaged_model_dir()
             version = importlib.metadata.version(PACKAGED_MODEL)
             self._model_id = f"{_PACKAGED_SOURCE}@{PACKAGED_MODEL}=={version}"
         else:
@@ -207,7 +207,7 @@ class Embedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         """One question's vector; questions asked at the same time share a forward pass (query_batch)."""
-        batcher = self.__dict__.get("_queries")
+        batcher: QueryBatcher | None = self.__dict__.get("_queries")
         if batcher is None:
             with _batcher_lock:
                 batcher = self.__dict__.setdefault("_queries", QueryBatcher(self.encode))

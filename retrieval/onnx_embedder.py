@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embeddings import DEFAULT_MODEL, Embedder, _file_sha256, _packaged_model_dir
+from retrieval.embeddings import DEFAULT_MODEL, Embedder, _file_sha256, packaged_model_dir
 from retrieval.types import RetrievalError
 
 ONNX_PREFIX = "onnx:"
@@ -126,7 +126,7 @@ class OnnxEmbedder(Embedder):
             folder, source = BUILTIN[spec]
             self.model_dir = BUILTIN_DIR / folder
             self.onnx_file = self.model_dir / "model.onnx"
-            config_dir = _packaged_model_dir()  # the same model's tokenizer and settings
+            config_dir = packaged_model_dir()  # the same model's tokenizer and settings
             self._model_id = f"onnx:{source}@manualqa-builtin"
         elif spec in PACKAGES:
             pkg = PACKAGES[spec]
@@ -136,7 +136,7 @@ class OnnxEmbedder(Embedder):
                                      f"install it with `{INSTALL_HINT}`")
             self.model_dir = Path(list(found.submodule_search_locations)[0])
             self.onnx_file = self.model_dir / pkg.file
-            config_dir = _packaged_model_dir()  # the same model's tokenizer and settings
+            config_dir = packaged_model_dir()  # the same model's tokenizer and settings
             version = importlib.metadata.version(pkg.distribution)
             self._model_id = f"onnx:{pkg.source}@{pkg.distribution}=={version}"
         else:
@@ -237,7 +237,8 @@ class OnnxEmbedder(Embedder):
             m = mask[..., None].astype(np.float32)
             out = (out * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        unit: np.ndarray = (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Indices by token count, grouped so a batch holds at most batch_size texts and max_batch_tokens
@@ -263,7 +264,8 @@ class OnnxEmbedder(Embedder):
         time: their runs go to the session side by side instead (onnxruntime allows concurrent runs),
         1.2-1.4x the questions per second at 16 at once (docs/bench/query_batching.md)."""
         if self.one_at_a_time:
-            return self.encode([text])[0]
+            vector: np.ndarray = self.encode([text])[0]
+            return vector
         return super().encode_query(text)
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:

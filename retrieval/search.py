@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.rerank import passage_for_rerank, rerank_order
 from retrieval.types import Hit, RetrievalError, SearchParams, shown_label
 
 MODES = ("hybrid", "dense", "lexical")
@@ -125,8 +126,11 @@ def search_with_timings(
     mode: str = "hybrid",
     weights: tuple[float, float] = (DEFAULTS.dense_weight, DEFAULTS.lexical_weight),
     page_share: float = DEFAULTS.page_share,
+    reranker: Any = None,
+    rerank_pool: int = DEFAULTS.rerank_pool,
+    rerank_weight: float = DEFAULTS.rerank_weight,
 ) -> tuple[list[Hit], dict[str, float]]:
-    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, total_ms."""
+    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, rerank_ms, total_ms."""
     t_start = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
         raise RetrievalError("the question is empty")
@@ -167,27 +171,37 @@ def search_with_timings(
     # Navigation pages (table of contents, index) match every topic but answer none: they are
     # ranked after real passages with the same fused score, by halving it. Looked at among the top
     # 3k only (all candidates when pages pool their scores), so that it costs one small fetch.
+    pool = max(k, int(rerank_pool)) if reranker is not None else k
     if page_share > 0:
         shortlist = list(fused)
     else:
-        shortlist = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[: 3 * k]
+        shortlist = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[: 3 * pool]
     rows = {c["row"]: c for c in ver.chunks.get_rows(shortlist)}
     fused = page_pool(fused, {r: (c["manual_sha256"], c["page"]) for r, c in rows.items()}, page_share)
     for row, c in rows.items():
         if is_navigation(c["heading"], c["text"]):
             fused[row] *= 0.5
-    order = sorted(shortlist, key=lambda r: (-fused[r], -cos[r], r))[:k]
+    order = sorted(shortlist, key=lambda r: (-fused[r], -cos[r], r))[:pool]
+    fuse_ms = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    rerank_scores: dict[int, float] = {}
+    if reranker is not None and len(order) > 1:
+        texts = [passage_for_rerank(rows[r]["title"], rows[r]["heading"], rows[r]["text"]) for r in order]
+        scores = reranker.score(query, texts)
+        rerank_scores = dict(zip(order, scores.tolist(), strict=True))
+        order = [order[i] for i in rerank_order(scores, rerank_weight)]
+    rerank_ms = (time.perf_counter() - t) * 1000
+    order = order[:k]
     hits = [
         Hit(chunk_id=c["chunk_id"], manual=c["file_name"], title=c["title"],
             manual_sha256=c["manual_sha256"], page=c["page"], heading=c["heading"], text=c["text"],
             score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
             lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]),
-            page_label=shown_label(c["page_label"], c["page"]))
+            page_label=shown_label(c["page_label"], c["page"]), rerank_score=rerank_scores.get(c["row"]))
         for c in (rows[r] for r in order)
     ]
-    fuse_ms = (time.perf_counter() - t) * 1000
     timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,
-               "total_ms": (time.perf_counter() - t_start) * 1000}
+               "rerank_ms": rerank_ms, "total_ms": (time.perf_counter() - t_start) * 1000}
     return hits, timings
 
 
@@ -204,6 +218,9 @@ def search(
     mode: str = "hybrid",
     weights: tuple[float, float] = (DEFAULTS.dense_weight, DEFAULTS.lexical_weight),
     page_share: float = DEFAULTS.page_share,
+    reranker: Any = None,
+    rerank_pool: int = DEFAULTS.rerank_pool,
+    rerank_weight: float = DEFAULTS.rerank_weight,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
@@ -212,5 +229,6 @@ def search(
     """
     hits, _timings = search_with_timings(store, embedder, query, k=k, manuals=manuals, version=version,
                                          candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
-                                         mode=mode, weights=weights, page_share=page_share)
+                                         mode=mode, weights=weights, page_share=page_share,
+                                         reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight)
     return hits

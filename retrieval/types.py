@@ -34,6 +34,8 @@ class Hit:
     # The number printed on the page when it differs from `page` (PDF page 12 printed "11"); None
     # when the PDF defines no labels, the index predates them, or the label is just str(page).
     page_label: str | None = None
+    # The reranker's logit when one re-ordered this hit (retrieval.rerank); None without one.
+    rerank_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a str, number or None, so a shallow copy is what asdict() gives, at a
@@ -58,8 +60,14 @@ class SearchParams:
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
     page_share: float = 0.0
+    # The cross-encoder that re-orders the fused top `rerank_pool` (retrieval.rerank): "builtin",
+    # "off" or a folder; its score is mixed with rerank_weight * -ln(fused rank). Chosen on eval/dev.
+    rerank: str = "off"
+    rerank_pool: int = 20
+    rerank_weight: float = 1.0
 
     def search_options(self) -> dict[str, Any]:
-        """The keyword arguments retrieval.search.search takes besides k."""
+        """The keyword arguments retrieval.search.search takes besides k (and the reranker object)."""
         return {"candidates": self.candidates, "rrf_k": self.rrf_k,
-                "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share}
+                "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share,
+                "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight}

@@ -86,8 +86,9 @@ def _retrieve(gw: Services, question: str, manuals: list[str] | None,
     k = max(s.k, gw.settings.answer.max_passages)
     pick = getattr(gw, "embedder_for", None)  # the model this version was built with (Services)
     embedder = pick(version) if pick is not None else gw.embedder
+    reranker = getattr(gw, "reranker", None)
     hits, timings = search_with_timings(gw.store, embedder, question, k=k, manuals=manuals or None,
-                                        version=version, **s.search_options())
+                                        version=version, reranker=reranker, **s.search_options())
     show = getattr(gw, "show_titles", None)
     if show is not None:  # the admin's display titles (gateway.records.titles)
         show(hits)
@@ -96,7 +97,7 @@ def _retrieve(gw: Services, question: str, manuals: list[str] | None,
 
 def answer(gw: Services, question: str, **kwargs: Any) -> AnswerResult:
     """The same as answer_events(), consumed: the final AnswerResult."""
-    result = None
+    result: AnswerResult | None = None
     for event in answer_events(gw, question, **kwargs):
         if event["type"] == "final":
             result = event["result"]
@@ -227,7 +228,7 @@ def _finish(gw: Services, res: AnswerResult, chain: dict[str, Any] | None, durab
     Tokens stream without waiting for the log; only the end does, so that every answer a client
     saw is in the log even if the server is killed right after (the writer batches commits).
     """
-    res._logged = True  # type: ignore[attr-defined] - not a field: never serialised
+    res._logged = True  # type: ignore[attr-defined]  # not a field: never serialised
     try:
         gw.log.record(res, chain=chain, durable=durable)
     except Exception as exc:  # noqa: BLE001 - the answer is still returned; the flag tells

@@ -144,6 +144,7 @@ def list_(ctx: Ctx, as_json: bool) -> None:
 def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     """The manifest of VERSION (default: the active one)."""
     m = ctx.services.store.show(version)
+    m = {**m, "reranker": ctx.services.retrieval_facts()["reranker"]}  # query-time: not in the manifest
     if as_json:
         emit_json(m)
         return
@@ -152,6 +153,9 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     click.echo(f"created   {m.get('created_at')}   parent {m.get('parent') or '-'}")
     click.echo(f"embedding {emb.get('model_id')} ({str(emb.get('model_hash'))[:12]}, "
                f"dim {emb.get('dim')})")
+    rr = m["reranker"]
+    click.echo(f"reranker  {rr['model_id']} ({str(rr['model_hash'])[:12]}, top {rr['pool']})" if rr.get("model_id")
+               else f"reranker  {rr.get('error') or 'off (search.rerank)'}")
     click.echo(f"chunker   {m.get('chunker')}   chunks {m.get('chunk_count')}")
     for man in m.get("manuals", []):
         click.echo(f"  {man['sha256'][:12]}  {man['file_name']}  \"{man['title']}\"  "

@@ -122,13 +122,19 @@ def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
 
     profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
     # the server's /api/v1/deployment and the admin page show the latest verdicts
-    report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model)
+    facts = ctx.services.retrieval_facts()
+    report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model, facts)
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "retrieval": facts})
     else:
         print_report(report)
+        rr = facts["reranker"]
+        click.echo(f"retrieval: embedder {facts['embedding'].get('model_id')} "
+                   f"({str(facts['embedding'].get('model_hash'))[:12]}), reranker "
+                   + (f"{rr['model_id']} ({rr['model_hash'][:12]})" if rr.get("model_id")
+                      else rr.get("error") or "off"))
     if not report.passed:
         click.get_current_context().exit(1)
 

@@ -27,11 +27,14 @@ def _path(data_dir: Path, profile_name: str) -> Path:
     return data_dir / "doctor" / f"{safe}.json"
 
 
-def save_doctor_report(data_dir: Path, report: dict[str, Any], checked_at: str | None = None) -> Path:
+def save_doctor_report(data_dir: Path, report: dict[str, Any], checked_at: str | None = None,
+                       retrieval: dict[str, Any] | None = None) -> Path:
     name = str((report.get("profile") or {}).get("name") or report.get("profile_name") or "profile")
     path = _path(data_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"checked_at": checked_at or utcnow(), "report": report}
+    if retrieval is not None:  # the embedder and reranker that answers are searched with
+        record["retrieval"] = retrieval
     atomic_write_bytes(path, json.dumps(record, indent=2, default=str).encode("utf-8"))
     return path
 
@@ -44,13 +47,15 @@ def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | No
         return None
 
 
-def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = None) -> DoctorRun:
+def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = None,
+                   retrieval: dict[str, Any] | None = None) -> DoctorRun:
     """Run the three gates on `profile` and keep the verdict for /api/v1/deployment and the admin page.
 
     Takes as long as loading the model (twice with a rollback profile) and a smoke prompt; failing
     gates are a verdict, not an error. A verdict that cannot be written is reported in `warning`.
     `embedding_model`: the one this gateway embeds with (settings.embedding.model); the record
-    names it, and the profile's own declaration beside it where the two differ.
+    names it, and the profile's own declaration beside it where the two differ. `retrieval`: the
+    embedder's and reranker's ids and hashes (Services.retrieval_facts), kept with the verdict.
     """
     from runtimes.gates import run_doctor
 
@@ -59,7 +64,7 @@ def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = N
         report.embedding_model = f"{embedding_model} (the profile declares {report.embedding_model})"
     checked_at = utcnow()
     try:
-        save_doctor_report(Path(data_dir), report.to_dict(), checked_at)
+        save_doctor_report(Path(data_dir), report.to_dict(), checked_at, retrieval)
     except OSError as exc:
         return DoctorRun(report, checked_at, f"could not record the doctor report: {exc}")
     return DoctorRun(report, checked_at, None)

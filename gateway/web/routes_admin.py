@@ -75,14 +75,15 @@ def set_answer_mode(state: Any, mode: str) -> str:
     return previous
 
 
-def doctor_in_force(settings: Any) -> DoctorRun:
+def doctor_in_force(services: Any) -> DoctorRun:
     """`manualqa doctor` on the profile in force; the lock is held by the thread doing the work, so a
     client that goes away mid-run does not let a second run start beside it."""
     if not _DOCTOR.acquire(blocking=False):
         raise ApiError(409, "conflict", "a doctor run is already in progress; wait for its verdict")
+    settings = services.settings
     try:
         return run_and_record(settings.data_dir, resolve_profile(settings.data_dir, settings.runtime.profile),
-                              settings.embedding.model)
+                              settings.embedding.model, services.retrieval_facts())
     finally:
         _DOCTOR.release()
 
@@ -109,7 +110,7 @@ class AdminController(Controller):
           summary="Run the three gates on the profile in force and record the verdict, as `manualqa doctor`")
     async def doctor(self, services: NamedDependency[Services]) -> DoctorRunOut:
         """Loads the model beside the serving one (tens of seconds); 409 while another run is going on."""
-        run = await sync_to_thread(doctor_in_force, services.settings)
+        run = await sync_to_thread(doctor_in_force, services)
         report = run.report.to_dict()
         return DoctorRunOut(checked_at=run.checked_at, profile=report["profile"]["name"], passed=report["passed"],
                             failed_gates=report["failed_gates"], chain_id=report["chain_id"],

