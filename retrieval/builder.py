@@ -147,8 +147,8 @@ def _recipe(chunker: Any) -> dict[str, Any] | None:
 
 
 def _same_model(base_embedding: dict[str, Any], embedder: Any) -> bool:
-    return (base_embedding.get("model_id") == embedder.model_id
-            and base_embedding.get("model_hash") == embedder.model_hash)
+    return bool(base_embedding.get("model_id") == embedder.model_id
+                and base_embedding.get("model_hash") == embedder.model_hash)
 
 
 def collect_entries(
@@ -249,9 +249,9 @@ def collect_entries(
                 ready.append((result, Path(path)))
             except (IngestError, ValueError) as exc:
                 report.failed.append(failure(path, str(exc)))
-        for (parsed, path), entry in zip(ready, embedding.entries(ready, chunk_params), strict=True):
+        for (parsed, source), entry in zip(ready, embedding.entries(ready, chunk_params), strict=True):
             if isinstance(entry, IngestError):
-                report.failed.append(failure(path or parsed.file_name, str(entry)))
+                report.failed.append(failure(source or parsed.file_name, str(entry)))
                 continue
             fresh[parsed.sha256] = entry
             report.pages += parsed.page_count

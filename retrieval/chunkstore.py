@@ -93,7 +93,7 @@ class ChunkStore:
         self.rescore_terms = RESCORE_TERMS
         self._df: dict[tuple[str, int], int] = {}  # (phrase, cap) -> min(document frequency, cap)
         self._rows: int | None = None  # row count, cached once nothing can change it
-        self._manuals: list[dict] | None = None  # cached on a read-only store (versions are immutable)
+        self._manuals: list[dict[str, Any]] | None = None  # cached on a read-only store (versions are immutable)
         self.has_labels = any(r[1] == "label" for r in self._query("PRAGMA table_info(pages)"))
 
     @classmethod
@@ -165,11 +165,11 @@ class ChunkStore:
         self.close()
 
     # -- reading -------------------------------------------------------------------------------
-    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, tuple(params)).fetchall()
 
-    def manuals(self) -> list[dict]:
+    def manuals(self) -> list[dict[str, Any]]:
         """The manuals with their chunk counts (cached when read-only: scoped searches ask every time)."""
         if self.readonly and self._manuals is not None:
             return [dict(m) for m in self._manuals]
@@ -188,14 +188,14 @@ class ChunkStore:
         return out
 
     def chunk_count(self) -> int:
-        return self._query("SELECT COUNT(*) FROM chunks")[0][0]
+        return int(self._query("SELECT COUNT(*) FROM chunks")[0][0])
 
-    def get_rows(self, rows: list[int]) -> list[dict]:
+    def get_rows(self, rows: list[int]) -> list[dict[str, Any]]:
         """Chunk dicts (with the manual's file_name and title) in the order asked for."""
         wanted = [int(r) for r in rows]
         if not wanted:
             return []
-        found: dict[int, dict] = {}
+        found: dict[int, dict[str, Any]] = {}
         label, join = _LABEL_JOIN if self.has_labels else _NO_LABEL
         for i in range(0, len(wanted), 500):  # stay under SQLite's variable limit
             part = wanted[i:i + 500]
@@ -263,7 +263,7 @@ class ChunkStore:
     def _row_total(self) -> int:
         if self._rows is not None:
             return self._rows
-        total = self._query("SELECT COALESCE(MAX(row) + 1, 0) FROM chunks")[0][0]  # rows are 0..n-1
+        total = int(self._query("SELECT COALESCE(MAX(row) + 1, 0) FROM chunks")[0][0])  # rows are 0..n-1
         if self.readonly:
             self._rows = total
         return total
@@ -312,7 +312,8 @@ class ChunkStore:
             return []
         if df[present[0]] > self.row_budget:
             return [[" AND ".join(present[:i])] for i in range(len(present), 0, -1)]
-        rare, total = [], 0
+        rare: list[str] = []
+        total = 0
         for unit in present:
             if rare and total + df[unit] > self.row_budget:
                 break
@@ -333,7 +334,8 @@ class ChunkStore:
         units = match_units(query)
         if not units or n <= 0:
             return []
-        scope_sql, scope_params = "", []
+        scope_sql = ""
+        scope_params: list[Any] = []
         if manual_shas is not None:
             scope, scope_params, searchable = self._scope_filter(list(manual_shas))
             if scope is None:

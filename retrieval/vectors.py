@@ -148,8 +148,10 @@ class VectorIndex:
         idx = np.asarray(rows, dtype=np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= self.ntotal):
             raise RetrievalError(f"rows out of range 0..{self.ntotal - 1}")
-        return self._xb[idx].copy()
+        vectors: np.ndarray = self._xb[idx].copy()
+        return vectors
 
     def cosine(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Exact cosine of the query and each row (vectors are normalised)."""
-        return self.reconstruct(rows) @ self._query(qvec)[0]
+        scores: np.ndarray = self.reconstruct(rows) @ self._query(qvec)[0]
+        return scores

@@ -22,7 +22,7 @@ def _read(path: str) -> str:
 
 
 def cpu_model() -> str:
-    fields = {}
+    fields: dict[str, str] = {}
     for line in _read("/proc/cpuinfo").splitlines():
         key, _, value = line.partition(":")
         fields.setdefault(key.strip(), value.strip())

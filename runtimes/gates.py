@@ -233,7 +233,7 @@ def gate_two(profile: Profile, runtime: Runtime) -> GateResult:
     return GateResult(2, "pass" if check.passed else "fail", check.detail, dict(check.evidence))
 
 
-def gate_three(profile: Profile, smoke_prompt: str, load_rollback: bool) -> tuple[GateResult, dict]:
+def gate_three(profile: Profile, smoke_prompt: str, load_rollback: bool) -> tuple[GateResult, dict[str, Any]]:
     where = profile.rollback_location()
     entry: dict[str, Any] = {"role": "rollback", "declared": profile.rollback,
                              "path": str(where) if where else ""}

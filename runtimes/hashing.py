@@ -11,6 +11,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 _CACHE_NAME = "sha256-cache.json"
 _lock = threading.Lock()
@@ -49,7 +50,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def _load(cache_file: Path) -> dict[str, dict]:
+def _load(cache_file: Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(cache_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -57,7 +58,7 @@ def _load(cache_file: Path) -> dict[str, dict]:
     return data if isinstance(data, dict) else {}
 
 
-def _store(cache_file: Path, data: dict[str, dict]) -> None:
+def _store(cache_file: Path, data: dict[str, dict[str, Any]]) -> None:
     """Write atomically; a cache that cannot be written is only a slower start, never an error."""
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)

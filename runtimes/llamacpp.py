@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from runtimes import cpu_build, llamacpp_log
 from runtimes.base import (
@@ -43,6 +43,14 @@ def resolve_artifact(artifact: str) -> Path:
     if artifact in ("", "default"):
         return default_gguf_path()
     return Path(artifact).expanduser()
+
+
+class _Progress(TypedDict):
+    """What the stopping criterion counts during one generation."""
+
+    sampled: int
+    last_len: int
+    reason: str
 
 
 class LlamaCppRuntime(Runtime):
@@ -160,7 +168,7 @@ class LlamaCppRuntime(Runtime):
         started = time.perf_counter()
         deadline = started + config.timeout_s
         own_cancel = self._cancel
-        state = {"sampled": 0, "last_len": -1, "reason": ""}
+        state: _Progress = {"sampled": 0, "last_len": -1, "reason": ""}
 
         def check(input_ids: Any, _logits: Any) -> bool:
             # Called once per sampled token (and once more at the end, at the same length).
@@ -252,7 +260,8 @@ class LlamaCppRuntime(Runtime):
     # -- description and gate 2 ----------------------------------------------------------------
     def system_info(self) -> str:
         lib = self._lib or import_llama_cpp()
-        return lib.llama_print_system_info().decode("utf-8", errors="replace").strip()
+        info: bytes = lib.llama_print_system_info()
+        return info.decode("utf-8", errors="replace").strip()
 
     def describe(self) -> ArtifactChain:
         if self._chain is not None:
@@ -310,7 +319,8 @@ def _formatter(lib: Any, llm: Any, template: str) -> Any:
     def text_of(token: int) -> str:
         if token < 0:
             return ""
-        return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+        piece: bytes = llm.detokenize([token], special=True)
+        return piece.decode("utf-8", errors="replace")
 
     eos = llm.token_eos()
     return Jinja2ChatFormatter(

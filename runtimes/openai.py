@@ -241,7 +241,7 @@ class OpenAIRuntime(Runtime):
         if not self.model_entry:
             raise RuntimeUnavailable("the openai runtime is not loaded; call load() first")
         entry = self.model_entry
-        source = {k: entry[k] for k in ("id", "owned_by", "created") if k in entry}
+        source: dict[str, Any] = {k: entry[k] for k in ("id", "owned_by", "created") if k in entry}
         if entry.get("meta"):
             source["meta"] = entry["meta"]
         server: dict[str, Any] = {"base_url": self.base_url, "props_endpoint": self.props is not None}

@@ -69,7 +69,7 @@ class SupervisedRuntime(Runtime):
                  options: dict[str, Any] | None = None, policy: CrashPolicy | None = None) -> None:
         super().__init__(artifact, options)
         self.backend_name = backend  # what the worker passes to the registry
-        self.backend = runtime_cls.backend  # type: ignore[misc] - the inner backend's facts, per instance
+        self.backend = runtime_cls.backend  # type: ignore[misc]  # the inner backend's facts, per instance
         self.accepts_grammar = runtime_cls.accepts_grammar  # type: ignore[misc]
         self.install_hint = runtime_cls.install_hint  # type: ignore[misc]
         self.distributions = dict(runtime_cls.distributions)  # type: ignore[misc]
@@ -168,7 +168,7 @@ class SupervisedRuntime(Runtime):
             os.close(write_fd)
         self._proc, self._inbox = proc, queue.Queue()
         reply = os.fdopen(read_fd, "rb")
-        proc._manualqa_reply = reply  # type: ignore[attr-defined] - closed with the process
+        proc._manualqa_reply = reply  # type: ignore[attr-defined]  # closed with the process
         self._stderr.clear()
         threading.Thread(target=self._read_replies, args=(proc, reply, self._inbox),
                          name=f"worker-{proc.pid}-replies", daemon=True).start()
@@ -372,8 +372,8 @@ class SupervisedRuntime(Runtime):
         try:
             self._send({"op": "stream", "id": rid, "messages": messages, "config": config.to_dict()})
         except OSError:  # it died between the readiness check and now: the reader says how
-            message = self._next(time.monotonic() + 10, rid) or {"t": "dead", "reason": "the pipe broke"}
-            reason = message.get("reason") or "the pipe broke"
+            last = self._next(time.monotonic() + 10, rid) or {"t": "dead", "reason": "the pipe broke"}
+            reason = last.get("reason") or "the pipe broke"
             self._crashed(reason)
             raise WorkerCrashed(reason) from None
         stop_reason: str | None = None  # set when we asked the worker to stop

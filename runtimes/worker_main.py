@@ -42,7 +42,7 @@ class Worker:
         self.reply = reply
         self.write_lock = threading.Lock()
         self.stop = threading.Event()  # the running generation's cancel
-        self.requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
 
     def send(self, message: dict[str, Any]) -> None:
         with self.write_lock:

@@ -41,7 +41,8 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
             return None  # torn by a death mid-write: not a message
         line = line.strip()
         if line:
-            return json.loads(line)
+            message: dict[str, Any] = json.loads(line)
+            return message
 
 
 def exit_reason(returncode: int | None) -> str:

@@ -15,7 +15,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import parse_citations, resolve, validate
@@ -40,14 +40,16 @@ _DECLINE_RE = re.compile(
 
 def chain_of(runtime: Any) -> dict[str, Any] | None:
     try:
-        return runtime.describe().to_dict()
+        chain: dict[str, Any] = runtime.describe().to_dict()
+        return chain
     except Exception as exc:  # noqa: BLE001 - an answer does not fail for want of a description
         log.warning("runtime.describe() failed: %s", exc)
         return None
 
 
 def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threading.Event,
-              max_tokens: int | None, t0: float, evidence: str) -> Iterator[dict[str, Any]]:
+              max_tokens: int | None, t0: float, evidence: str
+              ) -> Generator[dict[str, Any], None, dict[str, Any] | None]:
     """Stream from the runtime into res; returns the artifact chain JSON (None if never loaded)."""
     settings = gw.settings.answer
     tl = time.perf_counter()

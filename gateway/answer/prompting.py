@@ -99,7 +99,8 @@ class FenceFilter:
 def _could_be_tag(prefix: str) -> bool:
     """Whether `prefix` (starting with "<", no ">" yet) can still grow into a passage tag."""
     head = re.sub(r"^<\s*/?\s*", "", prefix).lower()
-    word = re.match(r"[a-z]*", head).group(0)
+    match = re.match(r"[a-z]*", head)
+    word = match.group(0) if match else ""  # [a-z]* always matches, if only the empty string
     if len(word) == len(head):  # still typing the tag name
         return "passages".startswith(word) or word.startswith("passage")
     return word in ("passage", "passages")

@@ -113,7 +113,7 @@ def _capture_fds() -> Iterator[dict[str, str]]:
 class RunOutcome:
     """What one rkllm_run left behind, filled from the callback thread."""
 
-    pieces: queue.Queue = field(default_factory=queue.Queue)
+    pieces: queue.Queue[Any] = field(default_factory=queue.Queue)  # text pieces, then the runtime's end marker
     perf: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     tokens: int = 0
@@ -154,7 +154,7 @@ class _RunState:
             if result:
                 p = result.contents.perf
                 out.perf = {name: round(float(getattr(p, name)), 3) if "ms" in name or "mb" in name
-                            else int(getattr(p, name)) for name, _ in L.RKLLMPerfStat._fields_}
+                            else int(getattr(p, name)) for name, *_ in L.RKLLMPerfStat._fields_}
             out.finished = True
         elif state == L.RUN_ERROR:
             self._flush()
@@ -201,7 +201,7 @@ class RKLLMBinding:
 
     def default_param(self) -> ctypes.Structure:
         """A padded box whose `.param` is rkllm_createDefaultParam()'s struct, ready to fill."""
-        box = self.lib.rkllm_createDefaultParam()
+        box: ctypes.Structure = self.lib.rkllm_createDefaultParam()
         return box
 
     def init(self, box: ctypes.Structure) -> dict[str, Any]:
@@ -343,7 +343,7 @@ def preflight_in_subprocess(lib_path: str, version: str, model_path: str, max_co
     if not lines:
         raise RuntimeUnavailable(f"RKLLM init check failed (exit {proc.returncode}): "
                                  f"{(proc.stderr or proc.stdout).strip()[-400:]}")
-    report = json.loads(lines[-1])
+    report: dict[str, Any] = json.loads(lines[-1])
     if report.get("error"):
         kind = RuntimeVersionMismatch if report.get("mismatch") else RuntimeUnavailable
         raise kind(report["error"])

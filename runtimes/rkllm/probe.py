@@ -46,10 +46,10 @@ def find_library(lib_path: str | None = None) -> tuple[str | None, list[str]]:
             if p.is_file():
                 return str(p.resolve()), looked
         return found, looked
-    for p in STANDARD_LIB_PATHS:
-        looked.append(p)
-        if Path(p).is_file():
-            return p, looked
+    for standard in STANDARD_LIB_PATHS:
+        looked.append(standard)
+        if Path(standard).is_file():
+            return standard, looked
     return None, looked
 
 

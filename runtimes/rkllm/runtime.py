@@ -34,6 +34,7 @@ from runtimes.base import (
     Runtime,
     RuntimeUnavailable,
 )
+from runtimes.hashing import file_sha256
 from runtimes.rkllm import layouts as L
 from runtimes.rkllm import probe
 from runtimes.rkllm.binding import (
@@ -340,12 +341,12 @@ class RKLLMRuntime(Runtime):
                 "npu_core_num": info.get("npu_core_num"),
                 "max_context_limit": info.get("max_context_limit"),
                 "library": lib,
-                "library_sha256": probe.file_sha256(lib) if lib and Path(lib).is_file() else None,
+                "library_sha256": file_sha256(lib) if lib and Path(lib).is_file() else None,
             },
             "tokenizer": {"chat_template": "model's own template (applied by the runtime)" if not tpl
                           else {"custom": {k: str(v) for k, v in tpl.items()}}},
             "generation": self._init_params,
-            "artifact": {"path": str(art), "sha256": probe.file_sha256(art) if art.is_file() else None,
+            "artifact": {"path": str(art), "sha256": file_sha256(art) if art.is_file() else None,
                          "size": art.stat().st_size if art.is_file() else None},
         }
         return ArtifactChain(data)
