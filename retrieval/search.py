@@ -39,7 +39,7 @@ def check_embedding(version: Any, embedder: Any) -> None:
         )
 
 
-def resolve_manuals(known: list[dict], wanted: Sequence[str]) -> list[str]:
+def resolve_manuals(known: list[dict[str, Any]], wanted: Sequence[str]) -> list[str]:
     """Map file names, titles (case-insensitive) or sha256 prefixes to manual sha256s."""
     if isinstance(wanted, str):
         wanted = [wanted]
