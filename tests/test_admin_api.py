@@ -221,10 +221,10 @@ def test_one_doctor_run_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     entered, release = threading.Event(), threading.Event()
     real = routes_admin.run_and_record
 
-    def slow(data_dir: Path, profile: Any, embedding_model: str | None = None) -> Any:
+    def slow(*args: Any, **kwargs: Any) -> Any:
         entered.set()
         assert release.wait(30)
-        return real(data_dir, profile, embedding_model)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(routes_admin, "run_and_record", slow)
     profile = tmp_path / "profile.toml"
