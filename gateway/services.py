@@ -17,6 +17,7 @@ from ingest.models import ChunkParams, ParseLimits
 from retrieval.types import Hit
 
 if TYPE_CHECKING:
+    from gateway.answer.events import AnswerEvent
     from gateway.answer.pipeline import AnswerResult
     from gateway.records.answers import AnswerLog
     from retrieval.embeddings import Embedder
@@ -247,7 +248,7 @@ class Services:
 
         return answer(self, question, **kwargs)
 
-    def answer_events(self, question: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    def answer_events(self, question: str, **kwargs: Any) -> Iterator[AnswerEvent]:
         from gateway.answer.pipeline import answer_events
 
         return answer_events(self, question, **kwargs)

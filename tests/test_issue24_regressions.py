@@ -300,6 +300,6 @@ def test_the_wait_for_the_generation_slot_is_queue_time(gw: Services) -> None:
 
     events = list(answer_events(gw, "What input voltage range does the piston board accept?",
                                 client="web", slot=slow_slot))
-    result = events[-1]["result"]
+    result = events[-1].result
     assert result.mode == "generate" and result.timings["queue_ms"] >= 300, result.timings
     assert gw.log.get(result.id)["timings"]["queue_ms"] >= 300

@@ -19,6 +19,7 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import parse_citations, resolve, validate
+from gateway.answer.events import Text
 from gateway.answer.grammar import citation_grammar
 from gateway.answer.prompting import FenceFilter, fit_prompt, strip_echoed_fences
 from gateway.answer.result import AnswerResult, elapsed_ms, fallback, use_evidence
@@ -49,7 +50,7 @@ def chain_of(runtime: Any) -> dict[str, Any] | None:
 
 def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threading.Event,
               max_tokens: int | None, t0: float, evidence: str
-              ) -> Generator[dict[str, Any], None, dict[str, Any] | None]:
+              ) -> Generator[Text, None, dict[str, Any] | None]:
     """Stream from the runtime into res; returns the artifact chain JSON (None if never loaded)."""
     settings = gw.settings.answer
     tl = time.perf_counter()
@@ -99,7 +100,7 @@ def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadin
             pieces.append(value)
             shown = fences.feed(value)
             if shown:
-                yield {"type": "text", "text": shown}
+                yield Text(shown)
         elif kind == "stats":
             stats = value
         elif kind == "error":
@@ -110,7 +111,7 @@ def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threadin
             timed_out = True
     tail = fences.flush()
     if tail:
-        yield {"type": "text", "text": tail}
+        yield Text(tail)
     res.draft = "".join(pieces)
     res.answer = strip_echoed_fences(res.draft)
     if stats is not None:

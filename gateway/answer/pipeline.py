@@ -5,8 +5,8 @@ question -> retrieve from the (pinned) active index version -> weak evidence? no
 the window -> stream from the runtime (constrained to cite, where the backend takes a grammar) ->
 check every sentence against the passage it cites -> one row in the answer log -> final event.
 
-`answer_events()` yields {"type": "retrieval"}, {"type": "evidence"}, {"type": "text"} (many) and
-exactly one {"type": "final", "result": AnswerResult}; `answer()` consumes it. Every path ends with
+`answer_events()` yields the typed events of gateway.answer.events: Retrieval, Evidence, Text (many)
+and exactly one Final (the logged AnswerResult); `answer()` consumes it. Every path ends with
 a final event and a log row: failure before any text falls back to the evidence, failure after
 some text ends as "error", a cancel ends as "cancelled", and a runtime that stops responding is
 abandoned at the timeout.
@@ -31,6 +31,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import resolve
+from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
 from gateway.answer.extractive import extractive_answer
 from gateway.answer.generation import CANCEL_GRACE_S, chain_of, generate
 from gateway.answer.quantities import unstated_quantities
@@ -99,8 +100,8 @@ def answer(gw: Services, question: str, **kwargs: Any) -> AnswerResult:
     """The same as answer_events(), consumed: the final AnswerResult."""
     result: AnswerResult | None = None
     for event in answer_events(gw, question, **kwargs):
-        if event["type"] == "final":
-            result = event["result"]
+        if isinstance(event, Final):
+            result = event.result
     assert result is not None
     return result
 
@@ -117,7 +118,7 @@ def answer_events(
     max_tokens: int | None = None,
     slot: Slot | None = None,
     search_query: str | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[AnswerEvent]:
     """The answer as events (see the module docstring).
 
     `search_query` (default: the question) is what retrieval searches for: a chat client's
@@ -152,7 +153,7 @@ def answer_events(
             res.outcome, res.error = "error", f"retrieval failed: {exc}"
             res.answer = f"Could not search the manuals: {exc}"
             res.timings["total_ms"] = elapsed_ms(t0)
-            yield {"type": "final", "result": _finish(gw, res, chain)}
+            yield Final(_finish(gw, res, chain))
             return
         res.timings.update(retrieval_ms=round(rt.get("total_ms", elapsed_ms(t0)), 3),
                            embed_ms=round(rt.get("embed_ms", 0.0), 3))
@@ -160,8 +161,8 @@ def answer_events(
         res.timings["best_similarity"] = ev["best_similarity"]
         given = hits[: settings.max_passages]
         res.passages = [{**h.to_dict(), "n": i + 1, "given": False} for i, h in enumerate(hits)]
-        yield {"type": "retrieval", "id": res.id, "index_version": res.index_version,
-               "passages": [h.to_dict() for h in given], "evidence": ev}
+        yield Retrieval(id=res.id, index_version=res.index_version,
+                        passages=[h.to_dict() for h in given], evidence=ev)
         try:
             res.profile = gw.profile.name
         except Exception as exc:  # noqa: BLE001 - reported again (and fallen back) if generation needs it
@@ -172,7 +173,7 @@ def answer_events(
         res.chain_id = chain["chain_id"] if chain else None
         if cancel.is_set():
             res.outcome, res.timings["total_ms"] = "cancelled", elapsed_ms(t0)
-            yield {"type": "final", "result": _finish(gw, res, chain)}
+            yield Final(_finish(gw, res, chain))
             return
         # 2. weak evidence: say so, with the nearest passages; the model is not asked ---------
         unstated = (unstated_quantities(res.question, (f"{h.heading}\n{h.text}" for h in given))
@@ -183,18 +184,18 @@ def answer_events(
             res.flags.append(f"weak_evidence: best similarity {ev['best_similarity']}" if not strong
                              else f"quantity_not_in_evidence: {', '.join(unstated)}")
             res.timings["total_ms"] = elapsed_ms(t0)
-            yield {"type": "text", "text": res.answer}
-            yield {"type": "final", "result": _finish(gw, res, chain)}
+            yield Text(res.answer)
+            yield Final(_finish(gw, res, chain))
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
         evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences)
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
-        yield {"type": "evidence", "text": evidence, "citations": [c.to_dict() for c in ev_citations]}
+        yield Evidence(text=evidence, citations=[c.to_dict() for c in ev_citations])
         if mode == "extractive":
             use_evidence(res, given, evidence)
             res.chain_id, chain = None, None  # no model took part
-            yield {"type": "final", "result": _finish(gw, res, chain)}
+            yield Final(_finish(gw, res, chain))
             return
         # 4. generate, holding the generation slot ---------------------------------------------
         tq = time.perf_counter()
@@ -204,7 +205,7 @@ def answer_events(
                 chain = yield from generate(gw, res, given, cancel, max_tokens, t0, evidence)
             else:
                 res.outcome, res.timings["total_ms"] = "cancelled", elapsed_ms(t0)
-        yield {"type": "final", "result": _finish(gw, res, chain)}
+        yield Final(_finish(gw, res, chain))
     except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
         cancel.set()
         if getattr(res, "_logged", False):  # it left after the final event: nothing to undo

@@ -68,6 +68,7 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
 
     Exit status: 0 answered or not found, 1 error, 130 cancelled.
     """
+    from gateway.answer.events import Final, Text
     from gateway.answer.pipeline import answer_events
 
     gw = obj.services
@@ -79,11 +80,11 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
                            max_tokens=max_tokens)
     try:
         for event in events:
-            if event["type"] == "text" and not as_json:
-                click.echo(event["text"], nl=False)
+            if isinstance(event, Text) and not as_json:
+                click.echo(event.text, nl=False)
                 streamed = True
-            elif event["type"] == "final":
-                result = event["result"]
+            elif isinstance(event, Final):
+                result = event.result
     except KeyboardInterrupt:
         cancel.set()
         events.close()
