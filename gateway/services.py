@@ -19,6 +19,7 @@ from retrieval.types import Hit
 if TYPE_CHECKING:
     from gateway.answer.events import AnswerEvent
     from gateway.answer.pipeline import AnswerResult
+    from gateway.answer.request import AnswerRequest
     from gateway.records.answers import AnswerLog
     from retrieval.embeddings import Embedder
     from retrieval.versions import IndexStore
@@ -244,11 +245,24 @@ class Services:
         self.runtimes.close()
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
+        """One answer, consumed (tests, bench): see answer_events for the arguments."""
         from gateway.answer.pipeline import answer
 
-        return answer(self, question, **kwargs)
+        request, controls = _request_of(question, kwargs)
+        return answer(self, request, **controls)
 
     def answer_events(self, question: str, **kwargs: Any) -> Iterator[AnswerEvent]:
+        """answer_events(AnswerRequest(question=..., scope=manuals, ...), cancel=, slot=) on this root."""
         from gateway.answer.pipeline import answer_events
 
-        return answer_events(self, question, **kwargs)
+        request, controls = _request_of(question, kwargs)
+        return answer_events(self, request, **controls)
+
+
+def _request_of(question: str, kwargs: dict[str, Any]) -> tuple[AnswerRequest, dict[str, Any]]:
+    """(the AnswerRequest, the run's controls: cancel and slot) from keyword arguments; `manuals` is its scope."""
+    from gateway.answer.request import AnswerRequest
+
+    controls = {k: kwargs.pop(k) for k in ("cancel", "slot") if k in kwargs}
+    scope = tuple(kwargs.pop("manuals", None) or ())
+    return AnswerRequest(question=question, scope=scope, **kwargs), controls

@@ -35,12 +35,13 @@ from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
 from gateway.answer.extractive import extractive_answer
 from gateway.answer.generation import CANCEL_GRACE_S, chain_of, generate
 from gateway.answer.quantities import unstated_quantities
+from gateway.answer.request import MAX_QUESTION_CHARS, AnswerRequest
 from gateway.answer.result import AnswerInputError, AnswerResult, elapsed_ms, use_evidence
 from gateway.records.db import new_id, utcnow
 from retrieval.types import Hit
 
-__all__ = ["AGREE_RELIEF", "CANCEL_GRACE_S", "AnswerInputError", "AnswerResult", "answer", "answer_events",
-           "evidence_is_strong"]
+__all__ = ["AGREE_RELIEF", "CANCEL_GRACE_S", "MAX_QUESTION_CHARS", "AnswerInputError", "AnswerRequest",
+           "AnswerResult", "answer", "answer_events", "evidence_is_strong"]
 
 if TYPE_CHECKING:
     from gateway.services import Services
@@ -52,7 +53,6 @@ Slot = Callable[[threading.Event], AbstractContextManager[bool]]
 
 NOT_FOUND_TEXT = ("The manuals on this gateway do not cover this question. "
                   "The closest passages are listed below; they may not answer it.")
-MAX_QUESTION_CHARS = 2000
 AGREE_TOP = 3  # dense and lexical "agree" when one passage is in the top 3 of both
 AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity still counts
 
@@ -96,56 +96,38 @@ def _retrieve(gw: Services, question: str, manuals: list[str] | None,
     return hits, timings, version
 
 
-def answer(gw: Services, question: str, **kwargs: Any) -> AnswerResult:
+def answer(gw: Services, request: AnswerRequest, *, cancel: threading.Event | None = None,
+           slot: Slot | None = None) -> AnswerResult:
     """The same as answer_events(), consumed: the final AnswerResult."""
     result: AnswerResult | None = None
-    for event in answer_events(gw, question, **kwargs):
+    for event in answer_events(gw, request, cancel=cancel, slot=slot):
         if isinstance(event, Final):
             result = event.result
     assert result is not None
     return result
 
 
-def answer_events(
-    gw: Services,
-    question: str,
-    manuals: list[str] | None = None,
-    client: str = "cli",
-    key_name: str | None = None,
-    mode: str | None = None,
-    cancel: threading.Event | None = None,
-    version: str | None = None,
-    max_tokens: int | None = None,
-    slot: Slot | None = None,
-    search_query: str | None = None,
-) -> Iterator[AnswerEvent]:
-    """The answer as events (see the module docstring).
-
-    `search_query` (default: the question) is what retrieval searches for: a chat client's
-    follow-up ("and the torque for it?") needs the conversation's earlier turns to find its page.
+def answer_events(gw: Services, request: AnswerRequest, *, cancel: threading.Event | None = None,
+                  slot: Slot | None = None) -> Iterator[AnswerEvent]:
+    """The answer to one AnswerRequest as events (see the module docstring).
 
     `slot(cancel)` is held around generation only, the one step that needs the model: retrieval,
     the evidence, not-found and extractive answers never wait for it. It yields False when the
     cancel came while waiting. Without it (CLI, replay) generation runs at once.
     """
     t0 = time.perf_counter()
-    if not isinstance(question, str) or not question.strip():
-        raise AnswerInputError("the question is empty")
-    question = question.strip()
-    if len(question) > MAX_QUESTION_CHARS:
-        raise AnswerInputError(f"the question is longer than {MAX_QUESTION_CHARS} characters")
     settings = gw.settings.answer
-    mode = mode or settings.mode
-    if mode not in ("generate", "extractive"):
-        raise AnswerInputError("mode must be 'generate' or 'extractive'")
+    request = request.checked(settings.mode)
+    question, manuals, mode, version = request.question, list(request.scope), request.mode, request.version
+    max_tokens = request.max_tokens
     cancel = cancel or threading.Event()
-    res = AnswerResult(id=new_id(), time=utcnow(), question=question, scope=list(manuals or []),
-                       mode=mode, client=client, key_name=key_name)
+    res = AnswerResult(id=new_id(), time=utcnow(), question=question, scope=manuals,
+                       mode=mode or settings.mode, client=request.client, key_name=request.key_name)
     chain: dict[str, Any] | None = None
     try:
         # 1. retrieve ---------------------------------------------------------------------------
         try:
-            query = (search_query or question).strip()[: 2 * MAX_QUESTION_CHARS]
+            query = request.query
             if query != question:
                 res.flags.append("searched_with_conversation")
             hits, rt, res.index_version = _retrieve(gw, query, manuals, version)

@@ -70,14 +70,15 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
     """
     from gateway.answer.events import Final, Text
     from gateway.answer.pipeline import answer_events
+    from gateway.answer.request import AnswerRequest
 
     gw = obj.services
     cancel = threading.Event()
     result = None
     streamed = False
-    events = answer_events(gw, question, manuals=list(manuals) or None, client="cli",
-                           mode="extractive" if extractive else None, cancel=cancel, version=version,
-                           max_tokens=max_tokens)
+    request = AnswerRequest(question=question, scope=manuals, client="cli",
+                            mode="extractive" if extractive else None, version=version, max_tokens=max_tokens)
+    events = answer_events(gw, request, cancel=cancel)
     try:
         for event in events:
             if isinstance(event, Text) and not as_json:

@@ -14,9 +14,10 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from gateway.answer.events import AnswerEvent, Final, Queue
+from gateway.answer.request import AnswerRequest
 from gateway.records.answers import Client
 from gateway.services import Services
-from gateway.web.bridge import EventStream, final_result, sse_stream
+from gateway.web.bridge import EventStream, Producer, final_result, sse_stream
 from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerOut, SearchOut
 from gateway.web.schemas import AskRequest, SearchRequest
@@ -29,8 +30,7 @@ def require_ready(state: Any) -> None:
                        {"Retry-After": "5"})
 
 
-def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
-                    max_tokens: int | None, client: Client, key_name: str | None, search_query: str | None = None):
+def answer_producer(state: Any, request: AnswerRequest) -> Producer:
     """A function cancel -> pipeline events; only the generation step takes the generation slot.
 
     A question that may need the model reserves its queue place here, in the request handler, so
@@ -39,7 +39,7 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
     """
     from gateway.answer.pipeline import answer_events
 
-    generates = (mode or state.settings.answer.mode) == "generate"
+    generates = request.mode_or(state.settings.answer.mode) == "generate"
     reservation = state.slots.reserve() if generates else None
 
     def produce(cancel: threading.Event, emit: Callable[[AnswerEvent], None] | None = None
@@ -53,10 +53,8 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
 
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
-                events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
-                                       mode=mode, cancel=cancel, max_tokens=max_tokens,
-                                       slot=slot if reservation is not None else None,
-                                       search_query=search_query)
+                events = answer_events(state.gw, request, cancel=cancel,
+                                       slot=slot if reservation is not None else None)
                 for event in events:
                     if isinstance(event, Final):
                         r = event.result
@@ -96,8 +94,9 @@ class AskController(Controller):
         question = data.question.strip()
         if not question:
             raise ApiError(400, "invalid_request", "the question is empty (only blanks or control characters)")
-        produce = answer_producer(state, question, data.manuals, data.mode, data.max_tokens,
-                                  client_of(request), key_name_of(request))
+        produce = answer_producer(state, AnswerRequest(
+            question=question, scope=tuple(data.manuals or ()), mode=data.mode, max_tokens=data.max_tokens,
+            client=client_of(request), key_name=key_name_of(request)))
         if data.stream:
             return EventStream(sse_stream(produce), headers={"Cache-Control": "no-store",
                                                                   "X-Accel-Buffering": "no"})

@@ -19,6 +19,7 @@ from litestar import Controller, Request, get, post
 from litestar.params import FromPath, JSONBody
 
 from gateway.answer.events import Final, Text
+from gateway.answer.request import AnswerRequest
 from gateway.web.bridge import EventStream, final_result, stream_events
 from gateway.web.errors import ApiError
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
@@ -124,8 +125,9 @@ class OpenAIController(Controller):
         refuse_unsupported(data)
         question, search_query = conversation(data)
         state.rate.check(client_id(request))
-        produce = answer_producer(state, question, None, None, data.max_completion_tokens or data.max_tokens,
-                                  "openai", key_name_of(request), search_query=search_query)
+        produce = answer_producer(state, AnswerRequest(
+            question=question, max_tokens=data.max_completion_tokens or data.max_tokens, client="openai",
+            key_name=key_name_of(request), search_query=search_query))
         completion_id = "chatcmpl-" + str(int(time.time() * 1000))
         base = str(request.base_url)
         if data.stream:
