@@ -300,7 +300,7 @@ def test_the_wait_for_the_generation_slot_is_queue_time(gw: Services) -> None:
         yield True
 
     question = "What input voltage range does the piston board accept?"
-    events = list(answer_events(gw, AnswerRequest(question=question, client="web"), slot=slow_slot))
+    events = list(answer_events(gw.answer_deps(), AnswerRequest(question=question, client="web"), slot=slow_slot))
     result = events[-1].result
     assert result.mode == "generate" and result.timings["queue_ms"] >= 300, result.timings
     assert gw.log.get(result.id)["timings"]["queue_ms"] >= 300

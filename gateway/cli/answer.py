@@ -78,7 +78,7 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
     streamed = False
     request = AnswerRequest(question=question, scope=manuals, client="cli",
                             mode="extractive" if extractive else None, version=version, max_tokens=max_tokens)
-    events = answer_events(gw, request, cancel=cancel)
+    events = answer_events(gw.answer_deps(), request, cancel=cancel)
     try:
         for event in events:
             if isinstance(event, Text) and not as_json:

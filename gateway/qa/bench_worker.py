@@ -104,8 +104,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for i, q in enumerate(qs):
         try:
-            r = answer(gw, AnswerRequest(question=q["question"], client="bench", mode="generate",
-                                         max_tokens=args.max_tokens or None)).to_dict()
+            request = AnswerRequest(question=q["question"], client="bench", mode="generate",
+                                    max_tokens=args.max_tokens or None)
+            r = answer(gw.answer_deps(), request).to_dict()
         except Exception as exc:  # one failing question is recorded; the run goes on
             r = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}", "answer": "",
                  "citations": [], "passages": [], "timings": {}}

@@ -79,8 +79,8 @@ def local_answerer(gw: Any, scope_by_manual: bool = False, mode: str | None = No
 
     def run(q: dict[str, Any]) -> dict[str, Any]:
         scope = (q["manual"],) if scope_by_manual and q.get("manual") else ()
-        return answer(gw, AnswerRequest(question=q["question"], scope=scope, client="replay", mode=mode,
-                                        version=version)).to_dict()
+        request = AnswerRequest(question=q["question"], scope=scope, client="replay", mode=mode, version=version)
+        return answer(gw.answer_deps(), request).to_dict()
 
     return run
 

@@ -53,7 +53,7 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
 
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
-                events = answer_events(state.gw, request, cancel=cancel,
+                events = answer_events(state.gw.answer_deps(), request, cancel=cancel,
                                        slot=slot if reservation is not None else None)
                 for event in events:
                     if isinstance(event, Final):
