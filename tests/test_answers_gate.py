@@ -137,3 +137,10 @@ def test_doctor_cli_runs_gate_4_and_says_whether_the_profile_qualifies(data: Pat
     assert "gate 4  FAIL" in skipped.output and "not rerun" in skipped.output  # the last verdict, said so
     both = CliRunner().invoke(main, ["doctor", "--answers", "x.jsonl", "--no-answers"], env=env)
     assert both.exit_code == 2 and "contradict" in both.output
+
+
+def test_a_model_that_turns_the_manual_around_gets_no_green_badge(data: Path, tmp_path: Path) -> None:
+    turned = "Unplugging a device while the printer is powered is safe [1]."  # the manual says never
+    g = gate4(run_and_record(data, load_profile(site_profile(tmp_path, turned)),
+                             answers=answers_gate(Settings(data_dir=data))).report)
+    assert g.status == "fail" and g.evidence["metrics"]["green_rate"] == 0.0, g.detail
