@@ -19,7 +19,7 @@ SECTIONS_DIR = REPO / "docs" / "bench"
 OUT = REPO / "docs" / "benchmarks.md"
 SCRIPTS = ["retrieval_eval", "retrieval_quality", "search_latency", "ingest_throughput", "runtime_overhead",
            "worker_overhead", "answer_quality", "pipeline_overhead", "server"]
-ORDER = ["retrieval_eval", "answer_eval", "technician_page", "embedders", "builtin_embedder", "llm_rerank",
+ORDER = ["retrieval_eval", "reranker", "answer_eval", "technician_page", "embedders", "builtin_embedder", "llm_rerank",
          "dense_variants", "retrieval", "ingest", "parse_cost", "runtime", "worker", "answers", "pipeline_overhead",
          "server", "bench_profiles", "chunking", "load", "hostile_bodies", "query_batching", "search_cpu",
          "embedder_startup", "startup", "issue12_goals", "house_redesign"]
