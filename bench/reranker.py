@@ -150,6 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     d0, t0 = grid[(pool, 0.0)], metrics(test_rows, pool, 0.0)
     lines.append(f"| reranker alone over the top {pool} (weight 0) | {d0[0]:.3f} | {d0[1]:.3f} | {d0[2]:.3f} | "
                  f"{t0[0]:.3f} | {t0[1]:.3f} | {t0[2]:.3f} |")
+    dc, tc = grid[best], metrics(test_rows, pool, weight)
+    wins_dev, test_agrees = dc[2] > hd[2], tc[2] >= ht[2] and tc[0] >= ht[0]
+    verdict = ("ships (search.rerank = \"builtin\")" if wins_dev and test_agrees else
+               "does **not** ship (search.rerank stays \"off\")")
+    goals = (tc[0] >= 0.80, tc[1] >= 0.97, tc[2] >= 0.87)
+    lines += ["", f"Verdict: with the setting chosen on dev (top {pool}, weight {weight}) dev MRR moves "
+              f"{dc[2] - hd[2]:+.3f} and test MRR {tc[2] - ht[2]:+.3f} (hit@1 {tc[0] - ht[0]:+.3f}): the reranker "
+              f"{verdict}; it ships only when it wins on dev and the test half agrees. Issue 23's goals on "
+              f"eval/test (hit@1 >= 0.80, hit@5 >= 0.97, MRR >= 0.87): "
+              f"{'met' if all(goals) else 'not met'}."]
     lines += ["", f"Development grid (MRR), pools {POOLS} x weights {WEIGHTS}:", "",
               "| pool | " + " | ".join(f"w {w}" for w in WEIGHTS) + " |",
               "|---|" + "---|" * len(WEIGHTS)]
