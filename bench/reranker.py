@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "## The reranker trained here (bench/reranker.py)",
         "",
-        f"Model `{reranker.model_id}` (sha256 {reranker.model_hash[:12]}, max length {reranker.max_length} "
+        f"Model `{reranker.model_id}` (model hash {reranker.model_hash[:12]}: weights + tokenizer; model.onnx sha256 "
+        f"{reranker.onnx_sha256()[:12]}, max length {reranker.max_length} "
         f"tokens), trained on synthetic questions about the openly licensed manuals of train/corpus "
         f"(train/, PROVENANCE.md beside the model). Shipped search settings otherwise; k = {K}; MRR is MRR@{K}. "
         f"Every choice below is made on eval/dev; eval/test is scored once with it.",
