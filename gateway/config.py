@@ -54,7 +54,9 @@ class RuntimeSettings:
 
 @dataclass
 class AnswerSettings:
-    mode: str = "generate"  # "generate" | "extractive"
+    # "auto": generate only with a profile that passed doctor's gate 4 (answers), else extractive
+    # (gateway.answer_mode); "generate" or "extractive" decide regardless of gate 4.
+    mode: str = "auto"
     max_passages: int = 5
     # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,
     # or when it is found by both the dense and the lexical side (see gateway.answer.pipeline).
@@ -210,6 +212,6 @@ def load_settings(
             raise ConfigError(f"{name}: unknown section {section!r}")
         _apply(settings, section, {key: value}, f"{name} -> {section}.")
     _check_reranker(settings.search.rerank)
-    if settings.answer.mode not in {"generate", "extractive"}:
-        raise ConfigError("answer.mode must be 'generate' or 'extractive'")
+    if settings.answer.mode not in {"auto", "generate", "extractive"}:
+        raise ConfigError("answer.mode must be 'auto', 'generate' or 'extractive'")
     return settings

@@ -7,6 +7,7 @@ paths stay fast and never load a model they do not need.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from gateway.answer.events import AnswerEvent
     from gateway.answer.pipeline import AnswerResult
     from gateway.answer.request import AnswerRequest
+    from gateway.answer_mode import ModeDecision
     from gateway.records.answers import AnswerLog
     from retrieval.embeddings import Embedder
     from retrieval.versions import IndexStore
@@ -259,8 +261,19 @@ class Services:
         """What the answer pipeline runs on: this root as retriever and model, the answer log as its sink."""
         from gateway.answer.deps import AnswerDeps
 
-        return AnswerDeps(settings=self.settings.answer, retriever=self, model=self, sink=self.log,
+        answer = dataclasses.replace(self.settings.answer, mode=self.answer_mode().mode)  # "auto" decided
+        return AnswerDeps(settings=answer, retriever=self, model=self, sink=self.log,
                           search_k=self.settings.search.k)
+
+    def answer_mode(self) -> ModeDecision:
+        """The mode answers run in and why (gateway.answer_mode): answer.mode, or under "auto" gate 4's verdict."""
+        from gateway.answer_mode import decide_mode
+
+        try:
+            profile, error = self.profile, None
+        except Exception as exc:  # noqa: BLE001 - no profile: extractive, and the reason says why
+            profile, error = None, str(exc)
+        return decide_mode(self.settings.answer.mode, self.settings.data_dir, profile, error)
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         """One answer, consumed (tests, bench): see answer_events for the arguments."""

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+from gateway.answer_mode import ModeDecision
 from gateway.config import Settings
 from gateway.records.deployments import last_doctor_report, save_doctor_report
 from gateway.runtime_owner import RuntimeOwner
@@ -31,7 +32,8 @@ def test_saved_per_profile_and_latest_wins(tmp_path: Path) -> None:
 def test_deployment_record_shows_the_active_profiles_gates(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
     profile = SimpleNamespace(name="cpu", to_dict=lambda: {"name": "cpu", "backend": "llamacpp"})
-    gw = SimpleNamespace(settings=settings, profile=profile, runtime_if_loaded=lambda: None,
+    mode = ModeDecision("extractive", "auto", "profile 'cpu' has not been qualified for generate mode")
+    gw = SimpleNamespace(settings=settings, profile=profile, runtime_if_loaded=lambda: None, answer_mode=lambda: mode,
                          store=SimpleNamespace(active_id=lambda: "v1"), runtimes=RuntimeOwner(lambda: profile))
     ready = threading.Event()
     state = SimpleNamespace(gw=gw, ready=ready, load_error=None)
@@ -39,5 +41,7 @@ def test_deployment_record_shows_the_active_profiles_gates(tmp_path: Path) -> No
     save_doctor_report(tmp_path, _report("cpu", False))
     record = deployment_record(state)
     assert record["index_version"] == "v1"
+    assert record["answer_mode"] == "extractive" and record["answer_mode_configured"] == "auto"
+    assert "not been qualified" in record["answer_mode_reason"]
     assert record["gates"]["passed"] is False
     assert [g["gate"] for g in record["gates"]["gates"]] == [1, 2]

@@ -36,6 +36,7 @@ def scripted(**options: Any) -> ScriptedRuntime:
 def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any, sample_pdfs: list[Path]) -> Services:
     data = tmp_path_factory.mktemp("pipeline") / "data"
     g = Services(Settings(data_dir=data), embedder=embedder)  # one model load per session (conftest)
+    g.settings.answer.mode = "generate"  # these tests are about the model's path (auto would need gate 4)
     g.ingest(sample_pdfs)
     yield g
     g.log.close()

@@ -53,6 +53,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Services:
     pdf = root / "xr7_pump_manual.pdf"
     write_pdf(pdf, [REAL[0], REAL[1], POISON, REAL[2], REAL[3]])
     g = Services(Settings(data_dir=root / "data"), embedder=embedder)
+    g.settings.answer.mode = "generate"  # the model's path is under test (auto would need gate 4)
     report = g.ingest([pdf])
     assert not getattr(report, "failed", None), report
     yield g

@@ -73,7 +73,7 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
             settings.runtime.profile = profile
         gw = ctx.services
         answerer = local_answerer(gw, scope_by_manual, mode, version)
-        deployment = {"profile": gw.profile.name, "mode": mode or settings.answer.mode}
+        deployment = {"profile": gw.profile.name, "mode": mode or gw.answer_mode().mode}
     gw_embed = ctx.services.embedder.encode
     bar = _progress(len(qs.questions), as_json)
     summary = run_replay(answerer, qs, settings.db_path, label=label, source=questions,

@@ -103,7 +103,7 @@ def print_report(report: Any) -> None:
     failed = ", ".join(str(g) for g in data["failed_gates"])
     click.echo(f"overall {'PASS' if data['passed'] else 'FAIL (gate ' + failed + ')'}; "
                + ("qualified for generate mode (gate 4)" if data["qualified"]
-                  else "not qualified for generate mode: answers are extractive by default"))
+                  else "not qualified for generate mode: under answer.mode = \"auto\" its answers are extractive"))
 
 
 @main.command("doctor")

@@ -83,7 +83,7 @@ def warm_up(state: State) -> None:
             searcher = gw.embedder_for(active)
             if searcher is not gw.embedder:
                 searcher.encode_query("warm up")
-        if gw.settings.answer.mode == "generate":
+        if gw.answer_mode().mode == "generate":
             try:
                 _ = gw.runtime
             except Exception:  # noqa: BLE001 - answered extractively until fixed; its owner and /health say why

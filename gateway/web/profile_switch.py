@@ -84,7 +84,7 @@ class ProfileSwitcher:
         gw, slots = self.state.gw, self.state.slots
         before = current.name if current is not None else "(no working profile)"
         record: dict[str, Any] = {"from": before, "to": wanted.name, "at": utcnow()}
-        if gw.settings.answer.mode != "generate" and gw.runtime_if_loaded() is None:
+        if gw.answer_mode().mode != "generate" and gw.runtime_if_loaded() is None:
             gw.switch_profile(wanted, None)  # no model loaded here: the next use loads the new one
             return self._done({**record, "status": "switched", "detail": "no runtime loaded; profile replaced"})
         log.info("profile switch: %s -> %s, running gate 1 beside the serving chain", before, wanted.name)

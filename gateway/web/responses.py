@@ -244,6 +244,7 @@ class Health(msgspec.Struct, omit_defaults=True):
     warning: str | None = None
     runtime: str | None = None
     answer_mode: str | None = None  # the gateway's default: generate or extractive (the page says which)
+    answer_mode_reason: str | None = None  # why: answer.mode, or gate 4's verdict under "auto"
 
 
 class ProfileSwitch(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -267,6 +268,9 @@ class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     answer_mode: str
     ready: bool
     load_error: str | None
+    answer_mode_configured: str | None = None  # answer.mode: auto (follow gate 4), generate or extractive
+    answer_mode_reason: str | None = None
+    qualification: dict[str, Any] | None = None  # gate 4's last verdict for this profile
     profile: dict[str, Any] | None = None
     profile_error: str | None = None
     # The runtime's one owner (gateway.runtime_owner): state, reason, backend, isolation, worker.
@@ -294,7 +298,7 @@ class DoctorRunOut(msgspec.Struct):
 class AnswerModeOut(msgspec.Struct):
     """The answer mode now in force on this running server (manualqa.toml is not changed)."""
 
-    answer_mode: Literal["generate", "extractive"]
+    answer_mode: Literal["auto", "generate", "extractive"]
     previous: str
     persisted: bool
     note: str

@@ -70,7 +70,7 @@ def set_answer_mode(state: Any, mode: str) -> str:
     previous = str(gw.settings.answer.mode)
     for settings in {id(s): s for s in (state.settings, gw.settings)}.values():
         settings.answer = dataclasses.replace(settings.answer, mode=mode)
-    if mode == "generate" and gw.runtime_if_loaded() is None:
+    if gw.answer_mode().mode == "generate" and gw.runtime_if_loaded() is None:
         gw.runtimes.load_in_background()  # its owner records a failure; /health says why
     return previous
 

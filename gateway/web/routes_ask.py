@@ -39,7 +39,7 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
     """
     from gateway.answer.pipeline import answer_events
 
-    generates = request.mode_or(state.settings.answer.mode) == "generate"
+    generates = request.mode_or(state.gw.answer_mode().mode) == "generate"
     reservation = state.slots.reserve() if generates else None
 
     def produce(cancel: threading.Event, emit: Callable[[AnswerEvent], None] | None = None

@@ -23,11 +23,12 @@ class SystemController(Controller):
     async def health(self, state: State, services: NamedDependency[Services]) -> Response[Health]:
         ready = state.ready.is_set()  # read once: the status and the code must agree
         rt = services.runtimes.status()
-        failed = rt.state == "failed" and services.settings.answer.mode == "generate"
+        decision = services.answer_mode()
+        failed = rt.state == "failed" and decision.mode == "generate"
         status = "loading" if not ready else "degraded" if failed else "ok"
         body = Health(status=status, index_version=services.store.active_id(),
                       warning=state.load_error or (rt.reason if failed else None), runtime=rt.state,
-                      answer_mode=services.settings.answer.mode)
+                      answer_mode=decision.mode, answer_mode_reason=decision.reason)
         if not ready:
             return Response(body, status_code=503, headers={"Retry-After": "5"})
         return Response(body, status_code=200)
@@ -50,7 +51,10 @@ class SystemController(Controller):
 
 def deployment_record(state: Any) -> dict[str, Any]:
     gw = state.gw
-    record: dict[str, Any] = {"index_version": gw.store.active_id(), "answer_mode": gw.settings.answer.mode,
+    decision = gw.answer_mode()
+    record: dict[str, Any] = {"index_version": gw.store.active_id(), "answer_mode": decision.mode,
+                              "answer_mode_configured": decision.configured, "answer_mode_reason": decision.reason,
+                              "qualification": decision.qualification,
                               "ready": state.ready.is_set(), "load_error": state.load_error,
                               "runtime": gw.runtimes.status().to_dict()}
     try:

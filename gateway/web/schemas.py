@@ -82,7 +82,7 @@ class KeyCreateRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class AnswerModeRequest(msgspec.Struct, forbid_unknown_fields=True):
-    mode: Literal["generate", "extractive"]
+    mode: Literal["auto", "generate", "extractive"]
 
 
 class TitleRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -8,6 +8,7 @@ profile, starts `python -m gateway.cli serve` on a free loopback port and waits 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -61,6 +62,16 @@ def built_index(target: Path, embedder: Any) -> Path:
     return target
 
 
+def generate_by_default(config: str) -> str:
+    """A test server serves generate mode unless its config names a mode: most tests exercise the model's
+    path (the scripted double), which answer.mode = "auto" keeps for a profile that passed gate 4."""
+    if re.search(r"^\s*mode\s*=", config, re.M):
+        return config
+    if "[answer]\n" in config:
+        return config.replace("[answer]\n", '[answer]\nmode = "generate"\n', 1)
+    return config + '\n[answer]\nmode = "generate"\n'
+
+
 class GatewayServer:
     def __init__(self, source_data: Path, workdir: Path, config: str = "", profile: str | None = None,
                  env: dict[str, str] | None = None, prefix: list[str] | None = None) -> None:
@@ -76,6 +87,7 @@ class GatewayServer:
             prof = workdir / "profile.toml"
             prof.write_text(profile, encoding="utf-8")
             text = f'[runtime]\nprofile = "{prof}"\n' + text
+        text = generate_by_default(text)
         cfg.write_text(text, encoding="utf-8")
         self.env = {**os.environ, "MANUALQA_DATA": str(self.data), "MANUALQA_CONFIG": str(cfg),
                     "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",

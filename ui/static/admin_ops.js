@@ -44,10 +44,12 @@ async function loadDeployment() {
     ["Index version", d.index_version], ["Rollback profile", p.rollback], // the answer mode: its own control below
     ["Last switch", last ? `${describeSwitch(last)} (${last.at})` : "none since this server started"],
     ["Runtime", d.runtime ? [d.runtime.state, d.runtime.isolation && `(${d.runtime.isolation})`, d.runtime.reason].filter(Boolean).join(" ") : ""],
-    ["Load problem", d.load_error || d.profile_error]];
+    ["Load problem", d.load_error || d.profile_error],
+    ["Answers served", d.answer_mode_reason ? `${d.answer_mode}: ${d.answer_mode_reason}` : d.answer_mode],
+    ["Gate 4 (answers)", d.qualification ? `${d.qualification.status}: ${d.qualification.detail}` : ""]];
   $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
     .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
-  $("answer-mode").value = d.answer_mode;
+  $("answer-mode").value = d.answer_mode_configured || d.answer_mode;
   if (!d.gates) {
     $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">Not checked yet.</td></tr>`;
   } else renderGates(d.gates.gates, `checked ${d.gates.checked_at}`);
