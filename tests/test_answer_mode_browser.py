@@ -65,10 +65,12 @@ def test_the_default_mode_follows_gate_4_without_a_restart(browser: Any, server:
         pg.wait_for_function("document.querySelector('#mode option[value=\"\"]').textContent.includes('Quick')")
         assert "evidence_only" in _ask(pg, server.url)
         assert pg.locator("#outcome.answered").count() == 0  # no green badge the model has not earned
+        shot(pg, "technician-auto-unqualified.png")
         summary = _admin(pg, server)
         assert "extractive: profile 'scripted-test' has not been qualified" in summary
         assert "manualqa doctor --answers" in summary
         assert pg.input_value("#answer-mode") == "auto"
+        pg.locator("#gates").scroll_into_view_if_needed()
         shot(pg, "admin-mode-unqualified.png")
 
         # Gate 4 on the command line, as a site would: the running server follows at the next question.
@@ -83,6 +85,7 @@ def test_the_default_mode_follows_gate_4_without_a_restart(browser: Any, server:
         summary = _admin(pg, server)
         assert "generate: profile 'scripted-test' passed gate 4" in summary
         assert "Gate 4 (answers)" in summary and "pass:" in summary
+        pg.locator("#gates").scroll_into_view_if_needed()
         shot(pg, "admin-mode-qualified.png")
 
         # An admin override still decides, for the running server only.
