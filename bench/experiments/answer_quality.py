@@ -1,6 +1,6 @@
 """Answer quality on sample_manuals/questions.jsonl, and the calibration of answer.min_similarity.
 
-    .venv/bin/python -m bench.answer_quality [--data DIR] [--limit N] [--no-generate]
+    python -m bench.experiments.answer_quality [--data DIR] [--limit N] [--no-generate]
 
 1. Builds an index of sample_manuals (in a temporary data directory unless --data is given).
 2. Calibrates the evidence threshold: for each question the retrieval's best cosine and whether
@@ -11,7 +11,7 @@
    with the default model (SmolLM2-135M Q4_1 on llama.cpp): citation precision (cited pages that
    are gold pages, over answerable questions), the share of answerable questions answered with at
    least one gold citation, and the share of unanswerable questions that end not_found.
-Prints Markdown (for docs/bench/answers.md).
+Prints Markdown (for docs/bench/experiments/answer_quality.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -29,10 +28,10 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from bench.retrieval_quality import load_questions  # noqa: E402
-from gateway.qa.metrics import gold_pages  # noqa: E402
+from bench.harness import REPO, machine_markdown
+from bench.suite.retrieval_quality import load_questions
+from gateway.qa.metrics import gold_pages
 
-REPO = Path(__file__).resolve().parents[1]
 MIN_KEPT = 0.90  # calibration: at most 10 % false refusals on the answerable questions
 
 
@@ -146,10 +145,9 @@ def main() -> None:
         results.append(score(gw, subset, "generate"))
         results[-1]["load_s"] = load_s
     n_ans = sum(q["answerable"] for q in questions)
-    print(f"## Answer quality (bench/answer_quality.py)\n\n{len(questions)} questions "
+    print(f"## Answer quality (bench/experiments/answer_quality.py)\n\n{len(questions)} questions "
           f"({n_ans} answerable, {len(questions) - n_ans} unanswerable) from {args.questions.name}; "
-          f"index {gw.store.active_id()}; machine: {platform.machine()}, {os.cpu_count()} CPUs "
-          f"(shared), Python {platform.python_version()}.\n")
+          f"index {gw.store.active_id()}. {machine_markdown()}\n")
     print("### Calibration of answer.min_similarity\n")
     print("\n".join(cal_lines))
     print(f"\nChosen: **{threshold}** (now the default in gateway/config.py).\n")

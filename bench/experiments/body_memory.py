@@ -1,6 +1,6 @@
 """Server memory under hostile request bodies: two source trees side by side in one run.
 
-For each tree (its own code, its own data directory; see bench/load.py's Tree) the server is
+For each tree (its own code, its own data directory; see bench/experiments/load.py's Tree) the server is
 started, given 20 s to settle, and its idle RSS read from /proc. Then, one scenario at a time,
 with the peak (VmHWM) reset before each through /proc/PID/clear_refs:
   chunked_json   four concurrent 100 MB chunked JSON bodies (2 x /api/v1/search, /admin/login,
@@ -10,19 +10,15 @@ with the peak (VmHWM) reset before each through /proc/PID/clear_refs:
 Reported: the peak RSS over idle in MB, the statuses, and how many MB the client had sent when
 the answer came (a limit enforced while streaming answers long before 100 MB).
 
-    .venv/bin/python -m bench.body_memory --before /tmp/mqa-before --after .
+    python -m bench.experiments.body_memory --before /tmp/mqa-before --after .
 
-Writes docs/bench/body_memory.md and the "Hostile bodies" section of docs/benchmarks.md. Needs
+Writes docs/bench/experiments/body_memory.md. Needs
 root or the server's own user (clear_refs). Loopback only, every loop bounded.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
-import re
 import socket
 import subprocess
 import sys
@@ -31,7 +27,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.load import ROOT, Tree, rss_mib
+from bench.experiments.load import Tree
+from bench.harness import proc_mib, write_section
 
 MB = 1024 * 1024
 SCENARIOS = ("chunked_json", "upload_190", "field_190")
@@ -71,7 +68,7 @@ def multipart_parts(with_filename: bool) -> tuple[str, bytes, bytes]:
 def scenario(tree: Tree, port: int, name: str, key: str) -> dict[str, object]:
     pid = tree.proc.pid
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-    base = rss_mib(pid).get("VmRSS", 0.0)
+    base = proc_mib(pid).get("VmRSS", 0.0)
     json_headers = "Content-Type: application/json\r\n"
     if name == "chunked_json":
         with ThreadPoolExecutor(4) as pool:
@@ -82,7 +79,7 @@ def scenario(tree: Tree, port: int, name: str, key: str) -> dict[str, object]:
         results = [send_chunked(port, "/api/v1/manuals", 190 * MB, ctype + f"Authorization: Bearer {key}\r\n",
                                 head, tail)]
     time.sleep(1.0)
-    peak = rss_mib(pid).get("VmHWM", 0.0)
+    peak = proc_mib(pid).get("VmHWM", 0.0)
     return {"peak_over_idle_mb": round(peak - base, 1), "statuses": [r[0] for r in results],
             "sent_mb": [r[1] for r in results], "alive": tree.alive()}
 
@@ -96,7 +93,7 @@ def run_tree(tree: Tree) -> dict[str, object]:
         tree.start(300)
         time.sleep(20)  # warm-up (index, embedder, model) settles before idle is read
         port = int(tree.url.rsplit(":", 1)[1])
-        out: dict[str, object] = {"idle_mb": rss_mib(tree.proc.pid).get("VmRSS")}
+        out: dict[str, object] = {"idle_mb": proc_mib(tree.proc.pid).get("VmRSS")}
         for name in SCENARIOS:
             out[name] = scenario(tree, port, name, key)
         return out
@@ -104,33 +101,19 @@ def run_tree(tree: Tree) -> dict[str, object]:
         tree.stop()
 
 
-def render(trees: dict[str, Tree], results: dict[str, dict], when: str) -> tuple[str, str]:
+def render(trees: dict[str, Tree], results: dict[str, dict]) -> str:
     rows = ["| scenario | before: peak over idle | after: peak over idle | before: status, MB sent "
             "| after: status, MB sent |", "|---|---:|---:|---|---|"]
     for name in SCENARIOS:
         b, a = results["before"][name], results["after"][name]
         rows.append(f"| {name} | {b['peak_over_idle_mb']} MB | {a['peak_over_idle_mb']} MB | "
                     f"{b['statuses']}, {b['sent_mb']} | {a['statuses']}, {a['sent_mb']} |")
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-               f"{platform.python_version()}, {when}")
     revs = ", ".join(f"{side} {t.revision}" for side, t in trees.items())
     idle = ", ".join(f"{side} {results[side]['idle_mb']:.0f} MB" for side in trees)
     table = "\n".join(rows)
-    doc = (f"# Server memory under hostile request bodies\n\n`bench/body_memory.py` — {machine}; "
-           f"trees: {revs}. Idle RSS: {idle}. Status `None`: the server closed the connection "
-           f"after answering (or before the client read it).\n\n{table}\n")
-    section = (f"## Hostile bodies: server memory, before vs after\n\n`bench/body_memory.py` ({when}): "
-               f"peak RSS over idle while the server receives each body, one scenario at a time (idle: {idle}). "
-               f"Goal: under 100 MB. Details: [docs/bench/body_memory.md](bench/body_memory.md).\n\n{table}\n")
-    return doc, section
-
-
-def update_summary(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    pattern = re.compile(r"^## Hostile bodies\b.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda _: section.rstrip() + "\n\n", text, count=1) if pattern.search(text) \
-        else text.rstrip() + "\n\n" + section
-    path.write_text(text.rstrip() + "\n", encoding="utf-8")
+    return (f"# Server memory under hostile request bodies\n\nPeak RSS over idle while the server receives each "
+            f"body, one scenario at a time; trees: {revs}. Idle RSS: {idle}. Goal: under 100 MB. Status `None`: "
+            f"the server closed the connection after answering (or before the client read it).\n\n{table}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,13 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, required=True)
     parser.add_argument("--after", type=Path, required=True)
     args = parser.parse_args(argv)
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     with tempfile.TemporaryDirectory(prefix="mqa-bodymem-") as tmp:
         trees = {side: Tree(side, path, Path(tmp)) for side, path in (("before", args.before), ("after", args.after))}
         results = {side: run_tree(tree) for side, tree in trees.items()}
-    doc, section = render(trees, results, when)
-    (ROOT / "docs/bench/body_memory.md").write_text(doc, encoding="utf-8")
-    update_summary(ROOT / "docs/benchmarks.md", section)
+    doc = render(trees, results)
+    write_section(__spec__.name, doc, argv=argv)
     print(doc)
     return 0
 

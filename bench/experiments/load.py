@@ -22,11 +22,10 @@ window, and the answer outcomes. The trees run one after the other (`--rounds 2`
 after, after, before), never at the same time; the report gives after / before ratios, since
 absolute figures on a shared 2-core box move with its load.
 
-    .venv/bin/python -m bench.load --before /tmp/mqa-before --after . --clients 32 --seconds 60
-    .venv/bin/python -m bench.load --before /tmp/mqa-before --after . --quick   # smoke: 4 clients, 10 s
+    python -m bench.experiments.load --before /tmp/mqa-before --after . --clients 32 --seconds 60
+    python -m bench.experiments.load --before /tmp/mqa-before --after . --quick   # smoke: 4 clients, 10 s
 
-Writes docs/bench/load.md (or --out) and, with the default --out, the "Load" section of
-docs/benchmarks.md. A benchmark, not a test: nothing here asserts a timing.
+Writes docs/bench/experiments/load.md (or --out). A benchmark, not a test: nothing here asserts a timing.
 """
 
 from __future__ import annotations
@@ -35,14 +34,10 @@ import argparse
 import atexit
 import datetime as dt
 import functools
-import hashlib
 import json
 import os
-import platform
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,94 +48,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.measure import cpu_model  # noqa: E402 - needs the repo on sys.path when run as a script
-from bench.retrieval_quality import load_questions as read_question_rows  # noqa: E402
-from gateway.qa.metrics import percentile  # noqa: E402
+from bench.harness import REPO as ROOT
+from bench.harness import Server, load_avg, proc_mib, revision, tree_env, write_section
+from bench.suite.retrieval_quality import load_questions as read_question_rows
+from gateway.qa.metrics import percentile
 
 # the percentile convention the published load figures were measured with (see percentile)
 pct = functools.partial(percentile, method="nearest")
 
-OUT = ROOT / "docs" / "bench" / "load.md"
-SUMMARY = ROOT / "docs" / "benchmarks.md"
+OUT = ROOT / "docs" / "bench" / "experiments" / "load.md"
 QUESTIONS = ROOT / "sample_manuals" / "questions.jsonl"
 KINDS = ("extractive", "generate", "search")
 RATE_LIMIT = 100000
 SIDES = ("before", "after")
-
-
-# -- small helpers ---------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def clean_env(tree: Path, data: Path, config: Path) -> dict[str, str]:
-    """The environment of a tree's processes: no inherited MANUALQA_* setting, that tree's code first."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MANUALQA_")}
-    env.update({"PYTHONPATH": str(tree), "MANUALQA_DATA": str(data), "MANUALQA_CONFIG": str(config),
-                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
-    return env
-
-
-def git(tree: Path, *args: str) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def tree_revision(tree: Path) -> str:
-    """Commit of a tree, and whether tracked files differ from it (with a hash of that diff)."""
-    commit = git(tree, "rev-parse", "--short=12", "HEAD")
-    if not commit:
-        return "not a git checkout"
-    diff = git(tree, "diff", "HEAD")
-    untracked = len([x for x in git(tree, "status", "--porcelain").splitlines() if x.startswith("??")])
-    if not diff and not untracked:
-        return f"`{commit}`"
-    parts = []
-    if diff:
-        files = len([x for x in git(tree, "diff", "--name-only", "HEAD").splitlines() if x])
-        parts.append(f"uncommitted changes to {files} tracked file(s), diff sha256 "
-                     f"{hashlib.sha256(diff.encode()).hexdigest()[:12]}")
-    if untracked:
-        parts.append(f"{untracked} untracked path(s)")
-    return f"`{commit}` + {' and '.join(parts)}"
-
-
-def mem_total_gib() -> str:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    except (OSError, ValueError):
-        pass
-    return "unknown"
-
-
-def load_avg() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def rss_mib(pid: int) -> dict[str, float]:
-    out: dict[str, float] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) / 1024
-    except (OSError, ValueError):
-        pass
-    return out
 
 
 # -- one tree: ingest and serve ----------------------------------------------------------------------
@@ -155,11 +75,15 @@ class Tree:
         self.data = self.workdir / "data"
         self.config = self.workdir / "manualqa.toml"
         self.config.write_text(f"[server]\nrate_limit_per_minute = {RATE_LIMIT}\n", encoding="utf-8")
-        self.env = clean_env(self.path, self.data, self.config)
-        self.revision = tree_revision(self.path)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.env = tree_env(self.data, self.config, self.path, clean=True)
+        self.revision = revision(self.path)
+        self.server: Server | None = None
         self.url = ""
         self.log = self.workdir / "server.log"
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.server.proc if self.server else None
 
     def check_code(self) -> str:
         """Fail unless `import gateway` in this tree's environment loads this tree's gateway package."""
@@ -185,30 +109,16 @@ class Tree:
 
     def start(self, timeout_s: float) -> float:
         """Start the server; seconds from spawn to the first 200 from /api/v1/health."""
-        import httpx
-
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        t0 = time.perf_counter()
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port),
-                 "--log-level", "warning"], cwd=self.path, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
+        self.server = Server(self.env, tree=self.path, log=self.log, append=True)
+        self.url = self.server.url
         _RUNNING.add(self)
-        while time.perf_counter() - t0 < timeout_s:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"{self.side}: server exited ({self.proc.returncode}):\n{self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/api/v1/health", timeout=2).status_code == 200:
-                    return time.perf_counter() - t0
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit(f"{self.side}: server not ready in {timeout_s:.0f} s:\n{self.log_tail()}")
+        try:
+            return self.server.start(timeout_s, poll_s=0.2).ready_s
+        except RuntimeError as exc:
+            raise SystemExit(f"{self.side}: {exc}") from exc
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.server is not None and self.server.alive()
 
     def log_tail(self, n: int = 3000) -> str:
         try:
@@ -217,21 +127,11 @@ class Tree:
             return ""
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group, SIGKILL after 20 s; safe to call more than once."""
-        proc, self.proc = self.proc, None
+        """Stop the server (SIGTERM to its process group, then SIGKILL); safe to call more than once."""
+        server, self.server = self.server, None
         _RUNNING.discard(self)
-        if proc is None or proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if server is not None:
+            server.stop(timeout_s=20)
 
 
 _RUNNING: set[Tree] = set()
@@ -417,7 +317,7 @@ def run_load(tree: Tree, round_no: int, questions: list[str], args: argparse.Nam
                 result.kinds[kind].merge(stats[kind])
         result.alive_after = tree.alive()
         if tree.proc is not None:
-            result.rss = rss_mib(tree.proc.pid)
+            result.rss = proc_mib(tree.proc.pid)
         try:
             result.health_after = httpx.get(tree.url + "/api/v1/health", timeout=10).status_code
         except httpx.HTTPError as exc:
@@ -502,18 +402,16 @@ SMOKE_NOTE = ("> **Smoke run** (`--quick`: {clients} clients, {seconds:g} s): it
 
 
 def render(args: argparse.Namespace, trees: dict[str, Tree], results: list[RunResult], ingest_s: dict[str, float],
-           started: str, command: str) -> str:
+           started: str) -> str:
     before, after = merged(results, "before"), merged(results, "after")
     window = {side: sum(r.seconds for r in results if r.side == side) or 1.0 for side in SIDES}
     lines = ["## Load: concurrent clients, before vs after", ""]
     if args.quick:
         lines += [SMOKE_NOTE.format(clients=args.clients, seconds=args.seconds), ""]
     lines += [
-        f"Generated by `bench/load.py`: `{command}`.",
+        *headline(before, after),
         "",
-        f"Machine: {cpu_model()}, {os.cpu_count()} logical cores ({len(os.sched_getaffinity(0))} available), "
-        f"{mem_total_gib()} RAM, {platform.system()} {platform.release()}; Python {platform.python_version()}; "
-        f"niceness {os.nice(0)} (inherited by the servers); "
+        f"Niceness {os.nice(0)} (inherited by the servers); "
         f"shared with other jobs while measured (expect noise: read the ratios). Started {started}; "
         f"load average at the start of each run: "
         + "; ".join(f"{r.side} {r.load_before}" for r in results) + ".",
@@ -566,31 +464,6 @@ def render(args: argparse.Namespace, trees: dict[str, Tree], results: list[RunRe
     return "\n".join(lines)
 
 
-def summary_section(args: argparse.Namespace, results: list[RunResult], started: str) -> str:
-    before, after = merged(results, "before"), merged(results, "after")
-    head = "## Load: concurrent clients, before vs after"
-    lines = [head, ""]
-    if args.quick:
-        lines += [SMOKE_NOTE.format(clients=args.clients, seconds=args.seconds), ""]
-    lines += [f"`bench/load.py` ({started}): two source trees served one after the other with the default "
-              f"profile, {args.clients} concurrent clients for {args.seconds:g} s each, each client sending one "
-              f"kind ({kind_split(args.clients)}). Full tables, machine and revisions: "
-              f"[docs/bench/load.md](bench/load.md).", "",
-              *headline(before, after), ""]
-    return "\n".join(lines)
-
-
-def update_summary(path: Path, section: str) -> None:
-    """Replace the "## Load" section of docs/benchmarks.md (up to the next h2), or append one."""
-    text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmarks\n"
-    pattern = re.compile(r"^## Load\b.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text, count=1)
-    else:
-        text = text.rstrip() + "\n\n" + section
-    path.write_text(text.rstrip() + "\n", encoding="utf-8")
-
-
 def display_path(p: Path) -> str:
     try:
         return str(p.resolve().relative_to(ROOT))
@@ -599,7 +472,7 @@ def display_path(p: Path) -> str:
 
 
 def load_questions(path: Path) -> list[str]:
-    """The question texts of a questions.jsonl file (read by bench.retrieval_quality.load_questions)."""
+    """The question texts of a questions.jsonl file (read by bench.suite.retrieval_quality.load_questions)."""
     out = [q for row in read_question_rows(path) if (q := row.get("question", "").strip())]
     if not out:
         raise SystemExit(f"no questions in {path}")
@@ -623,8 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-timeout", type=float, default=300.0, help="server start, seconds (default 300)")
     parser.add_argument("--ingest-timeout", type=float, default=1200.0, help="ingest, seconds (default 1200)")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="questions JSONL (default: sample set)")
-    parser.add_argument("--out", type=Path, default=OUT, help="report (default docs/bench/load.md); the Load "
-                        "section of docs/benchmarks.md is updated only with the default")
+    parser.add_argument("--out", type=Path, default=OUT, help="report (default docs/bench/experiments/load.md)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directories and logs")
     args = parser.parse_args(argv)
     if args.quick:
@@ -640,7 +512,6 @@ def main(argv: list[str] | None = None) -> int:
         if not (tree / "gateway" / "__main__.py").is_file() or not (tree / "sample_manuals").is_dir():
             parser.error(f"--{side} {tree}: not a manualqa source tree (gateway/, sample_manuals/)")
     questions = load_questions(args.questions)
-    command = "python -m bench.load " + " ".join(sys.argv[1:] if argv is None else argv)
 
     atexit.register(_stop_all)
     signal.signal(signal.SIGTERM, _on_signal)
@@ -668,13 +539,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"p50 {fmt_ms(pct(s.latency_ms, 50))} ms  p95 {fmt_ms(pct(s.latency_ms, 95))} ms", flush=True)
             if not r.alive_after:
                 print(f"[{side}] the server died under load:\n{trees[side].log_tail()}", file=sys.stderr)
-        report = render(args, trees, results, ingest_s, started, command)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report, encoding="utf-8")
-        print(f"wrote {args.out}")
-        if args.out.resolve() == OUT.resolve():
-            update_summary(SUMMARY, summary_section(args, results, started))
-            print(f"updated the Load section of {SUMMARY}")
+        report = render(args, trees, results, ingest_s, started)
+        print(f"wrote {write_section(__spec__.name, report, out=args.out, argv=argv)}")
     finally:
         _stop_all()
         if args.keep:

@@ -8,23 +8,15 @@ with whole content streams and with the drawing dropped first (ingest.drawings; 
 per manual and round, and must give the same text), and the default embedder over the chunks the
 shipped chunker makes of it.
 
-    .venv/bin/python -m bench.parse_cost [--rounds 2]   # ~3 min; writes docs/bench/parse_cost.md
+    python -m bench.experiments.parse_cost [--rounds 2]   # ~3 min; writes docs/bench/experiments/parse_cost.md
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-
-OUT = REPO / "docs" / "bench" / "parse_cost.md"
+from bench.harness import REPO, write_section
 
 
 def run(rounds: int = 2) -> str:
@@ -70,7 +62,7 @@ def run(rounds: int = 2) -> str:
     pages, chunks_n, whole_total, parse_total, embed_total = totals
     share = parse_total / (parse_total + embed_total)
     before = whole_total + embed_total
-    lines = ["## Where an ingest's CPU goes: parsing against embedding (bench/parse_cost.py)", "",
+    lines = ["## Where an ingest's CPU goes: parsing against embedding (bench/experiments/parse_cost.py)", "",
              "CPU seconds in one process, one manual at a time (eval/dev and eval/test manuals): "
              "`ingest.pdf.extract` (pypdf, what the sandboxed parser runs) with whole content streams and with "
              f"the drawing dropped first (ingest.drawings, shipped; medians of {rounds} alternating runs each), "
@@ -89,7 +81,7 @@ def run(rounds: int = 2) -> str:
              "pages that are drawings: pypdf parses every operator of a content stream in Python to find the "
              f"text among them. Parsing is now {share:.0%} of the CPU; the embedder, a fixed cost per passage, "
              "is the rest.", "",
-             "Rerun: `.venv/bin/python -m bench.parse_cost`.", "", machine_markdown(), ""]
+             ""]
     return "\n".join(lines)
 
 
@@ -101,7 +93,7 @@ def main() -> None:
     text = run(args.rounds)
     print(text)
     if not args.no_write:
-        OUT.write_text(text, encoding="utf-8")
+        write_section(__spec__.name, text)
 
 
 if __name__ == "__main__":

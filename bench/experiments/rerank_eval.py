@@ -12,25 +12,21 @@ development half and the test half scored once with it:
   of the passage's manual, navigation page, length); the feature subset and regularisation that
   give the best dev MRR are kept.
 
-    .venv/bin/python -m bench.rerank_eval    # prints the table; ~3 min (builds both halves)
+    python -m bench.experiments.rerank_eval    # prints the table; ~3 min (builds both halves)
 """
 
 from __future__ import annotations
 
+import argparse
 import math
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench.retrieval_eval import build, shipped, split_paths  # noqa: E402
-from gateway.qa.metrics import gold_pages  # noqa: E402
+from bench.suite.retrieval_eval import build, shipped, split_paths
+from gateway.qa.metrics import gold_pages
 
 POOL = 40
 FEATURES = ("cos", "cos_gap", "bm25", "inv_dense_rank", "inv_lexical_rank", "fused", "coverage",
@@ -134,6 +130,7 @@ def learned(dev: list[dict[str, Any]], subset: tuple[str, ...], c_reg: float) ->
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from retrieval.embeddings import Embedder
 
     embedder = Embedder()

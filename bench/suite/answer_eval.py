@@ -9,15 +9,16 @@ measured by the same yardstick. Runs that predate the support check get their su
 rate computed afterwards from the answer and the passages it cited (uncited sentences count as
 unsupported, as the old pipeline did not check them).
 
-    .venv/bin/python -m bench.answer_eval run --split test --label after
-    .venv/bin/python -m bench.answer_eval run --split test --label before --code /tmp/before
-    .venv/bin/python -m bench.answer_eval report        # writes docs/bench/answer_eval.md
+    python -m bench.suite.answer_eval             # `all`: every run below on both halves, then the report
+    python -m bench.suite.answer_eval run --split test --label after
+    python -m bench.suite.answer_eval run --split test --label before --code /tmp/before   # or --code 01f8321
+    python -m bench.suite.answer_eval report        # writes docs/bench/answer_eval.md
     # the quantity check, side by side in one code (not_found is decided before the model, so the
     # extractive mode measures it without a 30-minute generation run):
-    .venv/bin/python -m bench.answer_eval run --split test --label extractive-noquantity \
+    python -m bench.suite.answer_eval run --split test --label extractive-noquantity \
         --env MANUALQA_ANSWER__MODE=extractive --env MANUALQA_ANSWER__QUANTITY_CHECK=false
-    .venv/bin/python -m bench.answer_eval run --split test --label extractive --env MANUALQA_ANSWER__MODE=extractive
-    .venv/bin/python -m bench.answer_eval report --labels before after extractive-noquantity extractive
+    python -m bench.suite.answer_eval run --split test --label extractive --env MANUALQA_ANSWER__MODE=extractive
+    python -m bench.suite.answer_eval report --labels before after extractive-noquantity extractive
 """
 
 from __future__ import annotations
@@ -30,12 +31,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.harness import REPO, source_tree, write_section
 
 WORK = Path(os.environ.get("MANUALQA_EVAL_WORK", "/tmp/manualqa-answer-eval"))
-OUT = REPO / "docs" / "bench" / "answer_eval.md"
+BEFORE = "01f8321"  # the code before issue 9
 SPLITS = ("dev", "test")
 SHOWN = ("hit_at_1", "hit_at_5", "mrr", "answer_correctness", "answered_correctness", "citation_precision",
          "supported_sentence_rate", "unsupported_numbers", "false_answer_rate", "unanswerable_not_found_rate",
@@ -54,7 +53,7 @@ def run(split: str, label: str, code: Path, extra_env: dict[str, str]) -> None:
     # manual missing from the index would make the run meaningless.
     env = {**os.environ, "MANUALQA_DATA": str(data), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "PYTHONPATH": str(code), "MANUALQA_INGEST__TIMEOUT_S": "1200", **extra_env}
-    python = str(REPO / ".venv" / "bin" / "python")
+    python = sys.executable
     manuals = [str(REPO / "eval" / split / "manuals"), str(REPO / "sample_manuals")]
     out = subprocess.run([python, "-m", "gateway", "ingest", *manuals, "--json"], cwd=code, env=env,
                          check=True, capture_output=True, text=True).stdout
@@ -130,7 +129,6 @@ def _post_hoc_support(items: list[dict[str, Any]]) -> None:
 
 
 def report(labels: tuple[str, ...] = ("before", "after")) -> str:
-    from bench.retrieval_quality import machine_markdown
     from gateway.qa.metrics import compute_metrics
 
     lines = ["## Answers on manuals nobody tuned for (`manualqa replay`, default profile and mode)", "",
@@ -156,27 +154,51 @@ def report(labels: tuple[str, ...] = ("before", "after")) -> str:
                      for k in SHOWN]
             lines.append(f"| {split} {label} ({len(items)} of {total} questions) | " + " | ".join(cells)
                          + f" | {json.dumps(m['outcomes'])} |")
-    lines += ["", "Rerun: see the docstring of `bench/answer_eval.py`.", "", machine_markdown(), ""]
     text = "\n".join(lines)
-    OUT.write_text(text, encoding="utf-8")
+    write_section(__spec__.name, text, argv=["report", "--labels", *labels],
+                  conditions="The runs: see the docstring of `bench/suite/answer_eval.py`.")
     return text
+
+
+# every run the report shows: label -> (code: this checkout or a git revision, extra environment)
+RUNS: dict[str, tuple[str | None, dict[str, str]]] = {
+    "before": (BEFORE, {}),
+    "after": (None, {}),
+    "extractive-noquantity": (None, {"MANUALQA_ANSWER__MODE": "extractive",
+                                     "MANUALQA_ANSWER__QUANTITY_CHECK": "false"}),
+    "extractive": (None, {"MANUALQA_ANSWER__MODE": "extractive"}),
+}
+
+
+def run_all() -> str:
+    """Every run in RUNS on both halves (the old code in a temporary worktree), then the report."""
+    for label, (code, env) in RUNS.items():
+        with source_tree(code or REPO) as tree:
+            for split in SPLITS:
+                run(split, label, tree, env)
+    return report(tuple(RUNS))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd")
+    sub.add_parser("all", help="every run on both halves, then the report (the default)")
     r = sub.add_parser("run")
     r.add_argument("--split", choices=SPLITS, required=True)
     r.add_argument("--label", required=True)
-    r.add_argument("--code", type=Path, default=REPO, help="checkout whose code answers (default: this one)")
+    r.add_argument("--code", default=str(REPO),
+                   help="checkout or git revision whose code answers (default: this one)")
     r.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the gateway")
     rp = sub.add_parser("report")
     rp.add_argument("--labels", nargs="+", default=["before", "after"], help="runs to show, in order")
     args = ap.parse_args()
     if args.cmd == "run":
-        run(args.split, args.label, args.code.resolve(), dict(e.split("=", 1) for e in args.env))
-    else:
+        with source_tree(args.code) as tree:
+            run(args.split, args.label, tree, dict(e.split("=", 1) for e in args.env))
+    elif args.cmd == "report":
         print(report(tuple(args.labels)))
+    else:
+        print(run_all())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`manualqa bench` on the default profile vs. a second llama.cpp profile, as Markdown.
 
-    .venv/bin/python -m bench.bench_profiles [--data DIR] [--limit 3] [--repeat 1]
-        [--profiles profiles/x86-cpu.toml profiles/x86-cpu-1thread.toml] [--write docs/bench/bench_profiles.md]
+    python -m bench.suite.bench_profiles [--data DIR] [--limit 3] [--repeat 2]
+        [--profiles profiles/x86-cpu.toml profiles/x86-cpu-1thread.toml] [--no-write]   # docs/bench/bench_profiles.md
 
 Builds an index of sample_manuals in a temporary data directory unless --data names one with an
 active index, then runs the real command (each profile in its own process, interleaved) and
@@ -12,38 +12,38 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-MANUALQA = str(Path(sys.executable).parent / "manualqa")
+from bench.harness import REPO, tree_env, write_section
+
+MANUALQA = [sys.executable, "-m", "gateway"]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="")
     ap.add_argument("--limit", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--profiles", nargs="+", default=["profiles/x86-cpu.toml", "profiles/x86-cpu-1thread.toml"])
     ap.add_argument("--questions", default="sample_manuals/questions.jsonl")
-    ap.add_argument("--write", default="")
+    ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--json-out", default="", help="also keep the command's full JSON here")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="manualqa-benchprofiles-")
     data = Path(args.data or tmp.name)
-    env = {**os.environ, "MANUALQA_DATA": str(data), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = tree_env(data)
     if not (data / "ACTIVE").is_file():
-        subprocess.run([MANUALQA, "ingest", "sample_manuals"], cwd=REPO, env=env, check=True,
+        subprocess.run([*MANUALQA, "ingest", "sample_manuals"], cwd=REPO, env=env, check=True,
                        stdout=subprocess.DEVNULL)
     out_json = Path(args.json_out or Path(tmp.name) / "bench.json")
     cmd = ["manualqa", "bench", "--profiles", *args.profiles, "--questions", args.questions,
            "--limit", str(args.limit), "--repeat", str(args.repeat)]
     started = time.time()
-    proc = subprocess.run([MANUALQA, *cmd[1:], "--output", str(out_json)], cwd=REPO, env=env,
+    proc = subprocess.run([*MANUALQA, *cmd[1:], "--output", str(out_json)], cwd=REPO, env=env,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
@@ -53,8 +53,7 @@ def main() -> int:
     lines = [
         "## Same-conditions comparison of deployment profiles (`manualqa bench`)",
         "",
-        f"Produced by `.venv/bin/python -m bench.bench_profiles --limit {args.limit} --repeat {args.repeat}`, "
-        f"which ran `{' '.join(cmd)}` on an index of the two sample manuals "
+        f"`{' '.join(cmd)}` on an index of the two sample manuals "
         f"({time.strftime('%Y-%m-%d', time.localtime(started))}, {time.time() - started:.0f} s wall).",
         "",
         f"Machine: {c['device']}, {c['cpu_model']}, {c['cores_available']} of {c['cpu_count']} cores available, "
@@ -72,8 +71,8 @@ def main() -> int:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.write:
-        Path(args.write).write_text(text, encoding="utf-8")
+    if not args.no_write:
+        write_section(__spec__.name, text)
     return 0
 
 

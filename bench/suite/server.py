@@ -18,7 +18,7 @@
 (c) Cold start: spawn -> first 200 from /api/v1/health (index, embedder and model loaded);
     VmRSS / VmHWM of the server process when idle, and after answering.
 
-    .venv/bin/python -m bench.server [--rounds 6] [--max-tokens 96] [--out docs/bench/server.md]
+    python -m bench.suite.server [--rounds 6] [--max-tokens 96] [--out FILE]   # docs/bench/server.md
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,37 +40,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.measure import timed  # noqa: E402 - needs the repo on sys.path when run as a script
-from gateway.qa.metrics import percentile  # noqa: E402
+from bench.harness import REPO as ROOT
+from bench.harness import Server as HarnessServer
+from bench.harness import free_port, proc_mib, timed, tree_env, write_section
+from gateway.qa.metrics import percentile
 
 # the percentile convention the published server figures were measured with (see percentile)
 pct = functools.partial(percentile, method="nearest")
 
-OUT = ROOT / "docs" / "bench" / "server.md"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 SIDES = ("gateway", "direct", "llama-server")
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rss_kb(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
-
-
 def sse(response: Any) -> Iterator[tuple[str, str]]:
     """(event, data) pairs from an httpx streaming response."""
     event, data = "message", []
@@ -95,38 +76,10 @@ def write_config(workdir: Path, profile: Path | None) -> Path:
     return cfg
 
 
-class Server:
-    def __init__(self, data: Path, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**ENV, "MANUALQA_DATA": str(data), "MANUALQA_CONFIG": str(workdir / "manualqa.toml")}
-        self.log = workdir / f"server-{self.port}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout_s: float = 300) -> float:
-        """Seconds from spawn to the first 200 from /api/v1/health."""
-        import httpx
-
-        t0 = time.perf_counter()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--log-level", "warning"], cwd=ROOT, env=self.env, stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT, start_new_session=True)
-        while time.perf_counter() - t0 < timeout_s:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"server exited:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/api/v1/health", timeout=1).status_code == 200:
-                    return time.perf_counter() - t0
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.025)
-        raise SystemExit("server not ready in time")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=20)
+def Server(data: Path, workdir: Path) -> HarnessServer:  # noqa: N802 - builds the harness's Server
+    """The gateway on `data` with the bench's config (write_config), logging into workdir."""
+    env = tree_env(data, workdir / "manualqa.toml")
+    return HarnessServer(env, log=workdir / "server.log")
 
 
 def ask_stream(url: str, question: str, max_tokens: int) -> dict[str, Any]:
@@ -196,7 +149,7 @@ def worker(data: str) -> None:
 class Direct:
     def __init__(self, data: Path) -> None:
         env = {**ENV, "MANUALQA_CONFIG": str(data.parent / "manualqa.toml")}
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.server", "--worker", str(data)], cwd=ROOT,
+        self.proc = subprocess.Popen([sys.executable, "-m", __spec__.name, "--worker", str(data)], cwd=ROOT,
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.info = self._read()
 
@@ -382,14 +335,14 @@ def cold_starts(data: Path, workdir: Path, runs: int) -> list[dict[str, Any]]:
     for i in range(runs):
         server = Server(data, workdir)
         try:
-            ready_s = server.start()
+            ready_s = server.start(timeout_s=300).ready_s
             time.sleep(3)
-            idle = rss_kb(server.proc.pid)
+            idle = proc_mib(server.pid)
             ask_stream(server.url, "How do I level the bed on the Voron 0?", 64)
             time.sleep(1)
-            after = rss_kb(server.proc.pid)
-            out.append({"run": i + 1, "ready_s": ready_s, "idle_rss_mb": idle["VmRSS"] / 1024,
-                        "after_answer_rss_mb": after["VmRSS"] / 1024, "peak_rss_mb": after["VmHWM"] / 1024})
+            after = proc_mib(server.pid)
+            out.append({"run": i + 1, "ready_s": ready_s, "idle_rss_mb": idle["VmRSS"],
+                        "after_answer_rss_mb": after["VmRSS"], "peak_rss_mb": after["VmHWM"]})
             print(f"cold start {i + 1}: {out[-1]}", file=sys.stderr)
         finally:
             server.stop()
@@ -421,14 +374,10 @@ def report(stream: dict[str, Any], loads: dict[str, dict[str, Any]], cold: list[
     lines = [
         "## Server: streaming overhead, search under load, cold start",
         "",
-        "Generated by `bench/server.py`.",
-        "",
-        f"Machine: {info['cpu']}, {os.cpu_count()} logical cores, shared with other jobs while measured "
-        f"(expect noise); Python {info['python']}; llama-cpp-python {info['llama']}; model "
+        f"llama-cpp-python {info['llama']}; model "
         f"SmolLM2-135M-Instruct Q4_1, profile `{info['profile']}` on all three sides, n_threads "
         f"{info['n_threads']} (batch {info['n_threads_batch']}), n_ctx {info['n_ctx']}, temperature 0, "
-        f"max_tokens {info['max_tokens']}; "
-        f"measured {info['date']} with `{info['command']}`.",
+        f"max_tokens {info['max_tokens']}.",
         "",
         "### Streaming: gateway vs the runtime called directly vs llama-cpp-python's server",
         "",
@@ -525,14 +474,14 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, help="a deployment profile for all sides (default: the built-in "
                     "default profile)")
     ap.add_argument("--data", type=Path, help="an existing data dir with the samples ingested (copied)")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=None, help="the Markdown file (default: its section)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.worker)
         return
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    from bench.retrieval_quality import load_questions, machine_info
+    from bench.suite.retrieval_quality import load_questions
 
     questions = [q for q in load_questions() if q.get("answerable")]
     work = Path(tempfile.mkdtemp(prefix="mqa-bench-server-"))
@@ -546,7 +495,7 @@ def main() -> None:
         write_config(work, args.profile)
         cold = cold_starts(data, work, args.cold_runs)
         server = Server(data, work)
-        server.start()
+        server.start(timeout_s=300)
         direct = Direct(data)
         llama = LlamaServer(direct.info, work)
         try:
@@ -563,16 +512,12 @@ def main() -> None:
         finally:
             server.stop()
             llama.stop()
-        m = machine_info()
-        info = {"cpu": m["cpu"], "python": m["python"], "date": m["date"],
-                "llama": importlib.metadata.version("llama_cpp_python"), "n_threads": direct.info["n_threads"],
+        info = {"llama": importlib.metadata.version("llama_cpp_python"), "n_threads": direct.info["n_threads"],
                 "n_threads_batch": direct.info["n_threads_batch"],
-                "n_ctx": direct.info["n_ctx"], "max_tokens": args.max_tokens, "profile": direct.info["profile"],
-                "command": " ".join(["python -m bench.server", *sys.argv[1:]])}
+                "n_ctx": direct.info["n_ctx"], "max_tokens": args.max_tokens, "profile": direct.info["profile"]}
         text = report(stream, loads, cold, info)
         print(text)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+        write_section(__spec__.name, text, out=args.out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -11,16 +11,17 @@ then send /api/v1/search requests together (the sample question set, round robin
 times each tree's `manualqa ingest DIR` (a CLI process from start to exit, into an empty data
 directory: parse, chunk, embed, write, verify, activate). Medians over rounds; ratios after/before.
 
-    .venv/bin/python -m bench.startup --before /tmp/wt-before --after . [--rounds 3] [--ingest DIR]
+    python -m bench.suite.startup [--before REV|DIR] [--after DIR] [--rounds 3] [--ingest DIR...]
+
+--before defaults to 6c58218, the last commit with the torch embedder as the default (the "earlier
+releases" the README compares with), checked out into a temporary git worktree; --ingest defaults to
+the 10 eval manuals (eval/dev/manuals and eval/test/manuals; `--ingest` alone: no ingest timing).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,43 +33,17 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.harness import REPO, Server, cpu_seconds, git, rss_mib, source_tree, tree_env, write_section
 
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-
-PYTHON = str(REPO / ".venv" / "bin" / "python")
-OUT = REPO / "docs" / "bench" / "startup.md"
+BEFORE = "6c58218"  # the torch embedder's last default
+EVAL_MANUALS = [REPO / "eval" / "dev" / "manuals", REPO / "eval" / "test" / "manuals"]
 QUESTION = "What input voltage range does the piston board accept?"
 QUESTIONS = [json.loads(line)["question"] for line in
              (REPO / "sample_manuals" / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env(data: Path, mode: str) -> dict[str, str]:
-    return {**os.environ, "MANUALQA_DATA": str(data), "MANUALQA_ANSWER__MODE": mode, "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1"}
-
-
-def _rss_mib(pid: int, field: str = "VmRSS") -> float:
-    """VmRSS, or RssAnon (memory only the process holds) / RssFile (pages of mapped files, such as an
-    mmap'd GGUF, which the kernel can drop and read again) from /proc/PID/status, in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) the process has used so far, from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _env(tree: Path, data: Path, mode: str) -> dict[str, str]:
+    return tree_env(data, tree=tree, extra={"MANUALQA_ANSWER__MODE": mode})
 
 
 def _has_torch(pid: int) -> bool:
@@ -99,77 +74,75 @@ def concurrent_searches(port: int, clients: int, per_client: int) -> list[float]
     return latencies
 
 
-def timed_ingest(tree: Path, corpus: Path) -> dict[str, Any]:
+def timed_ingest(tree: Path, corpus: list[Path]) -> dict[str, Any]:
     """One `manualqa ingest` CLI run into an empty data directory: seconds, pages and chunks."""
     with tempfile.TemporaryDirectory(prefix="manualqa-ingest-") as data:
         t0 = time.perf_counter()
-        out = subprocess.run([PYTHON, "-m", "gateway", "ingest", str(corpus), "--json"], cwd=tree,
-                             env=_env(Path(data), "extractive"), check=True, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-m", "gateway", "ingest", *map(str, corpus), "--json"], cwd=tree,
+                             env=_env(tree, Path(data), "extractive"), check=True, capture_output=True, text=True)
         wall = time.perf_counter() - t0
     report = json.loads(out.stdout)
     return {"wall_s": wall, "pages": report["pages"], "chunks": report["embedded"]}
 
 
 def cold_start(tree: Path, data: Path, mode: str, clients: int = 0, per_client: int = 0) -> dict[str, Any]:
-    port = _port()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([PYTHON, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--log-level", "warning"], cwd=tree, env=_env(data, mode),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"server from {tree} exited early")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.02)
-        ready_s = time.perf_counter() - t0
-        idle = _rss_mib(proc.pid)
-        anon, mapped = _rss_mib(proc.pid, "RssAnon"), _rss_mib(proc.pid, "RssFile")
-        httpx.post(f"http://127.0.0.1:{port}/api/v1/ask", json={"question": QUESTION, "mode": "extractive"},
+    with Server(_env(tree, data, mode), tree=tree) as server:
+        ready_s = server.start(timeout_s=600, poll_s=0.02).ready_s
+        pid = server.pid
+        idle = rss_mib(pid)
+        anon, mapped = rss_mib(pid, "RssAnon"), rss_mib(pid, "RssFile")
+        httpx.post(f"{server.url}/api/v1/ask", json={"question": QUESTION, "mode": "extractive"},
                    timeout=120).raise_for_status()
-        after_answer = _rss_mib(proc.pid)
-        cpu0 = _cpu_s(proc.pid)
-        searches = concurrent_searches(port, clients, per_client) if clients else []
-        server_cpu_ms = (_cpu_s(proc.pid) - cpu0) * 1000 / max(1, len(searches))
+        after_answer = rss_mib(pid)
+        cpu0 = cpu_seconds(pid)
+        searches = concurrent_searches(server.port, clients, per_client) if clients else []
+        server_cpu_ms = (cpu_seconds(pid) - cpu0) * 1000 / max(1, len(searches))
         return {"ready_s": ready_s, "idle_mib": idle, "after_answer_mib": after_answer, "anon_mib": anon,
-                "file_mib": mapped, "torch": _has_torch(proc.pid), "search_ms": searches,
+                "file_mib": mapped, "torch": _has_torch(pid), "search_ms": searches,
                 "server_cpu_ms": server_cpu_ms}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", type=Path, required=True, help="source tree of the old code")
+    ap.add_argument("--before", default=BEFORE, help=f"source tree or git revision of the old code ({BEFORE})")
     ap.add_argument("--after", type=Path, default=REPO, help="source tree of the new code")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--clients", type=int, default=16, help="concurrent search clients (0: none)")
     ap.add_argument("--per-client", type=int, default=8, help="searches per client and round")
-    ap.add_argument("--ingest", type=Path, default=None, help="a folder of PDFs each tree ingests per round")
-    ap.add_argument("--out", type=Path, default=OUT, help="the Markdown file to write")
+    ap.add_argument("--ingest", type=Path, nargs="*", default=EVAL_MANUALS,
+                    help="folders of PDFs each tree ingests per round (default: the 10 eval manuals)")
+    ap.add_argument("--out", type=Path, default=None, help="the Markdown file to write (default: its section)")
     args = ap.parse_args()
-    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    with source_tree(args.before) as before, tempfile.TemporaryDirectory(prefix="manualqa-startup-") as tmp:
+        trees = {"before": before, "after": args.after.resolve()}
+        results = measure(args, trees, Path(tmp))
+        text = report(args, trees, results)
+    write_section(__spec__.name, text, out=args.out)
+    print(text)
+
+
+def measure(args: argparse.Namespace, trees: dict[str, Path],
+            tmp: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory(prefix="manualqa-startup-") as tmp:
-        data = {side: Path(tmp) / side for side in trees}
-        for side, tree in trees.items():
-            subprocess.run([PYTHON, "-m", "gateway", "ingest", str(REPO / "sample_manuals")], cwd=tree,
-                           env=_env(data[side], "extractive"), check=True, capture_output=True)
-        for r in range(args.rounds):
-            order = list(trees) if r % 2 == 0 else list(reversed(trees))
-            for side in order:
-                for mode in ("extractive", "generate"):
-                    clients = args.clients if mode == "extractive" else 0
-                    results.setdefault((side, mode), []).append(
-                        cold_start(trees[side], data[side], mode, clients, args.per_client))
-                if args.ingest:
-                    results.setdefault((side, "ingest"), []).append(timed_ingest(trees[side], args.ingest))
-    lines = ["## Cold start and idle memory of `manualqa serve` (bench/startup.py)", "",
+    data = {side: Path(tmp) / side for side in trees}
+    for side, tree in trees.items():
+        subprocess.run([sys.executable, "-m", "gateway", "ingest", str(REPO / "sample_manuals")], cwd=tree,
+                       env=_env(tree, data[side], "extractive"), check=True, capture_output=True)
+    for r in range(args.rounds):
+        order = list(trees) if r % 2 == 0 else list(reversed(trees))
+        for side in order:
+            for mode in ("extractive", "generate"):
+                clients = args.clients if mode == "extractive" else 0
+                results.setdefault((side, mode), []).append(
+                    cold_start(trees[side], data[side], mode, clients, args.per_client))
+            if args.ingest:
+                results.setdefault((side, "ingest"), []).append(timed_ingest(trees[side], args.ingest))
+    return results
+
+
+def report(args: argparse.Namespace, trees: dict[str, Path],
+           results: dict[tuple[str, str], list[dict[str, Any]]]) -> str:
+    lines = ["## Cold start and idle memory of `manualqa serve` (bench/suite/startup.py)", "",
              f"Two source trees side by side, {args.rounds} alternating rounds, medians; before = "
              f"`{_rev(trees['before'])}`, after = `{_rev(trees['after'])}`. Each side's index was built by its own "
              "default embedder. `extractive`: no LLM loaded; `generate`: the default profile's SmolLM2-135M "
@@ -207,7 +180,8 @@ def main() -> None:
         lines += ["", "The clients run in this process on the same cores as the server (httpx, about 6-8 ms of "
                   "CPU per search on this box), so the p50 here is bounded by both."]
     if args.ingest:
-        lines += ["", f"`manualqa ingest {args.ingest.name}/` into an empty data directory, whole CLI process "
+        names = " ".join(f"{p.name}/" for p in args.ingest)
+        lines += ["", f"`manualqa ingest {names}` into an empty data directory, whole CLI process "
                   "(start-up, parse, chunk, embed, write, verify, activate). Goal (issue 12): throughput >= 2x.", "",
                   "Both trees parse the same pages; their chunkers may cut them into different numbers of "
                   "passages, so throughput is compared per page of PDF (chunks/s is shown too).", "",
@@ -222,11 +196,7 @@ def main() -> None:
                          f"{_runs(rows)} | {pages_s[side]:.2f} | {chunks_s[side]:.1f} |")
         lines.append(f"| ratio after/before (throughput) | | | | | {pages_s['after'] / pages_s['before']:.2f} | "
                      f"{chunks_s['after'] / chunks_s['before']:.2f} |")
-    lines += ["", machine_markdown(), ""]
-    text = "\n".join(lines)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(text)
+    return "\n".join(lines)
 
 
 def _runs(rows: list[dict[str, Any]]) -> str:
@@ -234,8 +204,7 @@ def _runs(rows: list[dict[str, Any]]) -> str:
 
 
 def _rev(tree: Path) -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
-    return out.stdout.strip() or str(tree)
+    return git(tree, "rev-parse", "--short", "HEAD") or str(tree)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ system prompt per round so neither reuses a KV cache. Same harness for both: TTF
 to the first piece; decode tokens/s = (pieces - 1) / (last piece - first piece). Idle memory is
 the RSS after loading and one warm-up answer: the harness alone, or the harness plus its worker.
 
-    .venv/bin/python bench/worker_overhead.py [--rounds 8] [--max-tokens 64] [--out docs/bench/worker.md]
+    python -m bench.suite.worker_overhead [--rounds 12] [--max-tokens 64]   # docs/bench/worker_overhead.md
 
 Goals (issue 22): decode ratio >= 0.98, TTFT overhead <= 10 ms, added idle memory <= 30 MiB.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -25,14 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.measure import cpu_model  # noqa: E402 - needs ROOT on sys.path when run as a script
-from bench.runtime_overhead import messages  # noqa: E402
-
-MIB = 1024 * 1024
+from bench.harness import MIB, REPO, write_section
+from bench.suite.runtime_overhead import messages
 
 
 def harness(isolation: str, max_tokens: int) -> None:
@@ -76,8 +69,9 @@ def harness(isolation: str, max_tokens: int) -> None:
 
 
 def start(isolation: str, max_tokens: int) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    proc = subprocess.Popen([sys.executable, __file__, "--harness", isolation, "--max-tokens", str(max_tokens)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", __spec__.name, "--harness", isolation,
+                             "--max-tokens", str(max_tokens)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
     assert proc.stdout is not None
     return proc, json.loads(proc.stdout.readline())
 
@@ -101,9 +95,9 @@ def llama_version() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "worker.md")
+    parser.add_argument("--out", type=Path, default=None, help="the Markdown file (default: its section)")
     parser.add_argument("--harness", choices=["in-process", "process"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.harness:
@@ -130,9 +124,8 @@ def main() -> int:
     mem_w = sides["process"][1]["harness_rss"] + sides["process"][1]["worker_rss"]
     added = (mem_w - mem_in) / MIB
     lines = [
-        "# Generation through the supervised worker vs in-process (bench/worker_overhead.py)",
+        "## Generation through the supervised worker vs in-process (bench/suite/worker_overhead.py)",
         "",
-        f"Machine: {cpu_model()}, {platform.machine()}, Python {platform.python_version()}, "
         f"llama-cpp-python {llama_version()}; SmolLM2-135M-Instruct Q4_1 (the default model), "
         f"{args.rounds} alternating rounds per side, max {args.max_tokens} tokens, temperature 0, a "
         f"{results['process'][0]['prompt_tokens']}-token prompt whose system line changes per round.",
@@ -153,8 +146,7 @@ def main() -> int:
         "imports) beside the model's pages; the gateway process itself no longer maps the model. A crash "
         "costs one answer and a restart (the load time above), never the gateway.",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_section(__spec__.name, "\n".join(lines), out=args.out)
     print("\n".join(lines))
     return 0
 
