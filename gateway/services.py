@@ -17,7 +17,10 @@ from ingest.models import ChunkParams, ParseLimits
 from retrieval.types import Hit
 
 if TYPE_CHECKING:
+    from gateway.answer.deps import AnswerDeps, Retrieved
+    from gateway.answer.events import AnswerEvent
     from gateway.answer.pipeline import AnswerResult
+    from gateway.answer.request import AnswerRequest
     from gateway.records.answers import AnswerLog
     from retrieval.embeddings import Embedder
     from retrieval.versions import IndexStore
@@ -148,14 +151,24 @@ class Services:
 
     def search(self, query: str, k: int | None = None, manuals: Sequence[str] | None = None,
                version: str | None = None) -> list[Hit]:
-        from retrieval.search import search
+        return self.retrieve(query, k or self.settings.search.k, manuals, version).hits
 
-        s = self.settings.search
+    def retrieve(self, query: str, k: int, manuals: Sequence[str] | None = None,
+                 version: str | None = None) -> Retrieved:
+        """Hits from one pinned index version (activation meanwhile cannot mix versions), searched with
+        the embedder that version was built with, re-ranked as configured, with the display titles."""
+        from gateway.answer.deps import Retrieved  # noqa: F811 - at run time too: it is built here
+        from retrieval.search import search_with_timings
+        from retrieval.types import NoIndexError
+
         version = version or self.store.active_id()  # once: the embedder and the search see one version
-        hits = search(self.store, self.embedder_for(version), query, k=k or s.k, manuals=manuals,
-                      version=version, reranker=self.reranker, **s.search_options())
+        if not version:
+            raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
+        hits, timings = search_with_timings(self.store, self.embedder_for(version), query, k=k,
+                                            manuals=manuals or None, version=version, reranker=self.reranker,
+                                            **self.settings.search.search_options())
         self.show_titles(hits)
-        return hits
+        return Retrieved(hits, timings, version)
 
     def show_titles(self, items: Sequence[Any]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""
@@ -242,12 +255,32 @@ class Services:
             log.close()
         self.runtimes.close()
 
+    def answer_deps(self) -> AnswerDeps:
+        """What the answer pipeline runs on: this root as retriever and model, the answer log as its sink."""
+        from gateway.answer.deps import AnswerDeps
+
+        return AnswerDeps(settings=self.settings.answer, retriever=self, model=self, sink=self.log,
+                          search_k=self.settings.search.k)
+
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
+        """One answer, consumed (tests, bench): see answer_events for the arguments."""
         from gateway.answer.pipeline import answer
 
-        return answer(self, question, **kwargs)
+        request, controls = _request_of(question, kwargs)
+        return answer(self.answer_deps(), request, **controls)
 
-    def answer_events(self, question: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    def answer_events(self, question: str, **kwargs: Any) -> Iterator[AnswerEvent]:
+        """answer_events(AnswerRequest(question=..., scope=manuals, ...), cancel=, slot=) on this root."""
         from gateway.answer.pipeline import answer_events
 
-        return answer_events(self, question, **kwargs)
+        request, controls = _request_of(question, kwargs)
+        return answer_events(self.answer_deps(), request, **controls)
+
+
+def _request_of(question: str, kwargs: dict[str, Any]) -> tuple[AnswerRequest, dict[str, Any]]:
+    """(the AnswerRequest, the run's controls: cancel and slot) from keyword arguments; `manuals` is its scope."""
+    from gateway.answer.request import AnswerRequest
+
+    controls = {k: kwargs.pop(k) for k in ("cancel", "slot") if k in kwargs}
+    scope = tuple(kwargs.pop("manuals", None) or ())
+    return AnswerRequest(question=question, scope=scope, **kwargs), controls

@@ -7,7 +7,7 @@ it reads only the fused top ``pool`` and is kept small (train/train_reranker.py:
 the all-MiniLM-L6-v2 weights the embedder ships, int8 through onnxruntime).
 
 The final order mixes the reranker's score with the fused rank (score + weight * -ln(rank)): the
-weight is chosen on eval/dev (bench/rerank.py), so that a passage both retrievers put first is not
+weight is chosen on eval/dev (bench/reranker.py), so that a passage both retrievers put first is not
 given up on one uncertain reading.
 """
 
@@ -54,14 +54,41 @@ class Reranker:
     def __init__(self, folder: Path, threads: int | None = None) -> None:
         self.folder = Path(folder)
         self.onnx_file = self.folder / "model.onnx"
-        config = json.loads((self.folder / "config.json").read_text())
-        self.max_length = int(config.get("max_length", 192))
+        try:
+            config = json.loads((self.folder / "config.json").read_text(encoding="utf-8"))
+            if not isinstance(config, dict):
+                raise ValueError("not a JSON object")
+            self.max_length = int(config.get("max_length", 192))
+        except (OSError, ValueError, TypeError) as exc:
+            raise RetrievalError(f"reranker {self.folder}: config.json is unreadable ({exc}); "
+                                 f"rebuild it with train/export_reranker.py or set search.rerank = \"off\"") from exc
         self.model_id = str(config.get("model_id", self.folder.name))
+        self.expected_sha256 = config.get("sha256")
         self.threads = threads or min(2, os.cpu_count() or 1)
         self._hash: str | None = None
+        self._onnx_sha: str | None = None
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+        self.verify()
+
+    def onnx_sha256(self) -> str:
+        if self._onnx_sha is None:
+            from ingest.discover import sha256_file
+
+            try:
+                self._onnx_sha = sha256_file(self.onnx_file)
+            except OSError as exc:
+                raise RetrievalError(f"reranker {self.folder}: model.onnx is unreadable ({exc})") from exc
+        return self._onnx_sha
+
+    def verify(self) -> None:
+        """A model file that is not the one its config.json names (damaged, truncated, replaced) is refused."""
+        if self.expected_sha256 and self.onnx_sha256() != self.expected_sha256:
+            raise RetrievalError(f"reranker {self.folder}: model.onnx has sha256 {self.onnx_sha256()[:12]}, "
+                                 f"its config.json says {str(self.expected_sha256)[:12]} (a damaged or replaced "
+                                 f"file): reinstall manualqa, rebuild it with train/make_reranker.py, or set "
+                                 f"search.rerank = \"off\"")
 
     @property
     def model_hash(self) -> str:
@@ -71,7 +98,7 @@ class Reranker:
             from retrieval.embeddings import packaged_model_dir
 
             tok = packaged_model_dir() / "tokenizer.json"
-            self._hash = hashlib.sha256(f"{sha256_file(self.onnx_file)}:{sha256_file(tok)}".encode()).hexdigest()
+            self._hash = hashlib.sha256(f"{self.onnx_sha256()}:{sha256_file(tok)}".encode()).hexdigest()
         return self._hash
 
     def describe(self) -> dict[str, Any]:
@@ -91,11 +118,16 @@ class Reranker:
                 tok = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
                 tok.enable_truncation(max_length=self.max_length, strategy="only_second")
                 tok.no_padding()
+                self.verify()
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads = self.threads
                 opts.inter_op_num_threads = 1
-                self._session = ort.InferenceSession(str(self.onnx_file), opts,
-                                                     providers=["CPUExecutionProvider"])
+                try:
+                    self._session = ort.InferenceSession(str(self.onnx_file), opts,
+                                                         providers=["CPUExecutionProvider"])
+                except Exception as exc:  # onnxruntime raises its own types for a bad graph
+                    raise RetrievalError(f"reranker {self.folder}: model.onnx does not load in onnxruntime "
+                                         f"({exc}); set search.rerank = \"off\" or rebuild it") from exc
                 self._tokenizer = tok
         return self._session, self._tokenizer
 

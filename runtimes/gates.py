@@ -3,7 +3,11 @@
 1. the artifact exists, has the expected sha256, loads on the locked runtime version and answers a
    smoke prompt;
 2. the intended backend really does the work (no silent CPU fallback);
-3. the rollback profile exists and passes gate 1.
+3. the rollback profile exists and passes gate 1;
+4. answers: a replay of a gold question set on the profile clears the bar of its [answers] table
+   (runtimes.answer_bar). The replay needs the gateway's pipeline and index, so the gateway hands
+   the gate in (gateway.qa.qualify); without a question set it is "skipped", not failed: gates 1-3
+   say a profile can be deployed, gate 4 that its green answers can be trusted ("qualified").
 Every failure, expected or not, becomes a gate verdict with its reason: doctor never crashes.
 """
 
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,13 +27,14 @@ SMOKE_PROMPT = "In one short sentence: why do machines come with a user manual?"
 SMOKE_MAX_TOKENS = 24
 TITLES = {1: "artifact loads on the locked runtime and answers",
           2: "the intended backend does the work",
-          3: "the rollback profile exists and passes gate 1"}
+          3: "the rollback profile exists and passes gate 1",
+          4: "answers: a replay of a gold question set clears the profile's bar"}
 
 
 @dataclass
 class GateResult:
     gate: int
-    status: str  # "pass" | "fail" | "not run"
+    status: str  # "pass" | "fail" | "not run" | "skipped" (gate 4 without a question set)
     detail: str
     evidence: dict[str, Any] = field(default_factory=dict)
 
@@ -58,16 +64,22 @@ class DoctorReport:
 
     @property
     def passed(self) -> bool:
-        return all(g.passed for g in self.gates)
+        return all(g.passed for g in self.gates if g.status != "skipped")
+
+    @property
+    def qualified(self) -> bool:
+        """Gate 4 passed: the model's green answers cleared the profile's bar on a gold question set."""
+        return any(g.gate == 4 and g.passed for g in self.gates)
 
     def failed_gates(self) -> list[int]:
-        return [g.gate for g in self.gates if not g.passed]
+        return [g.gate for g in self.gates if not g.passed and g.status != "skipped"]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["gates"] = [g.to_dict() for g in self.gates]
         data["passed"] = self.passed
         data["failed_gates"] = self.failed_gates()
+        data["qualified"] = self.qualified
         return data
 
 
@@ -258,9 +270,13 @@ def gate_three(profile: Profile, smoke_prompt: str, load_rollback: bool) -> tupl
                       {"rollback_gate1": result.to_dict()}), entry
 
 
-def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback: bool = True
-               ) -> DoctorReport:
-    """Run the three gates in order; gate 2 needs gate 1's loaded runtime, gate 3 runs regardless."""
+AnswersGate = Callable[[Profile], GateResult]
+
+
+def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback: bool = True,
+               answers: AnswersGate | None = None) -> DoctorReport:
+    """Run the gates in order; gate 2 needs gate 1's loaded runtime, gate 3 runs regardless, gate 4
+    (`answers`, handed in by the gateway) only after gate 1 passed, once gate 1's model is released."""
     gate1, found = gate_one(profile, smoke_prompt, keep_loaded=True)
     try:
         if found.runtime is None:
@@ -270,6 +286,7 @@ def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback
     finally:
         _release(found)
     gate3, rollback_entry = gate_three(profile, smoke_prompt, load_rollback)
+    gate4 = _gate_four(profile, answers, gate1)
     active = {"role": "active", "name": profile.name, "path": str(profile.path), "backend": profile.backend,
               "artifact_path": found.artifact.get("path", ""), "sha256": found.artifact.get("sha256", ""),
               "chain_id": found.chain.get("chain_id", "")}
@@ -289,6 +306,18 @@ def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback
         rollback_set=[active, rollback_entry],
         owners=dict(profile.owners),
         embedding_model=profile.embedding_model,
-        gates=[gate1, gate2, gate3],
+        gates=[gate1, gate2, gate3, gate4],
     )
+
+
+def _gate_four(profile: Profile, answers: AnswersGate | None, gate1: GateResult) -> GateResult:
+    if answers is None:
+        return GateResult(4, "skipped", "skipped: no gold question set was given (manualqa doctor --answers "
+                                        "QUESTIONS.jsonl, or answers.questions in the profile)")
+    if not gate1.passed:
+        return GateResult(4, "not run", "not run (gate 1 failed)")
+    try:
+        return answers(profile)
+    except Exception as exc:  # noqa: BLE001 - a verdict, never a crashed doctor
+        return GateResult(4, "fail", f"the replay could not run: {_error(exc)}")
 

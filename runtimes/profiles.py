@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtimes.answer_bar import AnswerBar, AnswerBarError, parse_answer_bar
 from runtimes.base import GenerationConfig
 from runtimes.builtin_profiles import BUILTIN_PROFILES
 from runtimes.registry import BACKENDS, is_remote
@@ -33,7 +34,7 @@ class ProfileError(ValueError):
 DEFAULT_ARTIFACT = "default"
 BUILTIN_DIR = Path("<builtin>")
 
-_TOP_KEYS = {"name", "description", "target_device", "backend", "rollback", "artifact", "runtime",
+_TOP_KEYS = {"answers", "name", "description", "target_device", "backend", "rollback", "artifact", "runtime",
              "options", "generation", "embedding", "owners"}
 _ARTIFACT_KEYS = {"path", "sha256", "source", "conversion", "quantization"}
 _OWNER_KEYS = ("conversion", "integration")
@@ -77,6 +78,7 @@ class Profile:
     options: dict[str, Any] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    answers: AnswerBar = field(default_factory=AnswerBar)  # doctor's gate 4 (runtimes.answer_bar)
     text: str = ""  # the TOML as read: stored verbatim when activated
     base_dir: Path | None = None  # where relative paths resolve (the original file's directory)
     rollback_file: Path | None = None  # frozen copy of the rollback profile (set by the store)
@@ -127,6 +129,10 @@ class Profile:
             raise ProfileError(f"profile {self.name!r} names itself as its rollback profile")
         return load_profile(where, base_dir=self.rollback_base_dir if self.rollback_file else None)
 
+    def answer_questions(self) -> Path | None:
+        """The gold question set gate 4 replays (answers.questions, relative to the profile), if any."""
+        return self._resolve(self.answers.questions) if self.answers.questions.strip() else None
+
     def generation_config(self) -> GenerationConfig:
         return GenerationConfig.from_dict(self.generation)
 
@@ -152,6 +158,7 @@ class Profile:
             "options": dict(self.options),
             "generation": self.generation_config().to_dict(),
             "embedding": {"model": self.embedding_model},
+            "answers": self.answers.to_dict(),
             "owners": dict(self.owners),
             "rollback": self.rollback,
             "rollback_path": str(rollback) if rollback else "",
@@ -244,6 +251,10 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
         extra = sorted(set(table) - allowed)
         if extra:
             raise ProfileError(f"{where}: unknown key(s) {section}.{f', {section}.'.join(extra)}")
+    try:
+        answers = parse_answer_bar(_table(data, "answers", where))
+    except AnswerBarError as exc:
+        raise ProfileError(f"{where}: {exc}") from exc
     return Profile(
         name=name,
         description=_string(data, "description", where, required=False),
@@ -257,6 +268,7 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
         embedding_model=_string(embedding, "model", where, required=False, label="embedding.model")
         or DEFAULT_EMBEDDING_MODEL,
         owners=owners,
+        answers=answers,
         path=path,
         text=text,
         base_dir=base_dir,

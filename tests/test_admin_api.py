@@ -162,7 +162,7 @@ def test_doctor_runs_the_gates_and_records_the_verdict(server: GatewayServer) ->
     r = httpx.post(server.url + "/api/v1/deployment/doctor", headers=h, timeout=120)
     assert r.status_code == 200, r.text
     run = r.json()
-    assert run["profile"] == "scripted-test" and [g["gate"] for g in run["gates"]] == [1, 2, 3]
+    assert run["profile"] == "scripted-test" and [g["gate"] for g in run["gates"]] == [1, 2, 3, 4]
     assert run["gates"][0]["passed"] is True and run["warning"] is None  # the artifact loads and answers
     assert run["gates"][2]["passed"] is False and "no rollback" in run["gates"][2]["detail"]
     assert run["passed"] is False and run["failed_gates"] == [3] and run["report"]["gates"] == run["gates"]

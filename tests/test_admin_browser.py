@@ -119,11 +119,12 @@ def test_deployment_doctor_profile_switch_and_answer_mode(page: Any, server: Gat
     assert page.is_disabled("#run-doctor") or "Doctor on" in page.inner_text("#deploy-msg")
     page.wait_for_function("document.getElementById('deploy-msg').textContent.startsWith('Doctor on scripted-test')")
     rows = page.locator("#gates tbody tr").all_inner_texts()
-    assert [r.split()[0] for r in rows[:3]] == ["1", "2", "3"] and "checked" in rows[3]
+    assert [r.split()[0] for r in rows[:4]] == ["1", "2", "3", "4"] and "checked" in rows[-1]
     assert "FAIL" in rows[0] and "NOT RUN" in rows[1]  # the scripted profile's artifact is no file
+    assert "NOT RUN" in rows[3] and "no gold question set" in rows[3]  # gate 4 needs a question set
     assert page.is_enabled("#run-doctor")
     deployment = httpx.get(server.url + "/api/v1/deployment", headers=bearer(server.ops)).json()
-    assert deployment["gates"]["checked_at"] in rows[3]  # saved where `manualqa doctor` saves it
+    assert deployment["gates"]["checked_at"] in rows[-1]  # saved where `manualqa doctor` saves it
 
     assert page.input_value("#answer-mode") == "generate"
     assert "running server only" in page.inner_text("#mode-note") and "manualqa.toml" in page.inner_text("#mode-note")

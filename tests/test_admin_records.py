@@ -108,7 +108,7 @@ def test_doctor_run_is_recorded_where_the_server_reads_it(tmp_path: Path) -> Non
     path = tmp_path / "profile.toml"
     path.write_text(SCRIPTED_PROFILE.format(script="Six volts [1].", delay=0.0), encoding="utf-8")
     run = run_and_record(tmp_path / "data", load_profile(path))
-    assert run.warning is None and [g.gate for g in run.report.gates] == [1, 2, 3]
+    assert run.warning is None and [g.gate for g in run.report.gates] == [1, 2, 3, 4]
     saved = last_doctor_report(tmp_path / "data", "scripted-test")
     assert saved is not None and saved["checked_at"] == run.checked_at
     assert saved["report"]["gates"] == run.report.to_dict()["gates"]

@@ -292,14 +292,15 @@ def gw(sample_data_dir: Path, tmp_path: Path, embedder: Any) -> Iterator[Service
 def test_the_wait_for_the_generation_slot_is_queue_time(gw: Services) -> None:
     """queue_ms (the slot's wait) was overwritten by the generation lock's wait (about 0)."""
     from gateway.answer.pipeline import answer_events
+    from gateway.answer.request import AnswerRequest
 
     @contextmanager
     def slow_slot(cancel: threading.Event) -> Iterator[bool]:
         time.sleep(0.3)  # another answer holds the model
         yield True
 
-    events = list(answer_events(gw, "What input voltage range does the piston board accept?",
-                                client="web", slot=slow_slot))
-    result = events[-1]["result"]
+    question = "What input voltage range does the piston board accept?"
+    events = list(answer_events(gw.answer_deps(), AnswerRequest(question=question, client="web"), slot=slow_slot))
+    result = events[-1].result
     assert result.mode == "generate" and result.timings["queue_ms"] >= 300, result.timings
     assert gw.log.get(result.id)["timings"]["queue_ms"] >= 300

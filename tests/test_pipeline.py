@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from gateway.answer import pipeline
+from gateway.answer.events import Evidence, Final, Text, kind
 from gateway.answer.prompting import SYSTEM_PROMPT, fit_prompt
 from gateway.config import Settings
 from gateway.services import Services
@@ -44,13 +45,14 @@ def test_answer_with_valid_citation_is_logged_with_provenance(gw: Services) -> N
     rt = scripted(script="Use the MSP-FET emulation tool and run make flash [1].")
     gw.runtime = rt
     events = list(gw.answer_events(FLASH_Q, client="api", key_name="tech1"))
-    kinds = [e["type"] for e in events]
+    kinds = [kind(e) for e in events]
     assert kinds[0] == "retrieval" and kinds[-1] == "final" and kinds.count("final") == 1
     assert kinds[1] == "evidence" and kinds.index("evidence") < kinds.index("text")  # evidence first
     evidence = events[1]
-    assert evidence["citations"] and all(c["passage"] for c in evidence["citations"])
-    assert "".join(e["text"] for e in events if e["type"] == "text") == "".join(rt.pieces)
-    res = events[-1]["result"]
+    assert isinstance(evidence, Evidence)
+    assert evidence.citations and all(c["passage"] for c in evidence.citations)
+    assert "".join(e.text for e in events if isinstance(e, Text)) == "".join(rt.pieces)
+    res = events[-1].result
     assert res.outcome == "answered" and res.mode == "generate"
     assert res.answer == "Use the MSP-FET emulation tool and run make flash [1]."
     assert [c.n for c in res.citations] == [1] and not res.citations[0].supporting
@@ -82,10 +84,10 @@ def test_echoed_passage_tags_never_stream(gw: Services) -> None:
               " flash </passage", "> [1]."]
     gw.runtime = scripted(pieces=pieces)
     events = list(gw.answer_events(FLASH_Q))
-    streamed = "".join(e["text"] for e in events if e["type"] == "text")
+    streamed = "".join(e.text for e in events if isinstance(e, Text))
     assert "<" not in streamed and "passage" not in streamed
     assert streamed == "Use the MSP-FET tool and run make flash  [1]."
-    assert events[-1]["result"].draft == "".join(pieces)  # the log keeps what the model really wrote
+    assert events[-1].result.draft == "".join(pieces)  # the log keeps what the model really wrote
 
 
 def test_answer_cut_at_max_tokens_says_so(gw: Services) -> None:
@@ -122,10 +124,10 @@ def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Services) -
 def test_answer_with_no_supported_sentence_shows_the_evidence_not_the_guess(gw: Services) -> None:
     gw.runtime = scripted(script="Flash it with a 2.10 Nm torque driver via USB-C [1].")
     events = list(gw.answer_events(FLASH_Q))
-    res = events[-1]["result"]
-    evidence = next(e for e in events if e["type"] == "evidence")
+    res = events[-1].result
+    evidence = next(e for e in events if isinstance(e, Evidence))
     assert res.outcome == "evidence_only" and "no_supported_sentence" in res.flags
-    assert res.answer == evidence["text"] and "2.10" not in res.answer
+    assert res.answer == evidence.text and "2.10" not in res.answer
     assert res.citations and not any(c.supporting for c in res.citations)
     top = res.passages[0]  # the evidence comes from the top retrieved passages, not the guess
     assert any(c.chunk_id == top["chunk_id"] for c in res.citations)
@@ -249,18 +251,18 @@ def test_cancel_ends_cancelled_and_logged(gw: Services) -> None:
     texts = 0
     final = None
     for e in events:
-        if e["type"] == "text":
+        if isinstance(e, Text):
             texts += 1
             if texts == 3:
                 cancel.set()
-        if e["type"] == "final":
-            final = e["result"]
+        if isinstance(e, Final):
+            final = e.result
     assert final.outcome == "cancelled" and texts < 10
     assert gw.log.get(final.id)["outcome"] == "cancelled"
     # A consumer that goes away mid-stream (client disconnect) cancels the same way.
     gen = gw.answer_events(FLASH_Q)
-    first_text = next(e for e in gen if e["type"] == "text")
-    assert first_text["text"]
+    first_text = next(e for e in gen if isinstance(e, Text))
+    assert first_text.text
     gen.close()
     newest = gw.log.query(limit=1)[0]
     assert newest["outcome"] == "cancelled" and "consumer_closed" in newest["flags"]

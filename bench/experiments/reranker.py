@@ -8,7 +8,9 @@ half is scored once with it. Costs, side by side in the same run: search latency
 the reranker over the test questions (interleaved), the reranker's resident memory once loaded,
 and its size on disk. Ingest is not touched (the reranker runs at query time only).
 
-    .venv/bin/python -m bench.reranker [--model retrieval/models/rerank_minilm_int8] [--no-write]
+    python -m bench.experiments.reranker [--model retrieval/models/rerank_minilm_int8] [--no-write]
+
+A one-off decision (issue 23): it writes docs/bench/experiments/reranker.md; `make bench` does not rerun it.
 """
 
 from __future__ import annotations
@@ -21,25 +23,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.harness import rss_mib, write_section
+from bench.suite.retrieval_eval import build, shipped, split_paths
+from gateway.qa.metrics import gold_pages
 
-from bench.retrieval_eval import build, shipped, split_paths  # noqa: E402
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-from gateway.qa.metrics import gold_pages  # noqa: E402
-
-OUT = REPO / "docs" / "bench" / "reranker.md"
 POOLS = (10, 20, 30)
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0)
 K = 5
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def scored(store: Any, embedder: Any, reranker: Any, questions: list[dict[str, Any]]) -> list[tuple[list, Any, set]]:
@@ -110,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     embedder = Embedder()
-    before = rss_mb()
+    before = rss_mib()
     reranker = Reranker(args.model)
     reranker.score("warm up", ["a passage"])
-    rr_rss = rss_mb() - before
+    rr_rss = rss_mib() - before
     recipe, _query = shipped()
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="manualqa-rerank-bench-") as tmp:
@@ -128,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         store, questions, test_rows = results["test"]
         lat = latency(store, embedder, reranker, [q for q in questions if q.get("answerable")], pool, weight)
     lines = [
-        "## The reranker trained here (bench/reranker.py)",
+        "## The reranker trained here (bench/experiments/reranker.py)",
         "",
-        f"Model `{reranker.model_id}` (sha256 {reranker.model_hash[:12]}, max length {reranker.max_length} "
+        f"Model `{reranker.model_id}` (model hash {reranker.model_hash[:12]}: weights + tokenizer; model.onnx sha256 "
+        f"{reranker.onnx_sha256()[:12]}, max length {reranker.max_length} "
         f"tokens), trained on synthetic questions about the openly licensed manuals of train/corpus "
         f"(train/, PROVENANCE.md beside the model). Shipped search settings otherwise; k = {K}; MRR is MRR@{K}. "
         f"Every choice below is made on eval/dev; eval/test is scored once with it.",
@@ -150,6 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     d0, t0 = grid[(pool, 0.0)], metrics(test_rows, pool, 0.0)
     lines.append(f"| reranker alone over the top {pool} (weight 0) | {d0[0]:.3f} | {d0[1]:.3f} | {d0[2]:.3f} | "
                  f"{t0[0]:.3f} | {t0[1]:.3f} | {t0[2]:.3f} |")
+    dc, tc = grid[best], metrics(test_rows, pool, weight)
+    wins_dev, test_agrees = dc[2] > hd[2], tc[2] >= ht[2] and tc[0] >= ht[0]
+    verdict = ("ships (search.rerank = \"builtin\")" if wins_dev and test_agrees else
+               "does **not** ship (search.rerank stays \"off\")")
+    goals = (tc[0] >= 0.80, tc[1] >= 0.97, tc[2] >= 0.87)
+    lines += ["", f"Verdict: with the setting chosen on dev (top {pool}, weight {weight}) dev MRR moves "
+              f"{dc[2] - hd[2]:+.3f} and test MRR {tc[2] - ht[2]:+.3f} (hit@1 {tc[0] - ht[0]:+.3f}): the reranker "
+              f"{verdict}; it ships only when it wins on dev and the test half agrees. Issue 23's goals on "
+              f"eval/test (hit@1 >= 0.80, hit@5 >= 0.97, MRR >= 0.87): "
+              f"{'met' if all(goals) else 'not met'}."]
     lines += ["", f"Development grid (MRR), pools {POOLS} x weights {WEIGHTS}:", "",
               "| pool | " + " | ".join(f"w {w}" for w in WEIGHTS) + " |",
               "|---|" + "---|" * len(WEIGHTS)]
@@ -162,14 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, vals in lat.items():
         lines.append(f"| {name} | {statistics.median(vals):.1f} | {pct(vals, 95):.1f} |")
     lines += ["", f"Reranker resident memory once loaded: +{rr_rss:.0f} MiB; model.onnx {size_mb:.1f} MiB "
-              f"(the bundle grows by that). Ingest is unchanged: the reranker runs only at query time.", "",
-              machine_markdown(), "",
-              "Rerun: `.venv/bin/python -m bench.reranker` (builds both halves; a few minutes on 2 cores)."]
+              f"(the bundle grows by that). Ingest is unchanged: the reranker runs only at query time."]
     text = "\n".join(lines) + "\n"
     print(text)
     print(f"chosen: pool {pool}, weight {weight}", file=sys.stderr)
     if not args.no_write:
-        OUT.write_text(text, encoding="utf-8")
+        print(f"wrote {write_section(__spec__.name, text, argv=argv)}", file=sys.stderr)
     return 0
 
 

@@ -1,44 +1,62 @@
-"""Generation: stream the model's answer within the deadline, then keep only what the passages back.
+"""Generation: stream the model's answer within the deadline and report how it ended.
 
-The runtime streams in its own thread (holding the gateway's generation lock), relayed here so that
-a cancel or the deadline is noticed even while the runtime is silent; what streams is what is kept
-(echoed <passage> fences are filtered as they arrive). Afterwards every sentence is checked against
-the passage it cites (gateway.answer.support): ``answered`` only when what is shown is supported,
-otherwise the evidence is shown as such. A runtime that fails before any text falls back to the
-evidence; one that stops responding is abandoned CANCEL_GRACE_S after a cancel.
+The runtime streams in its own thread (holding the generation lock), relayed here so that a cancel
+or the deadline is noticed even while the runtime is silent; what streams is what is kept (echoed
+<passage> fences are filtered as they arrive). `generate()` yields the Text events and returns a
+`Generation`: the model's text, how it ended (failure, crash, timeout, cancel) and what it was
+given. It decides nothing: gateway.answer.outcome does, with the support check. A runtime that
+stops responding is abandoned CANCEL_GRACE_S after a cancel.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-import re
 import threading
 import time
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway.answer.citations import parse_citations, resolve, validate
+from gateway.answer.events import Text
 from gateway.answer.grammar import citation_grammar
 from gateway.answer.prompting import FenceFilter, fit_prompt, strip_echoed_fences
-from gateway.answer.result import AnswerResult, elapsed_ms, fallback, use_evidence
-from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
+from gateway.answer.result import elapsed_ms
 from retrieval.types import Hit
 
 if TYPE_CHECKING:
-    from gateway.services import Services
+    from gateway.answer.deps import Model
+    from gateway.config import AnswerSettings
+    from runtimes.base import GenerationConfig, Runtime
 
 log = logging.getLogger("gateway.answer.pipeline")
 
 CANCEL_GRACE_S = 5.0  # how long a cancelled or timed-out runtime gets to stop by itself
-_DECLINE_RE = re.compile(
-    r"\b(?:do(?:es)? not (?:cover|contain|mention|say|include|provide)"
-    r"|not (?:covered|mentioned|provided|specified|found) in|no information"
-    r"|cannot (?:find|answer)|can't (?:find|answer)|unable to (?:find|answer))",
-    re.IGNORECASE)
 
 
-def chain_of(runtime: Any) -> dict[str, Any] | None:
+@dataclass
+class Generation:
+    """What the model did for one answer; gateway.answer.outcome decides what it comes to."""
+
+    chain: dict[str, Any] | None = None  # the artifact chain JSON (None: no runtime loaded)
+    unavailable: str | None = None  # the runtime could not load or the prompt not be built: nothing ran
+    draft: str = ""  # the model's text as generated
+    text: str = ""  # the draft without echoed <passage> fences
+    failure: str | None = None  # the runtime's error (or the timeout)
+    crash: str | None = None  # the backend's worker process died
+    cancelled: bool = False  # cancelled (not timed out) while it streamed
+    hits: list[Hit] = field(default_factory=list)  # the passages the prompt gave: hits[0] is [1]
+    config: dict[str, Any] = field(default_factory=dict)  # the generation config used
+    flags: list[str] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)  # load, prompt, ttft, queue (the lock), decode
+
+    @property
+    def clean(self) -> bool:
+        """It ran to its end: the text is the model's whole answer, for the support check."""
+        return self.unavailable is None and self.crash is None and self.failure is None and not self.cancelled
+
+
+def chain_of(runtime: Runtime) -> dict[str, Any] | None:
     try:
         chain: dict[str, Any] = runtime.describe().to_dict()
         return chain
@@ -47,151 +65,88 @@ def chain_of(runtime: Any) -> dict[str, Any] | None:
         return None
 
 
-def generate(gw: Services, res: AnswerResult, given: list[Hit], cancel: threading.Event,
-              max_tokens: int | None, t0: float, evidence: str
-              ) -> Generator[dict[str, Any], None, dict[str, Any] | None]:
-    """Stream from the runtime into res; returns the artifact chain JSON (None if never loaded)."""
-    settings = gw.settings.answer
+def generate(model: Model, settings: AnswerSettings, question: str, given: list[Hit], cancel: threading.Event,
+             max_tokens: int | None, t0: float, name: str = "answer") -> Generator[Text, None, Generation]:
+    """Stream the model's answer to question from the passages given (as Text events); returns how it went.
+
+    t0 is the answer's start: ttft_ms counts from it. name names the streaming thread.
+    """
+    gen = Generation()
     tl = time.perf_counter()
     try:
-        profile = gw.profile
-        res.profile = profile.name
-        config = profile.generation_config()
-        runtime = gw.runtime  # loads on the first answer: load_ms, not pipeline overhead
-        res.timings["load_ms"] = elapsed_ms(tl)
+        config = model.profile.generation_config()
+        runtime = model.runtime  # loads on the first answer: load_ms, not pipeline overhead
+        gen.timings["load_ms"] = elapsed_ms(tl)
     except Exception as exc:  # noqa: BLE001 - a runtime that cannot load must not lose the answer
-        fallback(res, given, evidence, f"runtime could not load: {exc}")
-        res.timings["total_ms"] = elapsed_ms(t0)
-        return None
-    chain = chain_of(runtime)
-    res.chain_id = chain["chain_id"] if chain else None
-    cap = settings.max_answer_tokens
-    config.max_tokens = max(1, min(max_tokens or config.max_tokens, cap))
+        gen.unavailable = f"runtime could not load: {exc}"
+        return gen
+    gen.chain = chain_of(runtime)
+    config.max_tokens = max(1, min(max_tokens or config.max_tokens, settings.max_answer_tokens))
     config.timeout_s = min(config.timeout_s, settings.timeout_s)
     tp = time.perf_counter()
     try:
-        plan = fit_prompt(res.question, given, runtime.count_tokens, runtime.context_length,
-                          config.max_tokens)
+        plan = fit_prompt(question, given, runtime.count_tokens, runtime.context_length, config.max_tokens)
     except Exception as exc:  # noqa: BLE001
-        fallback(res, given, evidence, f"prompt could not be built: {exc}")
-        res.timings["total_ms"] = elapsed_ms(t0)
-        return chain
+        gen.unavailable = f"prompt could not be built: {exc}"
+        return gen
     config.max_tokens = plan.max_tokens
-    if settings.constrain_citations and plan.hits and getattr(runtime, "accepts_grammar", False):
+    if settings.constrain_citations and plan.hits and runtime.accepts_grammar:
         config.grammar = citation_grammar(len(plan.hits))
-    res.generation_config = config.to_dict()
-    res.flags.extend(plan.flags)
-    for p in res.passages[: len(plan.hits)]:
-        p["given"] = True
-    res.timings.update(prompt_ms=elapsed_ms(tp), prompt_tokens_planned=plan.prompt_tokens)
+    gen.config, gen.hits = config.to_dict(), plan.hits
+    gen.flags.extend(plan.flags)
+    gen.timings.update(prompt_ms=elapsed_ms(tp), prompt_tokens_planned=plan.prompt_tokens)
+    yield from _stream(gen, model, runtime, plan.messages, config, cancel, t0, name)
+    return gen
 
+
+def _stream(gen: Generation, model: Model, runtime: Runtime, messages: list[dict[str, str]],
+            config: GenerationConfig, cancel: threading.Event, t0: float, name: str) -> Iterator[Text]:
+    """The model's text as it streams, then what it said of itself into gen."""
     pieces: list[str] = []
     stats: Any = None
-    failure: str | None = None
-    crash: str | None = None
     timed_out = False
     deadline = time.monotonic() + config.timeout_s
     fences = FenceFilter()  # what streams is what is kept: no echoed <passage> tags, even briefly
-    for kind, value in _pump(gw, runtime, plan.messages, config, cancel, deadline, res):
+    for kind, value in _pump(model.generation_lock, runtime, messages, config, cancel, deadline, gen, name):
         if kind == "text":
             if not pieces:
-                res.timings["ttft_ms"] = elapsed_ms(t0)
+                gen.timings["ttft_ms"] = elapsed_ms(t0)
             pieces.append(value)
             shown = fences.feed(value)
             if shown:
-                yield {"type": "text", "text": shown}
+                yield Text(shown)
         elif kind == "stats":
             stats = value
         elif kind == "error":
-            failure = value
+            gen.failure = value
         elif kind == "crash":
-            crash = failure = value
+            gen.crash = value
         elif kind == "timeout":
             timed_out = True
     tail = fences.flush()
     if tail:
-        yield {"type": "text", "text": tail}
-    res.draft = "".join(pieces)
-    res.answer = strip_echoed_fences(res.draft)
+        yield Text(tail)
+    gen.draft = "".join(pieces)
+    gen.text = strip_echoed_fences(gen.draft)
     if stats is not None:
-        res.timings.update(prompt_tokens=stats.prompt_tokens, output_tokens=stats.output_tokens,
+        gen.timings.update(prompt_tokens=stats.prompt_tokens, output_tokens=stats.output_tokens,
                            runtime_ttft_ms=stats.ttft_ms, decode_tps=stats.decode_tps,
                            generation_ms=stats.total_ms, stop_reason=stats.stop_reason)
         timed_out = timed_out or stats.stop_reason == "timeout"
         if stats.stop_reason == "length":  # cut at max_tokens: the reader must know it is unfinished
-            res.flags.append("cut_at_max_tokens")
-        if stats.stop_reason == "error" and failure is None:
-            failure = "the runtime reported an error"
-    if "ttft_ms" in res.timings and res.timings.get("runtime_ttft_ms") is not None:
-        t = res.timings  # question to first token, less what is not the pipeline's own work
-        own = t["ttft_ms"] - t["embed_ms"] - t["runtime_ttft_ms"] - t.get("queue_ms", 0) - t["load_ms"]
-        t["overhead_ms"] = round(own, 3)
+            gen.flags.append("cut_at_max_tokens")
+        if stats.stop_reason == "error" and gen.failure is None:
+            gen.failure = "the runtime reported an error"
     if timed_out:
-        res.flags.append("timeout")
-        failure = failure or f"generation timed out after {config.timeout_s:g} s"
-    if crash is not None:  # the worker died: this answer is an error, its evidence still shown
-        fallback(res, given, evidence, crash)
-        res.outcome = "error"
-        res.flags.append("backend_crashed")
-        res.timings["total_ms"] = elapsed_ms(t0)
-        return chain
-    if cancel.is_set() and not timed_out:
-        res.outcome = "cancelled"
-    elif failure is not None and not pieces:
-        fallback(res, given, evidence, failure)
-        res.timings["total_ms"] = elapsed_ms(t0)
-        return chain
-    elif failure is not None:
-        res.outcome, res.error = "error", failure
-    if res.outcome == "answered":
-        _check_support(res, plan.hits, given, evidence, settings.min_support_overlap,
-                       settings.require_question_terms)
-    else:
-        res.citations, flags = resolve(res.answer, plan.hits)
-        res.flags.extend(flags)
-    res.timings["total_ms"] = elapsed_ms(t0)
-    return chain
+        gen.flags.append("timeout")
+        gen.failure = gen.failure or f"generation timed out after {config.timeout_s:g} s"
+    gen.cancelled = cancel.is_set() and not timed_out
 
 
-def _check_support(res: AnswerResult, hits: list[Hit], given: list[Hit], evidence: str,
-                   min_overlap: float, require_question_terms: bool) -> None:
-    """Keep the sentences the cited passages back; with none left, show the evidence instead."""
-    cited, dropped = validate(parse_citations(res.answer), len(hits))
-    if dropped:
-        res.flags.append(f"dropped_invalid_citations: {dropped}")
-    if is_decline(res.answer) or (not cited and not dropped and _DECLINE_RE.search(res.answer)):
-        res.flags.append("model_declined")
-        use_evidence(res, given, evidence)
-        return
-    # A passage is read with its manual's title and section heading, as the model was shown it.
-    checks = check_answer(res.answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap,
-                          question=res.question)
-    res.support = [c.to_dict() for c in checks]
-    unsupported = [c for c in checks if not c.supported]
-    inferred = [c for c in checks if c.supported and c.inferred]
-    if unsupported:
-        res.flags.append(f"unsupported_sentences_removed: {len(unsupported)}")
-    if inferred:
-        res.flags.append(f"citations_inferred: {len(inferred)}")
-    if len(unsupported) == len(checks):
-        res.flags.append("no_supported_sentence")
-        use_evidence(res, given, evidence)
-        return
-    shown = supported_text(res.answer, checks)
-    titles = " ".join(sorted({h.title for h in hits}))
-    if require_question_terms and not addresses_question(res.question, shown, titles):
-        res.flags.append("answer_off_question")
-        use_evidence(res, given, evidence)
-        return
-    res.answer = shown
-    res.citations, flags = resolve(res.answer, hits, supporting_fallback=False)
-    res.flags.extend(f for f in flags if not f.startswith("dropped_invalid_citations"))
-
-
-def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: Any, cancel: threading.Event,
-          deadline: float, res: AnswerResult) -> Iterator[tuple[str, Any]]:
-    """Run runtime.stream in its own thread (holding the gateway's generation lock) and relay its
-    items, so that a cancel or the deadline is noticed even while the runtime is silent.
+def _pump(lock: threading.Lock, runtime: Runtime, messages: list[dict[str, str]], config: GenerationConfig,
+          cancel: threading.Event, deadline: float, gen: Generation, name: str) -> Iterator[tuple[str, Any]]:
+    """Run runtime.stream in its own thread (holding the generation lock) and relay its items, so
+    that a cancel or the deadline is noticed even while the runtime is silent.
 
     Yields ("text", str), ("stats", GenerationStats), ("error", message), ("crash", reason: the
     backend's worker process died) or ("timeout", None).
@@ -200,7 +155,6 @@ def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: An
     from runtimes.supervised import WorkerCrashed
 
     stop = threading.Event()  # what the runtime watches: set on cancel or timeout
-    lock = getattr(gw, "generation_lock", None) or threading.Lock()
     tq = time.perf_counter()
     while not lock.acquire(timeout=0.05):
         if cancel.is_set():
@@ -209,8 +163,7 @@ def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: An
             yield "error", "the runtime stayed busy with other answers until the timeout"
             yield "timeout", None
             return
-    # the wait for the generation slot (pipeline) and for this lock are both queueing, not overhead
-    res.timings["queue_ms"] = round(res.timings.get("queue_ms", 0.0) + elapsed_ms(tq), 3)
+    gen.timings["queue_ms"] = elapsed_ms(tq)  # the wait for the lock (the pipeline adds the slot's)
     items: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def run() -> None:
@@ -225,7 +178,7 @@ def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: An
             lock.release()
             items.put(("end", None))
 
-    thread = threading.Thread(target=run, name=f"generate-{res.id}", daemon=True)
+    thread = threading.Thread(target=run, name=f"generate-{name}", daemon=True)
     thread.start()
     try:
         yield from _relay(items, runtime, stop, cancel, deadline)
@@ -235,14 +188,14 @@ def _pump(gw: Services, runtime: Any, messages: list[dict[str, str]], config: An
             _cancel_runtime(runtime)
 
 
-def _cancel_runtime(runtime: Any) -> None:
+def _cancel_runtime(runtime: Runtime) -> None:
     try:
         runtime.cancel()
     except Exception as exc:  # noqa: BLE001 - best effort; the stop event is the main signal
         log.warning("runtime.cancel() failed: %s", exc)
 
 
-def _relay(items: queue.Queue[tuple[str, Any]], runtime: Any, stop: threading.Event,
+def _relay(items: queue.Queue[tuple[str, Any]], runtime: Runtime, stop: threading.Event,
            cancel: threading.Event, deadline: float) -> Iterator[tuple[str, Any]]:
     give_up: float | None = None
     while True:

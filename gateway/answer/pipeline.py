@@ -1,12 +1,12 @@
-"""The one answer function that the CLI, the HTTP API and replay all call.
+"""The one answer function that the CLI, the HTTP API and replay all call: answer_events(deps, request).
 
 question -> retrieve from the (pinned) active index version -> weak evidence? not_found, no model
 -> the evidence (best cited sentences, no model) at once -> prompt with fenced passages, fitted to
 the window -> stream from the runtime (constrained to cite, where the backend takes a grammar) ->
 check every sentence against the passage it cites -> one row in the answer log -> final event.
 
-`answer_events()` yields {"type": "retrieval"}, {"type": "evidence"}, {"type": "text"} (many) and
-exactly one {"type": "final", "result": AnswerResult}; `answer()` consumes it. Every path ends with
+`answer_events()` yields the typed events of gateway.answer.events: Retrieval, Evidence, Text (many)
+and exactly one Final (the logged AnswerResult); `answer()` consumes it. Every path ends with
 a final event and a log row: failure before any text falls back to the evidence, failure after
 some text ends as "error", a cancel ends as "cancelled", and a runtime that stops responding is
 abandoned at the timeout.
@@ -16,9 +16,10 @@ model's unsupported sentences are removed, and kept in ``draft``); ``evidence_on
 evidence is shown instead (extractive mode, a model that declined or wrote nothing supported);
 ``not_found`` when the evidence is too weak to show as an answer.
 
-Here: retrieval, the not-found decision, the evidence and the log; the model's part (streaming,
-cancel and deadline, the support check) is gateway.answer.generation; the result type and the
-evidence fallbacks are gateway.answer.result.
+Here: the order of the steps, retrieval, the evidence and the log. It runs on `AnswerDeps`
+(gateway.answer.deps: a retriever, the model, an answer sink), never on the composition root; the
+model's part (streaming, cancel and deadline) is gateway.answer.generation; the outcome is decided
+in one function, gateway.answer.outcome.decide_outcome; the result type is gateway.answer.result.
 """
 
 from __future__ import annotations
@@ -31,18 +32,22 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import resolve
+from gateway.answer.deps import AnswerDeps, Model, Retrieved
+from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
 from gateway.answer.extractive import extractive_answer
-from gateway.answer.generation import CANCEL_GRACE_S, chain_of, generate
+from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
+from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, decide_outcome, settle
 from gateway.answer.quantities import unstated_quantities
-from gateway.answer.result import AnswerInputError, AnswerResult, elapsed_ms, use_evidence
+from gateway.answer.request import MAX_QUESTION_CHARS, AnswerRequest
+from gateway.answer.result import AnswerInputError, AnswerResult, elapsed_ms, overhead_ms
 from gateway.records.db import new_id, utcnow
 from retrieval.types import Hit
 
-__all__ = ["AGREE_RELIEF", "CANCEL_GRACE_S", "AnswerInputError", "AnswerResult", "answer", "answer_events",
-           "evidence_is_strong"]
+__all__ = ["AGREE_RELIEF", "CANCEL_GRACE_S", "MAX_QUESTION_CHARS", "AnswerDeps", "AnswerInputError",
+           "AnswerRequest", "AnswerResult", "answer", "answer_events", "evidence_is_strong"]
 
 if TYPE_CHECKING:
-    from gateway.services import Services
+    from gateway.config import AnswerSettings
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +56,6 @@ Slot = Callable[[threading.Event], AbstractContextManager[bool]]
 
 NOT_FOUND_TEXT = ("The manuals on this gateway do not cover this question. "
                   "The closest passages are listed below; they may not answer it.")
-MAX_QUESTION_CHARS = 2000
 AGREE_TOP = 3  # dense and lexical "agree" when one passage is in the top 3 of both
 AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity still counts
 
@@ -73,86 +77,58 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float) -> tuple[bool
     return strong, {"best_similarity": round(best, 4), "agree": agree}
 
 
-def _retrieve(gw: Services, question: str, manuals: list[str] | None,
+def retrieve_for_answer(deps: AnswerDeps, query: str, manuals: Sequence[str] | None,
+                        version: str | None) -> Retrieved:
+    """The answer's retrieval: enough passages for the prompt, from one pinned index version."""
+    return deps.retriever.retrieve(query, max(deps.search_k, deps.settings.max_passages), manuals or None, version)
+
+
+def _retrieve(gw: Any, question: str, manuals: list[str] | None,
               version: str | None) -> tuple[list[Hit], dict[str, float], str]:
-    """Hits from one pinned index version (activation during an answer cannot mix versions)."""
-    from retrieval.search import search_with_timings
-    from retrieval.types import NoIndexError
-
-    version = version or gw.store.active_id()
-    if not version:
-        raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
-    s = gw.settings.search
-    k = max(s.k, gw.settings.answer.max_passages)
-    pick = getattr(gw, "embedder_for", None)  # the model this version was built with (Services)
-    embedder = pick(version) if pick is not None else gw.embedder
-    reranker = getattr(gw, "reranker", None)
-    hits, timings = search_with_timings(gw.store, embedder, question, k=k, manuals=manuals or None,
-                                        version=version, reranker=reranker, **s.search_options())
-    show = getattr(gw, "show_titles", None)
-    if show is not None:  # the admin's display titles (gateway.records.titles)
-        show(hits)
-    return hits, timings, version
+    """retrieve_for_answer on a composition root (gateway.services.Services), as bench/ calls it."""
+    hits, timings, searched = retrieve_for_answer(gw.answer_deps(), question, manuals, version)
+    return hits, timings, searched
 
 
-def answer(gw: Services, question: str, **kwargs: Any) -> AnswerResult:
+def answer(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading.Event | None = None,
+           slot: Slot | None = None) -> AnswerResult:
     """The same as answer_events(), consumed: the final AnswerResult."""
     result: AnswerResult | None = None
-    for event in answer_events(gw, question, **kwargs):
-        if event["type"] == "final":
-            result = event["result"]
+    for event in answer_events(deps, request, cancel=cancel, slot=slot):
+        if isinstance(event, Final):
+            result = event.result
     assert result is not None
     return result
 
 
-def answer_events(
-    gw: Services,
-    question: str,
-    manuals: list[str] | None = None,
-    client: str = "cli",
-    key_name: str | None = None,
-    mode: str | None = None,
-    cancel: threading.Event | None = None,
-    version: str | None = None,
-    max_tokens: int | None = None,
-    slot: Slot | None = None,
-    search_query: str | None = None,
-) -> Iterator[dict[str, Any]]:
-    """The answer as events (see the module docstring).
-
-    `search_query` (default: the question) is what retrieval searches for: a chat client's
-    follow-up ("and the torque for it?") needs the conversation's earlier turns to find its page.
+def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading.Event | None = None,
+                  slot: Slot | None = None) -> Iterator[AnswerEvent]:
+    """The answer to one AnswerRequest as events (see the module docstring).
 
     `slot(cancel)` is held around generation only, the one step that needs the model: retrieval,
     the evidence, not-found and extractive answers never wait for it. It yields False when the
     cancel came while waiting. Without it (CLI, replay) generation runs at once.
     """
     t0 = time.perf_counter()
-    if not isinstance(question, str) or not question.strip():
-        raise AnswerInputError("the question is empty")
-    question = question.strip()
-    if len(question) > MAX_QUESTION_CHARS:
-        raise AnswerInputError(f"the question is longer than {MAX_QUESTION_CHARS} characters")
-    settings = gw.settings.answer
-    mode = mode or settings.mode
-    if mode not in ("generate", "extractive"):
-        raise AnswerInputError("mode must be 'generate' or 'extractive'")
+    settings = deps.settings
+    request = request.checked(settings.mode)
     cancel = cancel or threading.Event()
-    res = AnswerResult(id=new_id(), time=utcnow(), question=question, scope=list(manuals or []),
-                       mode=mode, client=client, key_name=key_name)
+    res = AnswerResult(id=new_id(), time=utcnow(), question=request.question, scope=list(request.scope),
+                       mode=request.mode_or(settings.mode), client=request.client, key_name=request.key_name)
     chain: dict[str, Any] | None = None
+    decision: Decision | None = None
+    logged = False
     try:
         # 1. retrieve ---------------------------------------------------------------------------
         try:
-            query = (search_query or question).strip()[: 2 * MAX_QUESTION_CHARS]
-            if query != question:
+            if request.query != request.question:
                 res.flags.append("searched_with_conversation")
-            hits, rt, res.index_version = _retrieve(gw, query, manuals, version)
+            hits, rt, res.index_version = retrieve_for_answer(deps, request.query, request.scope, request.version)
         except Exception as exc:  # noqa: BLE001 - every failure ends as a logged outcome
-            res.outcome, res.error = "error", f"retrieval failed: {exc}"
-            res.answer = f"Could not search the manuals: {exc}"
-            res.timings["total_ms"] = elapsed_ms(t0)
-            yield {"type": "final", "result": _finish(gw, res, chain)}
+            decision = decide_outcome(retrieval_error=str(exc))
+            settle(res, decision, given=[], evidence="")
+            logged = True
+            yield Final(_finish(deps, res, chain, t0))
             return
         res.timings.update(retrieval_ms=round(rt.get("total_ms", elapsed_ms(t0)), 3),
                            embed_ms=round(rt.get("embed_ms", 0.0), 3))
@@ -160,77 +136,112 @@ def answer_events(
         res.timings["best_similarity"] = ev["best_similarity"]
         given = hits[: settings.max_passages]
         res.passages = [{**h.to_dict(), "n": i + 1, "given": False} for i, h in enumerate(hits)]
-        yield {"type": "retrieval", "id": res.id, "index_version": res.index_version,
-               "passages": [h.to_dict() for h in given], "evidence": ev}
-        try:
-            res.profile = gw.profile.name
-        except Exception as exc:  # noqa: BLE001 - reported again (and fallen back) if generation needs it
-            log.warning("no deployment profile: %s", exc)
-        runtime = _loaded_runtime(gw)
-        if runtime is not None:
-            chain = chain_of(runtime)
+        yield Retrieval(id=res.id, index_version=res.index_version,
+                        passages=[h.to_dict() for h in given], evidence=ev)
+        res.profile, chain = _profile_name(deps.model), _loaded_chain(deps.model)
         res.chain_id = chain["chain_id"] if chain else None
-        if cancel.is_set():
-            res.outcome, res.timings["total_ms"] = "cancelled", elapsed_ms(t0)
-            yield {"type": "final", "result": _finish(gw, res, chain)}
-            return
-        # 2. weak evidence: say so, with the nearest passages; the model is not asked ---------
-        unstated = (unstated_quantities(res.question, (f"{h.heading}\n{h.text}" for h in given))
-                    if strong and settings.quantity_check else [])
-        if not strong or unstated:
-            res.outcome = "not_found"
-            res.answer = NOT_FOUND_TEXT if not strong else quantity_not_found_text(unstated)
-            res.flags.append(f"weak_evidence: best similarity {ev['best_similarity']}" if not strong
-                             else f"quantity_not_in_evidence: {', '.join(unstated)}")
-            res.timings["total_ms"] = elapsed_ms(t0)
-            yield {"type": "text", "text": res.answer}
-            yield {"type": "final", "result": _finish(gw, res, chain)}
+        # 2. cancelled, or weak evidence: say so, with the nearest passages; the model is not asked
+        weak = _weakness(request.question, given, strong, ev, settings)
+        if cancel.is_set() or weak is not None:
+            decision = decide_outcome(cancelled=cancel.is_set(), weak=weak)
+            settle(res, decision, given=given, evidence="")
+            if decision.shows == "notice":
+                yield Text(res.answer)
+            logged = True
+            yield Final(_finish(deps, res, chain, t0))
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
         evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences)
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
-        yield {"type": "evidence", "text": evidence, "citations": [c.to_dict() for c in ev_citations]}
-        if mode == "extractive":
-            use_evidence(res, given, evidence)
+        yield Evidence(text=evidence, citations=[c.to_dict() for c in ev_citations])
+        gen: Generation | None = None
+        support: SupportCheck | None = None
+        if res.mode == "extractive":
             res.chain_id, chain = None, None  # no model took part
-            yield {"type": "final", "result": _finish(gw, res, chain)}
-            return
-        # 4. generate, holding the generation slot ---------------------------------------------
-        tq = time.perf_counter()
-        with (slot(cancel) if slot is not None else nullcontext(True)) as running:
-            res.timings["queue_ms"] = elapsed_ms(tq)
-            if running and not cancel.is_set():
-                chain = yield from generate(gw, res, given, cancel, max_tokens, t0, evidence)
-            else:
-                res.outcome, res.timings["total_ms"] = "cancelled", elapsed_ms(t0)
-        yield {"type": "final", "result": _finish(gw, res, chain)}
+            decision = decide_outcome(extractive=True)
+        else:
+            # 4. generate, holding the generation slot, and check what the model wrote ----------
+            tq = time.perf_counter()
+            with (slot(cancel) if slot is not None else nullcontext(True)) as running:
+                res.timings["queue_ms"] = elapsed_ms(tq)
+                if running and not cancel.is_set():
+                    gen = yield from generate(deps.model, settings, res.question, given, cancel,
+                                              request.max_tokens, t0, res.id)
+            if gen is not None:
+                chain = _take(res, gen, chain)
+                if gen.clean:
+                    support = check_support(res.question, gen.text, gen.hits, settings.min_support_overlap,
+                                            settings.require_question_terms)
+            decision = decide_outcome(cancelled=gen is None, generation=gen, support=support)
+        settle(res, decision, given=given, evidence=evidence, generation=gen, support=support)
+        logged = True
+        yield Final(_finish(deps, res, chain, t0))
     except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
         cancel.set()
-        if getattr(res, "_logged", False):  # it left after the final event: nothing to undo
+        if logged:  # it left after the final event: nothing to undo
             raise
-        if res.outcome == "answered":
-            res.outcome = "cancelled"
-            res.flags.append("consumer_closed")
-        res.timings.setdefault("total_ms", elapsed_ms(t0))
-        _finish(gw, res, chain, durable=False)  # nobody is left to see it
+        if decision is None:
+            settle(res, decide_outcome(closed=True), given=[], evidence="")
+        _finish(deps, res, chain, t0, durable=False)  # nobody is left to see it
         raise
 
 
-def _loaded_runtime(gw: Services) -> Any:
-    loaded = getattr(gw, "runtime_if_loaded", None)
-    return loaded() if callable(loaded) else None
+def _weakness(question: str, given: list[Hit], strong: bool, ev: dict[str, Any],
+              settings: AnswerSettings) -> Weak | None:
+    """Why the evidence cannot be shown as an answer (None: it can)."""
+    if not strong:
+        return Weak(NOT_FOUND_TEXT, f"weak_evidence: best similarity {ev['best_similarity']}")
+    unstated = (unstated_quantities(question, (f"{h.heading}\n{h.text}" for h in given))
+                if settings.quantity_check else [])
+    if unstated:
+        return Weak(quantity_not_found_text(unstated), f"quantity_not_in_evidence: {', '.join(unstated)}")
+    return None
 
 
-def _finish(gw: Services, res: AnswerResult, chain: dict[str, Any] | None, durable: bool = True) -> AnswerResult:
-    """Log the answer and return it; the final event goes out only once the row is committed.
+def _profile_name(model: Model) -> str | None:
+    try:
+        return model.profile.name
+    except Exception as exc:  # noqa: BLE001 - reported again (and fallen back) if generation needs it
+        log.warning("no deployment profile: %s", exc)
+        return None
+
+
+def _loaded_chain(model: Model) -> dict[str, Any] | None:
+    """The loaded runtime's artifact chain: recorded even when the model is not asked."""
+    runtime = model.runtime_if_loaded()
+    return chain_of(runtime) if runtime is not None else None
+
+
+def _take(res: AnswerResult, gen: Generation, chain: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What generation measured and used, into the result; returns the chain to log."""
+    waited = res.timings.get("queue_ms", 0.0) + gen.timings.pop("queue_ms", 0.0)  # the slot's and the lock's
+    res.timings.update(gen.timings)
+    res.timings["queue_ms"] = round(waited, 3)
+    res.flags.extend(gen.flags)
+    res.generation_config, res.draft = gen.config, gen.draft
+    for p in res.passages[: len(gen.hits)]:
+        p["given"] = True
+    if gen.chain is None:
+        return chain
+    res.chain_id = gen.chain["chain_id"]
+    return gen.chain
+
+
+def _finish(deps: AnswerDeps, res: AnswerResult, chain: dict[str, Any] | None, t0: float,
+            durable: bool = True) -> AnswerResult:
+    """Stamp the total time, log the answer and return it; the final event goes out only once the
+    row is committed.
 
     Tokens stream without waiting for the log; only the end does, so that every answer a client
     saw is in the log even if the server is killed right after (the writer batches commits).
     """
-    res._logged = True  # type: ignore[attr-defined]  # not a field: never serialised
+    res.timings["total_ms"] = elapsed_ms(t0)
+    overhead = overhead_ms(res.timings)
+    if overhead is not None:
+        res.timings["overhead_ms"] = overhead
     try:
-        gw.log.record(res, chain=chain, durable=durable)
+        deps.sink.record(res, chain=chain, durable=durable)
     except Exception as exc:  # noqa: BLE001 - the answer is still returned; the flag tells
         log.error("answer %s could not be logged: %s", res.id, exc)
         res.flags.append("not_logged")

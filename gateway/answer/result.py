@@ -1,12 +1,11 @@
-"""What one answer is (AnswerResult) and the two ways evidence stands in for a model's text.
+"""What one answer is (AnswerResult), the evidence shown as its text, and its pipeline overhead.
 
-Shared by the pipeline (retrieve, decide, log) and generation (stream, check support), so that
-neither imports the other for its types.
+Shared by the pipeline (retrieve, log), generation (stream) and the outcome (decide, settle), so
+that none imports another for its types.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -15,8 +14,6 @@ from gateway.answer.citations import Citation, resolve
 from gateway.errors import GatewayError
 from gateway.records.answers import Outcome
 from retrieval.types import Hit
-
-log = logging.getLogger("gateway.answer.pipeline")
 
 
 class AnswerInputError(GatewayError):
@@ -57,8 +54,8 @@ def elapsed_ms(t0: float) -> float:
 
 
 def use_evidence(res: AnswerResult, given: list[Hit], evidence: str) -> None:
-    """Show the quoted evidence (cited sentences of the top passages) as such: evidence_only."""
-    res.outcome, res.answer = "evidence_only", evidence
+    """Show the quoted evidence (cited sentences of the top passages) as the answer's text."""
+    res.answer = evidence
     for p in res.passages[: len(given)]:
         p["given"] = True
     res.citations, flags = resolve(evidence, given, supporting_fallback=False)
@@ -67,9 +64,11 @@ def use_evidence(res: AnswerResult, given: list[Hit], evidence: str) -> None:
     res.flags.extend(f for f in flags if f != "no_valid_citation")
 
 
-def fallback(res: AnswerResult, given: list[Hit], evidence: str, why: str) -> None:
-    """The runtime failed before any text: show the evidence and record why."""
-    res.mode, res.error = "extractive_fallback", why
-    res.flags.append("runtime_failed")
-    log.warning("answer %s: generation unavailable, evidence only: %s", res.id, why)
-    use_evidence(res, given, evidence)
+def overhead_ms(timings: dict[str, Any]) -> float | None:
+    """Question to first token, less what is not the pipeline's own work (embedding, the model's own
+    time to first token, the wait for the model, its load); None before a first token."""
+    t = timings
+    if "ttft_ms" not in t or t.get("runtime_ttft_ms") is None:
+        return None
+    own: float = t["ttft_ms"] - t["embed_ms"] - t["runtime_ttft_ms"] - t.get("queue_ms", 0) - t["load_ms"]
+    return round(own, 3)

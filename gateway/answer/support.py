@@ -7,6 +7,8 @@ Each sentence is held against its cited passage(s):
 * every code-like token (part numbers, model names, pins: ``PA13``, ``M3x8``, ``SKR``) must too,
 * enough of its content words must be found there (``min_overlap``, measured on the development
   half of the evaluation set by ``bench/answer_quality.py``),
+* it must say it the same way round as the passage sentence it rests on: "Never unplug anything
+  while powered" does not back "Unplugging while powered is safe" (a negation on one side only),
 * and it must not be degenerate (the same word over and over).
 
 A sentence with no citation is held against every passage given; if one supports it, that passage
@@ -102,7 +104,7 @@ class SentenceCheck:
     inferred: bool = False  # no citation written; a passage that backs it was found
     overlap: float = 0.0  # best share of its content words found in a backing passage
     missing: list[str] = field(default_factory=list)  # numbers / codes absent from every cited passage
-    reason: str = ""  # why unsupported: "number", "code", "overlap", "degenerate", "no_content"
+    reason: str = ""  # why unsupported: "number", "code", "overlap", "polarity", "degenerate", "no_content"
 
     @property
     def supported(self) -> bool:
@@ -110,6 +112,30 @@ class SentenceCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "supported": self.supported}
+
+
+_NEGATION_RE = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|avoid)\b|n't\b|n’t\b")
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATION_RE.search(_fold(text)))
+
+
+def same_polarity(claim: str, passage: str) -> bool:
+    """Does the passage sentence sharing most words with the claim agree with it on "not"?
+
+    Word overlap cannot tell "never unplug while powered" from "unplugging while powered is safe";
+    a negation on one side only turns the passage's instruction around, so such a claim is not
+    backed. Conservative on purpose: a paraphrase that trades a negation for an antonym ("do not
+    exceed 36 V" -> "stay below 36 V") is rejected too, and the evidence is shown instead.
+    """
+    want = overlap_terms(claim)
+    best, said = 0, ""
+    for s, e in sentence_spans(passage):
+        shared = len(want & overlap_terms(passage[s:e]))
+        if shared > best:
+            best, said = shared, passage[s:e]
+    return not said or negated(claim) == negated(said)
 
 
 def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool, float, list[str], str]:
@@ -129,6 +155,8 @@ def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool
     overlap = len(want & overlap_terms(passage)) / len(want)
     if overlap < min_overlap:
         return False, round(overlap, 3), [], "overlap"
+    if not same_polarity(claim, passage):
+        return False, round(overlap, 3), [], "polarity"
     return True, round(overlap, 3), [], ""
 
 

@@ -68,22 +68,24 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
 
     Exit status: 0 answered or not found, 1 error, 130 cancelled.
     """
+    from gateway.answer.events import Final, Text
     from gateway.answer.pipeline import answer_events
+    from gateway.answer.request import AnswerRequest
 
     gw = obj.services
     cancel = threading.Event()
     result = None
     streamed = False
-    events = answer_events(gw, question, manuals=list(manuals) or None, client="cli",
-                           mode="extractive" if extractive else None, cancel=cancel, version=version,
-                           max_tokens=max_tokens)
+    request = AnswerRequest(question=question, scope=manuals, client="cli",
+                            mode="extractive" if extractive else None, version=version, max_tokens=max_tokens)
+    events = answer_events(gw.answer_deps(), request, cancel=cancel)
     try:
         for event in events:
-            if event["type"] == "text" and not as_json:
-                click.echo(event["text"], nl=False)
+            if isinstance(event, Text) and not as_json:
+                click.echo(event.text, nl=False)
                 streamed = True
-            elif event["type"] == "final":
-                result = event["result"]
+            elif isinstance(event, Final):
+                result = event.result
     except KeyboardInterrupt:
         cancel.set()
         events.close()

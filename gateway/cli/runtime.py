@@ -97,33 +97,48 @@ def print_report(report: Any) -> None:
     _lines(pairs)
     click.echo("")
     for gate in data["gates"]:
-        verdict = {"pass": "PASS", "fail": "FAIL"}.get(gate["status"], "NOT RUN")
+        verdict = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIPPED"}.get(gate["status"], "NOT RUN")
         click.echo(f"gate {gate['gate']}  {verdict:<7} {gate['title']}")
         click.echo(f"        {gate['detail']}")
     failed = ", ".join(str(g) for g in data["failed_gates"])
-    click.echo(f"overall {'PASS' if data['passed'] else 'FAIL (gate ' + failed + ')'}")
+    click.echo(f"overall {'PASS' if data['passed'] else 'FAIL (gate ' + failed + ')'}; "
+               + ("qualified for generate mode (gate 4)" if data["qualified"]
+                  else "not qualified for generate mode: answers are extractive by default"))
 
 
 @main.command("doctor")
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
               help="Profile TOML to check (default: the profile in force).")
+@click.option("--answers", "answers_file", type=click.Path(dir_okay=False), default=None,
+              help="Gate 4 on this gold question set (JSONL, as `replay run`) instead of the profile's "
+                   "answers.questions.")
+@click.option("--no-answers", is_flag=True, help="Skip gate 4 (the last measured verdict is shown).")
 @json_option("Print the record as JSON.")
 @pass_ctx
-def doctor(ctx: Ctx, profile_path: str | None, as_json: bool) -> None:
-    """Check a deployment profile's three gates and print the responsibility record.
+def doctor(ctx: Ctx, profile_path: str | None, answers_file: str | None, no_answers: bool, as_json: bool) -> None:
+    """Check a deployment profile's gates and print the responsibility record.
 
     \b
     1. the artifact has the expected sha256, loads on the locked runtime and answers a smoke prompt
     2. the intended backend really does the work (no silent CPU fallback)
     3. the rollback profile exists and passes gate 1
-    Exits 1 when any gate fails.
+    4. answers: a replay of a gold question set (--answers, or the profile's answers.questions) on
+       the active index clears the profile's [answers] bar; it takes minutes, and without a set it
+       is skipped. A profile that passed it is qualified for generate mode.
+    Exits 1 when any gate that ran fails.
     """
+    from gateway.qa.qualify import answers_gate
     from gateway.records.deployments import run_and_record
 
+    if answers_file and no_answers:
+        raise click.UsageError("--answers and --no-answers contradict each other")
     profile = _load(profile_path) if profile_path else _in_force(ctx)[0]
     # the server's /api/v1/deployment and the admin page show the latest verdicts
     facts = ctx.services.retrieval_facts()
-    report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model, facts)
+    gate4 = None if no_answers or not (answers_file or profile.answer_questions()) else \
+        answers_gate(ctx.settings, answers_file)
+    report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model, facts,
+                                        answers=gate4)
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if as_json:

@@ -69,6 +69,7 @@ def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from gateway.answer.pipeline import answer
+    from gateway.answer.request import AnswerRequest
     from gateway.config import load_settings
     from gateway.qa.metrics import compute_metrics
     from gateway.qa.replay import load_questions
@@ -103,8 +104,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for i, q in enumerate(qs):
         try:
-            r = answer(gw, q["question"], client="bench", mode="generate",
-                       max_tokens=args.max_tokens or None).to_dict()
+            request = AnswerRequest(question=q["question"], client="bench", mode="generate",
+                                    max_tokens=args.max_tokens or None)
+            r = answer(gw.answer_deps(), request).to_dict()
         except Exception as exc:  # one failing question is recorded; the run goes on
             r = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}", "answer": "",
                  "citations": [], "passages": [], "timings": {}}

@@ -3,6 +3,9 @@
 Answer correctness is scored against the gold answer: when the gold answer holds numbers, every
 one of them must appear in the answer (numbers are what a technician acts on); otherwise it is the
 token F1 of content words. A refusal scores 0. The support figures come from gateway.answer.support.
+Answered precision is the share of green (`answered`) answers that are right (correctness >= 0.5:
+every gold number, or half the gold words); the green rate is the share of answerable questions
+that got one. Together they say whether a model's green badge can be trusted (doctor's gate 4).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("answer_similarity", True, "answer similarity", "quality"),
     Metric("answer_correctness", True, "answer correctness", "answers"),
     Metric("answered_correctness", True, "correctness of answered", "answers"),
+    Metric("answered_precision", True, "answered precision", "answers"),
+    Metric("green_rate", True, "answered (green)", "answers"),
     Metric("supported_sentence_rate", True, "supported sentences", "answers"),
     Metric("unsupported_numbers", False, "unsupported numbers", "answers"),
     Metric("unanswerable_not_found_rate", True, "unanswerable refused", "answers"),
@@ -60,6 +65,8 @@ def names(*groups: str) -> tuple[str, ...]:
     """Metric names of the given groups, in the registry's order."""
     return tuple(m.name for m in METRICS if m.group in groups)
 
+
+CORRECT = 0.5  # an answer's correctness from which it counts as right (answered precision)
 
 # Outcomes whose citations a technician sees as the place to look (coverage counts both).
 SHOWN_WITH_CITATIONS: tuple[Outcome, ...] = ("answered", "evidence_only")
@@ -182,12 +189,18 @@ def _answer_quality(items: list[dict[str, Any]], answerable: list[dict[str, Any]
               for it in answerable if it["question"].get("answer")]
     answered = [correctness(it["result"].get("answer") or "", it["question"].get("answer") or "")
                 for it in answerable if it["result"].get("outcome") == "answered" and it["question"].get("answer")]
+    # every green answer counts: one to an unanswerable question is wrong by definition
+    green = answered + [0.0 for it in items
+                        if not it["question"].get("answerable") and it["result"].get("outcome") == "answered"]
     sentences = [s for it in items if it["result"].get("mode") == "generate"
                  for s in it["result"].get("support") or []]
     shown = [it["result"] for it in items if it["result"].get("outcome") == "answered"]
     return {
         "answer_correctness": round(sum(scores) / len(scores), 4) if scores else None,
         "answered_correctness": round(sum(answered) / len(answered), 4) if answered else None,
+        "answered_precision": _rate(sum(1 for c in green if c >= CORRECT), len(green)),
+        "green_rate": _rate(sum(1 for it in answerable if it["result"].get("outcome") == "answered"),
+                            len(answerable)),
         "supported_sentence_rate": _rate(sum(1 for s in sentences if s.get("supported")), len(sentences)),
         "unsupported_numbers": sum(unsupported_numbers(r) for r in shown),
     }

@@ -75,11 +75,12 @@ def local_answerer(gw: Any, scope_by_manual: bool = False, mode: str | None = No
                    version: str | None = None) -> Answerer:
     """Answer through this process's pipeline (client "replay"), optionally on a pinned version."""
     from gateway.answer.pipeline import answer
+    from gateway.answer.request import AnswerRequest
 
     def run(q: dict[str, Any]) -> dict[str, Any]:
-        manuals = [q["manual"]] if scope_by_manual and q.get("manual") else None
-        return answer(gw, q["question"], manuals=manuals, client="replay", mode=mode,
-                      version=version).to_dict()
+        scope = (q["manual"],) if scope_by_manual and q.get("manual") else ()
+        request = AnswerRequest(question=q["question"], scope=scope, client="replay", mode=mode, version=version)
+        return answer(gw.answer_deps(), request).to_dict()
 
     return run
 

@@ -3,10 +3,15 @@
 Gates are run by a person, a rollout script or the admin page's "Run doctor" (they load the model
 and answer a smoke prompt), not by the server at start-up; the server shows the latest record and
 when it was made. `run_and_record` is what `manualqa doctor` and POST /api/v1/deployment/doctor do.
+
+Gate 4's verdict (a replay: minutes, not seconds) is also kept on its own, per profile, with the
+profile's content hash: a later doctor run that skips gate 4 reports the verdict it measured last
+(and when), and `qualification()` tells the gateway whether this exact profile earned generate mode.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -39,6 +44,50 @@ def save_doctor_report(data_dir: Path, report: dict[str, Any], checked_at: str |
     return path
 
 
+def _qualification_path(data_dir: Path, profile_name: str, profile_sha256: str) -> Path:
+    """One verdict per profile text: switching back to a profile keeps what it earned."""
+    sha = re.sub(r"[^0-9a-f]", "", str(profile_sha256).lower())[:16] or "unknown"
+    return _path(data_dir, profile_name).with_suffix(f".{sha}.answers.json")
+
+
+def save_qualification(data_dir: Path, report: dict[str, Any], checked_at: str) -> Path | None:
+    """Keep gate 4's verdict when it ran (pass or fail); a skipped gate leaves the last one in place."""
+    gate = next((g for g in report.get("gates") or [] if g.get("gate") == 4), None)
+    if gate is None or gate.get("status") not in ("pass", "fail"):
+        return None
+    profile = report.get("profile") or {}
+    path = _qualification_path(data_dir, str(profile.get("name") or "profile"), str(profile.get("content_sha256")))
+    record = {"checked_at": checked_at, "profile": profile.get("name"),
+              "profile_sha256": profile.get("content_sha256"), "chain_id": report.get("chain_id"), "gate": gate}
+    atomic_write_bytes(path, json.dumps(record, indent=2, default=str).encode("utf-8"))
+    return path
+
+
+def qualification(data_dir: Path, profile_name: str, profile_sha256: str) -> dict[str, Any] | None:
+    """The last gate 4 verdict of exactly this profile (same content hash), or None: never measured."""
+    try:
+        record = json.loads(_qualification_path(data_dir, profile_name, profile_sha256).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("profile_sha256") != profile_sha256:
+        return None  # the profile changed since: its model, config or bar were not measured
+    return record
+
+
+def _carry_qualification(data_dir: Path, report: Any) -> None:
+    """A run that skipped gate 4 shows the verdict measured last for this profile, saying when."""
+    for i, gate in enumerate(report.gates):
+        if gate.gate != 4 or gate.status != "skipped":
+            continue
+        last = qualification(data_dir, report.profile.get("name", ""), report.profile.get("content_sha256", ""))
+        if last is not None:
+            before = last["gate"]
+            evidence = {**before.get("evidence", {}), "measured_at": last["checked_at"]}
+            report.gates[i] = dataclasses.replace(
+                gate, status=before["status"], evidence=evidence,
+                detail=f"{before['detail']} [measured {last['checked_at']}, not rerun]")
+
+
 def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | None:
     path = _path(data_dir, profile_name)
     try:
@@ -48,7 +97,7 @@ def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | No
 
 
 def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = None,
-                   retrieval: dict[str, Any] | None = None) -> DoctorRun:
+                   retrieval: dict[str, Any] | None = None, answers: Any = None) -> DoctorRun:
     """Run the three gates on `profile` and keep the verdict for /api/v1/deployment and the admin page.
 
     Takes as long as loading the model (twice with a rollback profile) and a smoke prompt; failing
@@ -56,15 +105,18 @@ def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = N
     `embedding_model`: the one this gateway embeds with (settings.embedding.model); the record
     names it, and the profile's own declaration beside it where the two differ. `retrieval`: the
     embedder's and reranker's ids and hashes (Services.retrieval_facts), kept with the verdict.
+    `answers`: gate 4 (gateway.qa.qualify.answers_gate); without it the last measured verdict is shown.
     """
     from runtimes.gates import run_doctor
 
-    report = run_doctor(profile)
+    report = run_doctor(profile, answers=answers)
+    _carry_qualification(Path(data_dir), report)
     if embedding_model and embedding_model != report.embedding_model:
         report.embedding_model = f"{embedding_model} (the profile declares {report.embedding_model})"
     checked_at = utcnow()
     try:
         save_doctor_report(Path(data_dir), report.to_dict(), checked_at, retrieval)
+        save_qualification(Path(data_dir), report.to_dict(), checked_at)
     except OSError as exc:
         return DoctorRun(report, checked_at, f"could not record the doctor report: {exc}")
     return DoctorRun(report, checked_at, None)

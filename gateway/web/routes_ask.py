@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from litestar import Controller, Request, Response, post
@@ -14,9 +13,11 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
+from gateway.answer.events import AnswerEvent, Final, Queue
+from gateway.answer.request import AnswerRequest
 from gateway.records.answers import Client
 from gateway.services import Services
-from gateway.web.bridge import EventStream, stream_events
+from gateway.web.bridge import EventStream, Producer, final_result, sse_stream
 from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerOut, SearchOut
 from gateway.web.schemas import AskRequest, SearchRequest
@@ -29,8 +30,7 @@ def require_ready(state: Any) -> None:
                        {"Retry-After": "5"})
 
 
-def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: str | None,
-                    max_tokens: int | None, client: Client, key_name: str | None, search_query: str | None = None):
+def answer_producer(state: Any, request: AnswerRequest) -> Producer:
     """A function cancel -> pipeline events; only the generation step takes the generation slot.
 
     A question that may need the model reserves its queue place here, in the request handler, so
@@ -39,27 +39,25 @@ def answer_producer(state: Any, question: str, manuals: list[str] | None, mode: 
     """
     from gateway.answer.pipeline import answer_events
 
-    generates = (mode or state.settings.answer.mode) == "generate"
+    generates = request.mode_or(state.settings.answer.mode) == "generate"
     reservation = state.slots.reserve() if generates else None
 
-    def produce(cancel: threading.Event, emit: Callable[[dict[str, Any]], None] | None = None
-                ) -> Iterator[dict[str, Any]]:
+    def produce(cancel: threading.Event, emit: Callable[[AnswerEvent], None] | None = None
+                ) -> Iterator[AnswerEvent]:
         def on_wait(ahead: int) -> None:  # while it waits, the client hears its place in the queue
             if emit is not None:
-                emit({"type": "queue", "ahead": ahead})
+                emit(Queue(ahead=ahead))
 
         def slot(cancel: threading.Event) -> Any:
             return state.slots.run(reservation, cancel, on_wait)
 
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
-                events = answer_events(state.gw, question, manuals=manuals, client=client, key_name=key_name,
-                                       mode=mode, cancel=cancel, max_tokens=max_tokens,
-                                       slot=slot if reservation is not None else None,
-                                       search_query=search_query)
+                events = answer_events(state.gw.answer_deps(), request, cancel=cancel,
+                                       slot=slot if reservation is not None else None)
                 for event in events:
-                    if event["type"] == "final":
-                        r = event["result"]
+                    if isinstance(event, Final):
+                        r = event.result
                         state.metrics.answer(r.outcome, r.timings.get("ttft_ms"), r.timings.get("decode_tps"))
                     yield event
         finally:
@@ -96,17 +94,13 @@ class AskController(Controller):
         question = data.question.strip()
         if not question:
             raise ApiError(400, "invalid_request", "the question is empty (only blanks or control characters)")
-        produce = answer_producer(state, question, data.manuals, data.mode, data.max_tokens,
-                                  client_of(request), key_name_of(request))
+        produce = answer_producer(state, AnswerRequest(
+            question=question, scope=tuple(data.manuals or ()), mode=data.mode, max_tokens=data.max_tokens,
+            client=client_of(request), key_name=key_name_of(request)))
         if data.stream:
-            return EventStream(_sse(produce), headers={"Cache-Control": "no-store",
-                                                            "X-Accel-Buffering": "no"})
-        result = None
-        async for event in stream_events(produce):
-            if event["type"] == "final":
-                result = event["result"]
-        if result is None:  # pragma: no cover - the pipeline always ends with a final event
-            raise ApiError(500, "internal_error", "the answer pipeline ended without a result")
+            return EventStream(sse_stream(produce), headers={"Cache-Control": "no-store",
+                                                                  "X-Accel-Buffering": "no"})
+        result = await final_result(produce)
         return Response(AnswerOut.of(result.to_dict()))
 
     @post("/search", summary="Ranked passages (hybrid dense + lexical) without generation",
@@ -122,27 +116,3 @@ class AskController(Controller):
         return SearchOut(query=data.query, version=version,
                          took_ms=round((time.perf_counter() - t0) * 1000, 2),
                          hits=[h.to_dict() for h in hits])
-
-
-async def _sse(produce: Any) -> AsyncIterator[dict[str, Any]]:
-    """Pipeline events as SSE: `retrieval`, `evidence`, `queue` while waiting for the model, many `token`,
-    then `final` (or `error`)."""
-    try:
-        async for event in stream_events(produce):
-            kind = event["type"]
-            if kind == "text":
-                yield {"event": "token", "data": json.dumps({"text": event["text"]})}
-            elif kind == "evidence":
-                yield {"event": "evidence", "data": json.dumps(
-                    {"text": event["text"], "citations": event["citations"]}, default=str)}
-            elif kind == "queue":
-                yield {"event": "queue", "data": json.dumps({"ahead": event["ahead"]})}
-            elif kind == "final":
-                yield {"event": "final", "data": json.dumps(event["result"].to_dict(), default=str)}
-            elif kind == "retrieval":
-                yield {"event": "retrieval", "data": json.dumps(
-                    {"id": event.get("id"), "index_version": event.get("index_version"),
-                     "passages": [p.to_dict() if hasattr(p, "to_dict") else p
-                                  for p in event.get("passages", [])]}, default=str)}
-    except ApiError as exc:
-        yield {"event": "error", "data": json.dumps({"error": {"code": exc.code, "message": exc.message}})}

@@ -18,7 +18,9 @@ from typing import Any
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath, JSONBody
 
-from gateway.web.bridge import EventStream, stream_events
+from gateway.answer.events import Final, Text
+from gateway.answer.request import AnswerRequest
+from gateway.web.bridge import EventStream, final_result, stream_events
 from gateway.web.errors import ApiError
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
 from gateway.web.schemas import MAX_QUESTION_CHARS, ChatCompletionRequest, ChatMessage
@@ -123,19 +125,16 @@ class OpenAIController(Controller):
         refuse_unsupported(data)
         question, search_query = conversation(data)
         state.rate.check(client_id(request))
-        produce = answer_producer(state, question, None, None, data.max_completion_tokens or data.max_tokens,
-                                  "openai", key_name_of(request), search_query=search_query)
+        produce = answer_producer(state, AnswerRequest(
+            question=question, max_tokens=data.max_completion_tokens or data.max_tokens, client="openai",
+            key_name=key_name_of(request), search_query=search_query))
         completion_id = "chatcmpl-" + str(int(time.time() * 1000))
         base = str(request.base_url)
         if data.stream:
             include_usage = bool(data.stream_options and data.stream_options.include_usage)
             return EventStream(_chunks(produce, completion_id, base, include_usage),
                                headers={"Cache-Control": "no-store"})
-        result = None
-        async for event in stream_events(produce):
-            if event["type"] == "final":
-                result = event["result"].to_dict()
-        assert result is not None
+        result = (await final_result(produce)).to_dict()
         citations = absolute_citations(result.get("citations") or [], base)
         text = (result.get("answer") or "") + sources_footer(citations)
         return {"id": completion_id, "object": "chat.completion", "created": int(time.time()),
@@ -163,10 +162,10 @@ async def _chunks(produce: Any, completion_id: str, base: str, include_usage: bo
     nousage = {"usage": None} if include_usage else {}
     yield _chunk(completion_id, {"role": "assistant", "content": ""}, **nousage)
     async for event in stream_events(produce):
-        if event["type"] == "text":
-            yield _chunk(completion_id, {"content": event["text"]}, **nousage)
-        elif event["type"] == "final":
-            result = event["result"].to_dict()
+        if isinstance(event, Text):
+            yield _chunk(completion_id, {"content": event.text}, **nousage)
+        elif isinstance(event, Final):
+            result = event.result.to_dict()
             citations = absolute_citations(result.get("citations") or [], base)
             footer = sources_footer(citations)
             if footer:

@@ -1,0 +1,75 @@
+"""What the answer pipeline runs on: a retriever, a model (the generator's runtime) and an answer sink.
+
+The composition root (gateway.services.Services) is all three for the gateway and hands them over
+in `AnswerDeps`; a test may give any of them its own double. The pipeline sees nothing else of
+the root: no settings but its own section, no probing of what the root happens to have.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from retrieval.types import Hit
+
+if TYPE_CHECKING:
+    from gateway.config import AnswerSettings
+    from runtimes.base import Runtime
+    from runtimes.profiles import Profile
+
+__all__ = ["AnswerDeps", "AnswerSink", "Model", "Retrieved", "Retriever"]
+
+
+class Retrieved(NamedTuple):
+    hits: list[Hit]  # ranked, with the display titles an admin gave
+    timings: dict[str, float]  # retrieval.search's: embed_ms, total_ms, ...
+    version: str  # the one index version searched (pinned for the whole answer)
+
+
+class Retriever(Protocol):
+    def retrieve(self, query: str, k: int, manuals: Sequence[str] | None = None,
+                 version: str | None = None) -> Retrieved:
+        """The top k passages for query from one index version (the active one by default);
+        raises when there is none or the search fails."""
+        ...
+
+
+class Model(Protocol):
+    """The generator's side of the root: the serving profile and its runtime."""
+
+    @property
+    def profile(self) -> Profile:
+        """The deployment profile that serves (its name and generation config); raises if none resolves."""
+        ...
+
+    @property
+    def runtime(self) -> Runtime:
+        """The profile's runtime, loaded on first use; raises when it cannot load."""
+        ...
+
+    def runtime_if_loaded(self) -> Runtime | None:
+        """The runtime if it is loaded already (its artifact chain is recorded even without generating)."""
+        ...
+
+    @property
+    def generation_lock(self) -> threading.Lock:
+        """Held while the runtime streams: one generation at a time per runtime."""
+        ...
+
+
+class AnswerSink(Protocol):
+    def record(self, result: Any, chain: dict[str, Any] | None = None, durable: bool = False,
+               timeout_s: float = 30.0) -> str:
+        """Keep one answer (gateway.records.answers.AnswerLog); durable: return once it is committed."""
+        ...
+
+
+@dataclass(frozen=True)
+class AnswerDeps:
+    settings: AnswerSettings
+    retriever: Retriever
+    model: Model
+    sink: AnswerSink
+    search_k: int = 5  # passages retrieval returns at least (the pipeline asks for max_passages too)

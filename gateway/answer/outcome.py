@@ -1,0 +1,168 @@
+"""The outcome of one answer, decided in one place: `decide_outcome()`, then `settle()` writes it.
+
+The pipeline calls `decide_outcome` wherever an answer ends (retrieval failed, cancelled, weak
+evidence, extractive mode, after generation) with what is known by then: the evidence verdict, the
+model's `Generation` and, for a generation that ran to its end, the `SupportCheck` of its text.
+The rules, in order:
+
+    retrieval failed                       -> error (the notice says so)
+    the consumer went away, or cancelled
+      before the model ran                 -> cancelled
+    weak evidence, or a value none states  -> not_found (the notice and the nearest passages)
+    extractive mode                        -> evidence_only
+    the worker crashed                     -> error, the evidence shown (mode extractive_fallback)
+    the runtime could not run, or failed
+      before any text                      -> evidence_only (mode extractive_fallback)
+    cancelled while streaming              -> cancelled, with what streamed
+    failed after some text                 -> error, with that text
+    nothing the passages back, a decline,
+      or an answer off the question        -> evidence_only
+    otherwise                              -> answered: the supported sentences
+
+`settle()` is the only writer of `AnswerResult.outcome`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from gateway.answer.citations import Citation, parse_citations, resolve, validate
+from gateway.answer.generation import Generation
+from gateway.answer.result import AnswerResult, use_evidence
+from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
+from gateway.records.answers import Outcome
+from retrieval.types import Hit
+
+log = logging.getLogger("gateway.answer.pipeline")
+
+_DECLINE_RE = re.compile(
+    r"\b(?:do(?:es)? not (?:cover|contain|mention|say|include|provide)"
+    r"|not (?:covered|mentioned|provided|specified|found) in|no information"
+    r"|cannot (?:find|answer)|can't (?:find|answer)|unable to (?:find|answer))",
+    re.IGNORECASE)
+
+
+class Weak(NamedTuple):
+    """Why the evidence is not shown as an answer: the notice the technician reads, and the log's flag."""
+
+    notice: str
+    flag: str
+
+
+@dataclass
+class SupportCheck:
+    """The model's answer held against the passages it cites (gateway.answer.support)."""
+
+    shown: str | None  # the supported sentences; None: show the evidence instead
+    flags: list[str] = field(default_factory=list)
+    checks: list[dict[str, object]] = field(default_factory=list)  # one per sentence
+    citations: list[Citation] = field(default_factory=list)
+
+
+def check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
+                  require_question_terms: bool) -> SupportCheck:
+    """Keep the sentences the cited passages back; with none left (or a decline, or an answer that
+    does not touch the question) the evidence is shown instead."""
+    flags: list[str] = []
+    cited, dropped = validate(parse_citations(answer), len(hits))
+    if dropped:
+        flags.append(f"dropped_invalid_citations: {dropped}")
+    if is_decline(answer) or (not cited and not dropped and _DECLINE_RE.search(answer)):
+        return SupportCheck(None, [*flags, "model_declined"])
+    # A passage is read with its manual's title and section heading, as the model was shown it.
+    checks = check_answer(answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap,
+                          question=question)
+    found = SupportCheck(None, flags, [c.to_dict() for c in checks])
+    unsupported = [c for c in checks if not c.supported]
+    inferred = [c for c in checks if c.supported and c.inferred]
+    if unsupported:
+        flags.append(f"unsupported_sentences_removed: {len(unsupported)}")
+    if inferred:
+        flags.append(f"citations_inferred: {len(inferred)}")
+    if len(unsupported) == len(checks):
+        flags.append("no_supported_sentence")
+        return found
+    shown = supported_text(answer, checks)
+    titles = " ".join(sorted({h.title for h in hits}))
+    if require_question_terms and not addresses_question(question, shown, titles):
+        flags.append("answer_off_question")
+        return found
+    found.shown = shown
+    found.citations, more = resolve(shown, hits, supporting_fallback=False)
+    flags.extend(f for f in more if not f.startswith("dropped_invalid_citations"))
+    return found
+
+
+Shows = Literal["notice", "evidence", "model", "nothing"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    shows: Shows  # what the answer's text is: a notice, the quoted evidence, the model's text, nothing
+    notice: str = ""
+    error: str | None = None
+    fallback: bool = False  # the evidence stands in for a model that failed (mode extractive_fallback)
+    flags: tuple[str, ...] = ()
+
+
+def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, cancelled: bool = False,
+                   weak: Weak | None = None, extractive: bool = False, generation: Generation | None = None,
+                   support: SupportCheck | None = None) -> Decision:
+    """The one decision of an answer's outcome (the rules are in the module docstring); closed: the
+    consumer went away (a client's disconnect, Ctrl-C) before the answer ended."""
+    if retrieval_error is not None:
+        return Decision("error", "notice", f"Could not search the manuals: {retrieval_error}",
+                        error=f"retrieval failed: {retrieval_error}")
+    if closed:
+        return Decision("cancelled", "nothing", flags=("consumer_closed",))
+    if cancelled:
+        return Decision("cancelled", "nothing")
+    if weak is not None:
+        return Decision("not_found", "notice", weak.notice, flags=(weak.flag,))
+    g = generation
+    if extractive or g is None:
+        return Decision("evidence_only", "evidence")
+    if g.crash is not None:
+        return Decision("error", "evidence", error=g.crash, fallback=True, flags=("backend_crashed",))
+    if g.unavailable is not None:
+        return Decision("evidence_only", "evidence", error=g.unavailable, fallback=True)
+    if g.cancelled:
+        return Decision("cancelled", "model")
+    if g.failure is not None:
+        if not g.draft:
+            return Decision("evidence_only", "evidence", error=g.failure, fallback=True)
+        return Decision("error", "model", error=g.failure)
+    if support is None or support.shown is None:
+        return Decision("evidence_only", "evidence")
+    return Decision("answered", "model")
+
+
+def settle(res: AnswerResult, decision: Decision, *, given: list[Hit], evidence: str,
+           generation: Generation | None = None, support: SupportCheck | None = None) -> None:
+    """Write the decision into the result: outcome, text, citations, flags."""
+    res.outcome = decision.outcome
+    if support is not None:
+        res.support = support.checks
+        res.flags.extend(support.flags)
+    if decision.fallback:
+        res.mode, res.error = "extractive_fallback", decision.error
+        res.flags.append("runtime_failed")
+        log.warning("answer %s: generation unavailable, evidence only: %s", res.id, decision.error)
+    elif decision.error is not None:
+        res.error = decision.error
+    if decision.shows == "notice":
+        res.answer = decision.notice
+    elif decision.shows == "evidence":
+        use_evidence(res, given, evidence)
+    elif decision.shows == "model" and generation is not None:
+        if support is not None and support.shown is not None:
+            res.answer, res.citations = support.shown, support.citations
+        else:  # cancelled or failed midway: what streamed, with the citations it makes
+            res.answer = generation.text
+            res.citations, flags = resolve(res.answer, generation.hits)
+            res.flags.extend(flags)
+    res.flags.extend(decision.flags)

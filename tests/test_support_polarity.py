@@ -1,0 +1,48 @@
+"""The support check and "not": a sentence that turns its passage's instruction around is not backed.
+
+Found by doctor's gate 4 with a scripted wrong model: "Unplugging a device while the printer is powered
+is safe [1]" shares two thirds of its words with "Never plug or unplug any device ... while the printer
+is powered", which passed the overlap test and was shown green."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.answer.support import check_against, check_answer, negated
+
+PASSAGE = ("Damage Risk. Never plug or unplug any device (high or low voltage) while the printer is powered. "
+           "Stepper drivers are easily damaged. Do not wear gloves when operating the printer. "
+           "The nozzle reaches 260 C during printing.")
+
+
+@pytest.mark.parametrize("claim", [
+    "Unplugging a device while the printer is powered is safe [1].",
+    "You can unplug any device while the printer is powered [1].",
+    "Wear gloves when operating the printer [1].",
+    "The nozzle does not reach 260 C during printing [1].",
+])
+def test_a_claim_that_turns_the_passage_around_is_not_supported(claim: str) -> None:
+    ok, _, _, reason = check_against(claim, PASSAGE, 0.6)
+    assert not ok and reason == "polarity"
+
+
+@pytest.mark.parametrize("claim", [
+    "Never plug or unplug any device while the printer is powered [1].",
+    "No: do not unplug a device while the printer is powered [1].",
+    "Do not wear gloves when operating the printer [1].",
+    "The nozzle reaches 260 C during printing [1].",
+])
+def test_a_claim_that_says_it_the_same_way_round_is_supported(claim: str) -> None:
+    ok, _, _, reason = check_against(claim, PASSAGE, 0.6)
+    assert ok, reason
+
+
+def test_negation_words() -> None:
+    assert all(negated(t) for t in ("Don't unplug it", "never", "It cannot run", "avoid water", "NOT here"))
+    assert not any(negated(t) for t in ("Notice the LED", "Nothingness", "Plug it in", "the knot"))
+
+
+def test_the_answer_keeps_only_the_sentence_the_passage_backs() -> None:
+    checks = check_answer("Do not wear gloves when operating the printer [1]. "
+                          "It is safe to unplug a device while the printer is powered [1].", [PASSAGE])
+    assert [c.supported for c in checks] == [True, False] and checks[1].reason == "polarity"
