@@ -7,8 +7,8 @@ is then measured once with the chosen settings and once with the settings before
 by side. A hit is a passage from the gold manual on a gold page; only answerable questions count
 for hit@k and MRR; refusals are decided exactly as gateway.answer.pipeline decides them.
 
-    .venv/bin/python -m bench.retrieval_eval            # dev + test, writes docs/bench/retrieval_eval.md
-    .venv/bin/python -m bench.retrieval_eval --sweep    # also the development grid
+    python -m bench.suite.retrieval_eval              # dev grid + dev/test, writes docs/bench/retrieval_eval.md
+    python -m bench.suite.retrieval_eval --no-sweep   # only the before/after table (the grid is the slow part)
 """
 
 from __future__ import annotations
@@ -23,16 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.retrieval_quality import machine_markdown  # noqa: E402
-from gateway.qa.metrics import gold_pages  # noqa: E402
+from bench.harness import REPO, write_section
+from gateway.qa.metrics import gold_pages
 
 EVAL = REPO / "eval"
 SAMPLES = REPO / "sample_manuals"
-OUT = REPO / "docs" / "bench" / "retrieval_eval.md"
 
 
 def recipe(max_chars: int, overlap_chars: int, context: str) -> Any:
@@ -234,18 +229,17 @@ def run(sweep: bool, write: bool, recipes: list[Any], chosen: tuple[Any, Query] 
             lines.append(f"| {label} | test misses at 5 | {', '.join(s_test.misses) or '-'} | | | | | |")
         for store in stores.values():
             store.open().chunks.close()
-    lines += ["", *grid_lines, "Rerun: `.venv/bin/python -m bench.retrieval_eval --sweep`.", "",
-              machine_markdown(), ""]
+    lines += ["", *grid_lines]
     text = "\n".join(lines)
     if write:
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(text, encoding="utf-8")
+        print(f"wrote {write_section(__spec__.name, text)}", file=sys.stderr)
     return text
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", action="store_true", help="print the development grid and choose from it")
+    parser.add_argument("--sweep", action=argparse.BooleanOptionalAction, default=True,
+                        help="the development grid (default; as published in docs/bench/retrieval_eval.md)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     recipes = [recipe(600, 100, "heading"), recipe(600, 100, "title+heading"),
