@@ -10,7 +10,7 @@
 #
 # llama-cpp-python is compiled here for a stated CPU baseline, never for this machine's own set
 # (a native build turns on what this CPU has, e.g. AMX-INT8, which crashes on prompts here, and the
-# bundle would carry it to gateways whose CPUs lack it; docs/bench/llamacpp_build.md).
+# bundle would carry it to gateways whose CPUs lack it; docs/bench/experiments/llamacpp_build.md).
 # LLAMA_BUILD=portable (the default):
 #   x86_64:  AVX, AVX2, FMA, F16C, BMI2 on; AVX-512 and AMX off; GGML_NATIVE=OFF
 #   aarch64: armv8.2-a+dotprod+fp16 (the RK3588's Cortex-A76); GGML_NATIVE=OFF

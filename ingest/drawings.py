@@ -2,7 +2,7 @@
 
 pypdf parses every operator of a content stream in Python to find the text among them. On pages
 that are drawings (wiring diagrams, exploded views), nearly all operators draw lines and curves,
-and parsing them costs up to 0.4 s per page (docs/bench/parse_cost.md). The text extractor reads
+and parsing them costs up to 0.4 s per page (docs/bench/experiments/parse_cost.md). The text extractor reads
 only text, font, matrix and save/restore operators, so the path operators (with their numeric
 operands), colour and line-style operators, and save/transform/restore groups left empty by that,
 are cut out here with a regular expression before pypdf parses the stream.
@@ -10,7 +10,7 @@ are cut out here with a regular expression before pypdf parses the stream.
 It is conservative: literal strings, hex strings, dictionaries and comments are copied unchanged
 (the pattern matches them first, so a "1 2 m" inside a string is never touched); a stream with an
 inline image (BI ... ID binary EI) or a literal string the pattern cannot delimit is left whole.
-bench/parse_cost.py checks that extraction gives the same text with and without this step.
+bench/experiments/parse_cost.py checks that extraction gives the same text with and without this step.
 """
 
 from __future__ import annotations

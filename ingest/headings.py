@@ -8,7 +8,7 @@ wrong one (a table row, a numbered step) misleads retrieval and the evidence car
   CAPS lines followed by body text; never table rows (a trailing quantity, part numbers, Y/N
   cells), TOC entries, captions, admonitions, steps of a numbered list, or a chapter number lower
   than the one before (chapters count up; steps restart at 1).
-Measured against outlines with bench/headings.py (eval/dev chooses, eval/test reports).
+Measured against outlines with bench/experiments/headings.py (eval/dev chooses, eval/test reports).
 """
 
 from __future__ import annotations

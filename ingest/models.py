@@ -59,7 +59,7 @@ class ParseLimits:
 
 @dataclass(frozen=True)
 class ChunkParams:
-    max_chars: int = 1000  # chosen on eval/dev: bench/retrieval_eval.py
+    max_chars: int = 1000  # chosen on eval/dev: bench/suite/retrieval_eval.py
     overlap_chars: int = 150
     min_chars: int = 80
     # What each chunk carries into its embedding and its full-text row besides its own text:

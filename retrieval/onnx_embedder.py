@@ -13,7 +13,7 @@ It reproduces what sentence-transformers does for all-MiniLM-L6-v2: the model's 
 at ``max_seq_length`` (256, from sentence_bert_config.json; tokenizer.json itself says 128), mean
 pooling over the attention mask, L2 normalisation. The vectors are close to, not equal to, the
 torch model's (int8 weights), so ``model_id`` differs: search refuses an index built by the other
-backend and the next ingest re-embeds every manual (docs/bench/embedder_startup.md has the figures).
+backend and the next ingest re-embeds every manual (docs/bench/experiments/embedder_startup.md has the figures).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _quantizes_activations(onnx_file: Path) -> bool:
     would depend on the other texts beside it (and on their padding): an index rebuilt, or a query
     asked while others are, would get other vectors. Those models embed one text per run; with the
     runs of an ingest side by side (see encode) that is no slower than batching was
-    (docs/bench/builtin_embedder.md).
+    (docs/bench/experiments/builtin_embedder.md).
     """
     with onnx_file.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         return data.find(b"DynamicQuantizeLinear") != -1
@@ -216,7 +216,7 @@ class OnnxEmbedder(Embedder):
         opts.log_severity_level = 3  # errors only on the gateway's console
         if threads > 1:
             # Idle pool threads would otherwise spin after every run: a server answering one search
-            # at a time used twice the CPU per search for no lower latency (bench/startup.py), CPU
+            # at a time used twice the CPU per search for no lower latency (bench/suite/startup.py), CPU
             # that a generation or an ingest on the same cores needs.
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.onnx_file), sess_options=opts, providers=["CPUExecutionProvider"])
@@ -262,7 +262,7 @@ class OnnxEmbedder(Embedder):
         """One question's vector. A model that embeds one text per run gains nothing from the shared
         passes of query_batch, which would put concurrent questions in a queue behind one run at a
         time: their runs go to the session side by side instead (onnxruntime allows concurrent runs),
-        1.2-1.4x the questions per second at 16 at once (docs/bench/query_batching.md)."""
+        1.2-1.4x the questions per second at 16 at once (docs/bench/experiments/query_batching.md)."""
         if self.one_at_a_time:
             vector: np.ndarray = self.encode([text])[0]
             return vector

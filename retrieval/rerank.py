@@ -7,7 +7,7 @@ it reads only the fused top ``pool`` and is kept small (train/train_reranker.py:
 the all-MiniLM-L6-v2 weights the embedder ships, int8 through onnxruntime).
 
 The final order mixes the reranker's score with the fused rank (score + weight * -ln(rank)): the
-weight is chosen on eval/dev (bench/reranker.py), so that a passage both retrievers put first is not
+weight is chosen on eval/dev (bench/experiments/reranker.py), so that a passage both retrievers put first is not
 given up on one uncertain reading.
 """
 

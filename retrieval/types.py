@@ -62,7 +62,7 @@ class SearchParams:
     page_share: float = 0.0
     # The cross-encoder that re-orders the fused top `rerank_pool` (retrieval.rerank): "builtin",
     # "off" or a folder; its score is mixed with rerank_weight * -ln(fused rank). Pool and weight
-    # chosen on eval/dev (docs/bench/reranker.md). Off by default: the built-in model gained on dev
+    # chosen on eval/dev (docs/bench/experiments/reranker.md). Off by default: the built-in model gained on dev
     # (MRR +0.016) but lost on eval/test (MRR -0.016), so it does not ship switched on.
     rerank: str = "off"
     rerank_pool: int = 10

@@ -2,7 +2,7 @@
 
 Vector ``i`` is chunk row ``i`` of the chunk store. Small corpora use an exact flat index; from
 ``HNSW_THRESHOLD`` vectors on, an HNSW graph keeps a query in the low milliseconds (see
-docs/bench/retrieval.md for the measurement). Both keep the raw vectors, so scores of any row
+docs/bench/search_latency.md for the measurement). Both keep the raw vectors, so scores of any row
 can be computed exactly and embeddings of unchanged manuals re-used by the next version.
 """
 

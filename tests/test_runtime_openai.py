@@ -12,18 +12,13 @@ import time
 import httpx
 import pytest
 
+from bench.harness import free_port
 from runtimes.base import GenerationConfig, GenerationError, GenerationStats, RuntimeUnavailable
 from runtimes.defaults import default_gguf_path
 from runtimes.registry import create_runtime
 
 pytestmark = pytest.mark.slow
 ASK = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness import MIB, proc_mib
 from tests.support.http import error_of
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
@@ -91,10 +92,7 @@ def measured(server: GatewayServer, body: Iterator[bytes]) -> tuple[httpx.Respon
 
 def server_memory(server: GatewayServer) -> dict[str, int]:
     """VmRSS and VmHWM of the serving process, in bytes."""
-    assert server.proc is not None
-    status = Path(f"/proc/{server.proc.pid}/status").read_text()
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+    return {k: round(v * MIB) for k, v in proc_mib(server.pid).items()}
 
 
 def reset_peak(server: GatewayServer) -> None:

@@ -29,7 +29,7 @@ QUESTIONS = REPO / "train" / "data" / "questions.jsonl"
 DEFAULT_OUT = REPO / "retrieval" / "models" / "rerank_minilm_int8"
 # The shipped model's hyper-parameters. One epoch (2,096 steps, about 40 minutes on the 2-core
 # build machine) rather than two: the time the build had, not a dev-split choice; pool and
-# weight are chosen on eval/dev by bench/reranker.py (docs/bench/reranker.md).
+# weight are chosen on eval/dev by bench/experiments/reranker.py (docs/bench/experiments/reranker.md).
 HYPER = ["--layers", "4", "--max-length", "192", "--group", "8", "--epochs", "1", "--lr", "5e-5",
          "--seed", "23", "--threads", "2"]
 

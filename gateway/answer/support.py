@@ -6,7 +6,7 @@ Each sentence is held against its cited passage(s):
 * every number in the sentence must appear in the passage (``85 N·m`` cannot become ``2.10 Nm``),
 * every code-like token (part numbers, model names, pins: ``PA13``, ``M3x8``, ``SKR``) must too,
 * enough of its content words must be found there (``min_overlap``, measured on the development
-  half of the evaluation set by ``bench/answer_quality.py``),
+  half of the evaluation set by ``bench/experiments/answer_quality.py``),
 * it must say it the same way round as the passage sentence it rests on: "Never unplug anything
   while powered" does not back "Unplugging while powered is safe" (a negation on one side only),
 * and it must not be degenerate (the same word over and over).

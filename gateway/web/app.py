@@ -74,7 +74,7 @@ def warm_up(state: State) -> None:
     t0 = time.perf_counter()
     try:
         # The embedding model before the index: onnxruntime's threads started after faiss (and its
-        # OpenMP runtime) is loaded embed a question about 1.5x slower (bench/startup.py's searches).
+        # OpenMP runtime) is loaded embed a question about 1.5x slower (bench/suite/startup.py's searches).
         gw.embedder.encode_query("warm up")
         active = gw.store.active_id()
         if active is not None:

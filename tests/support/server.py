@@ -2,25 +2,23 @@
 
 `built_index(tmp, embedder)` ingests the two sample manuals once; `GatewayServer` copies that
 data directory (so each server has its own gateway.db), writes a manualqa.toml and an optional
-profile, starts `python -m gateway.cli serve` on a free loopback port and waits for /health.
+profile; starting it (`python -m gateway serve` on a free loopback port, ready at the first 200 from
+/api/v1/health) and stopping it is the bench harness's `Server` (bench/harness.py), which the
+benchmarks start their servers with too.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+from bench.harness import REPO, Server, tree_env
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = REPO
 
 SCRIPTED_PROFILE = """
 name = "scripted-test"
@@ -42,12 +40,6 @@ temperature = 0.0
 conversion = "tests"
 integration = "tests"
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def built_index(target: Path, embedder: Any) -> Path:
@@ -72,15 +64,13 @@ def generate_by_default(config: str) -> str:
     return config + '\n[answer]\nmode = "generate"\n'
 
 
-class GatewayServer:
+class GatewayServer(Server):
     def __init__(self, source_data: Path, workdir: Path, config: str = "", profile: str | None = None,
                  env: dict[str, str] | None = None, prefix: list[str] | None = None) -> None:
         self.workdir = workdir
         self.data = workdir / "data"
         if source_data is not None:
             shutil.copytree(source_data, self.data, ignore=shutil.ignore_patterns("gateway.db*"))
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         cfg = workdir / "manualqa.toml"
         text = config
         if profile is not None:
@@ -89,12 +79,8 @@ class GatewayServer:
             text = f'[runtime]\nprofile = "{prof}"\n' + text
         text = generate_by_default(text)
         cfg.write_text(text, encoding="utf-8")
-        self.env = {**os.environ, "MANUALQA_DATA": str(self.data), "MANUALQA_CONFIG": str(cfg),
-                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
-                    **(env or {})}
-        self.prefix = prefix or []
-        self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "server.log"
+        super().__init__(tree_env(self.data, cfg, extra=env), log=self.log_path, prefix=prefix)
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run `manualqa ARGS` against this server's data directory and config."""
@@ -104,33 +90,6 @@ class GatewayServer:
     def admin_key(self, name: str = "admin") -> str:
         return self.cli("keys", "create", name, "--role", "admin").stdout.strip()
 
-    def start(self, timeout_s: float = 180.0) -> GatewayServer:
-        log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
-            cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/api/v1/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"server not ready in {timeout_s} s:\n{self.log_path.read_text()[-3000:]}")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+    def start(self, timeout_s: float = 180.0, poll_s: float = 0.3) -> GatewayServer:
+        super().start(timeout_s, poll_s)
+        return self
