@@ -44,6 +44,11 @@ _BULLET = "•◦▪‣●○■□–—-*·"
 _BARE_NUMBER = re.compile(r"\d+")
 _CODE = re.compile(r"(?=\S*[^\W\d_])(?=\S*\d)\S{3,}")  # a part or order number: letters and digits
 _CHAPTER = re.compile(r"^(\d{1,2})[.)]\s")  # single-level "3. Title" (multilevel is _MULTILEVEL)
+_QUOTED = re.compile(r"(?:^|(?<=\s))[\u201c\u2018\"'](?=\S)[^\u201d\u2019\"']*[\u201d\u2019\"']")  # "a UI label"
+# A heading glued to a label set beside it, lost in the text layer: "Klipper InstallationReferences: ..."
+_GLUED = re.compile(r"^(?P<head>[A-Z][\w-]*(?: [\w-]+){0,7}?[a-z])(?P<label>[A-Z][a-z]+):\s")
+_LABELS = _ADMONITIONS | {"reference", "references", "source", "sources", "see", "requirements", "prerequisites",
+                          "tools", "materials", "parts", "purpose", "scope", "overview", "summary"}
 
 
 def furniture_key(line: str) -> str:
@@ -78,6 +83,9 @@ class Headings:
             # front and back matter ("Contents", "Glossary") is often left out of an outline
             return (line, 1) if line.lower() in _STRUCTURAL else None
         prev = lines[i - 1] if i else ""
+        glued = _GLUED.match(line)
+        if glued and glued.group("label").lower() in _LABELS and _title_case(_WORD.findall(glued.group("head"))):
+            return glued.group("head"), 1
         if not is_heading(line, prev, following, furniture):
             return None
         chapter = _CHAPTER.match(line)
@@ -98,7 +106,7 @@ def is_heading(line: str, prev: str, following: list[str], furniture: set[str]) 
         return False
     if line.lower() in _STRUCTURAL:
         return True
-    words = _WORD.findall(line)
+    words = _WORD.findall(_QUOTED.sub(" ", line)) or _WORD.findall(line)  # a quoted label is not the title
     if not any(len(w) >= 3 for w in words) or _letter_share(line) < 0.5:
         return False
     tokens = line.split()

@@ -63,6 +63,38 @@ def test_a_title_wrapped_onto_two_lines_is_one_heading() -> None:
         "1.5. The differences between the variants of the board and Its Isolated Version"}
 
 
+def test_a_quoted_ui_label_does_not_make_a_sentence_a_title() -> None:
+    # issue 27, item 4: the sample's p.6 card was headed by this instruction, a line of page 5
+    text = ("Flashing the Board\n" + BODY + "\nsudo raspi-config\n"
+            "Change the password via \u201cChange User Password\u201d\n"
+            "\u2022Once you are at the command line of the Raspberry Pi, run the following commands:\n"
+            "Don't Touch the Printer's Bed\n" + BODY)
+    chunks = chunk_manual(manual(text), PARAMS)
+    assert heading_of(chunks, "Once you are at the command line") == "Flashing the Board"
+    assert chunks[-1].heading == "Don't Touch the Printer's Bed"  # apostrophes are not quotes
+
+
+def test_a_heading_glued_to_a_label_beside_it_is_split_off() -> None:
+    # issue 27, item 4: page 5's title fused with a "References:" box in the text layer, so page 4's
+    # heading ran on; only a known label splits ("Configuring OctoPrint: ..." stays one line)
+    text = ("MCU Wiring (X, Y, E, Hot End)\n" + BODY + "\f"
+            "Klipper InstallationReferences: Klipper Installation Instructions SKR Installation Instructions\n"
+            "Installing Klipper Firmware on your SKR Mini E3 Board\n" + BODY)
+    pages = text.split("\f")
+    chunks = chunk_manual(manual(*pages), PARAMS)
+    assert heading_of(chunks, "Installing Klipper Firmware") == "Klipper Installation"
+    assert heading_of(chunks, "Check every item") == "MCU Wiring (X, Y, E, Hot End)"
+    other = chunk_manual(manual("Configuring OctoPrint: set the serial port to /tmp/printer and connect.\n" + BODY),
+                         PARAMS)
+    assert all(c.heading != "Configuring Octo" for c in other)
+
+
+def test_the_sample_manual_cards_name_their_own_sections(sample_data_dir: Path) -> None:
+    chunks = chunk_manual(parse_pdf(SAMPLES / "voron0_setup_guide.pdf", ParseLimits()), ChunkParams())
+    assert heading_of(chunks, "Install OctoPi on your Raspberry Pi") == "Klipper Installation"
+    assert all("Change the password" not in c.heading for c in chunks)
+
+
 def test_an_outline_decides_the_headings() -> None:
     pages = ("Safety Notes\nNever open the housing while the unit is powered.\n" + BODY,
              "Wiring the Sensor to the\nController Board\n" + BODY + "\n"
