@@ -66,6 +66,12 @@ class AnswerSettings:
     min_similarity: float = 0.36
     max_answer_tokens: int = 256
     timeout_s: float = 120.0
+    # What the model reads: the top prompt_passages of them (0: all max_passages), each as its excerpt
+    # of about excerpt_chars characters for the question (0: whole passages; gateway.answer.prompting).
+    # Prefill is most of the wait on a CPU: five whole passages are ~1,600 tokens, a minute for a 1.5B
+    # model on 2 cores (docs/bench/model_answers.md).
+    prompt_passages: int = 4
+    excerpt_chars: int = 500
     # Cited sentences shown as the evidence before (and without) the model's answer.
     evidence_sentences: int = 3
     # Constrain generation so every sentence ends with a citation of a given passage (backends that

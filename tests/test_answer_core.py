@@ -144,7 +144,10 @@ def ran(**kw: Any) -> Generation:
     ({"generation": ran(cancelled=True)}, "cancelled", "model", False),
     ({"generation": Generation(failure="boom")}, "evidence_only", "evidence", True),
     ({"generation": ran(failure="boom")}, "error", "model", False),
-    ({"generation": ran(), "support": SupportCheck(None, ["model_declined"])}, "evidence_only", "evidence", False),
+    ({"generation": ran(), "support": SupportCheck(None, ["model_declined"], declined=True)}, "not_found", "notice",
+     False),
+    ({"generation": ran(), "support": SupportCheck(None, ["no_supported_sentence"])}, "evidence_only", "evidence",
+     False),
     ({"generation": ran(), "support": SupportCheck("text [1].")}, "answered", "model", False),
 ])
 def test_the_outcome_is_decided_in_one_place(inputs: dict[str, Any], outcome: str, shows: str,

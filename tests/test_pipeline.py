@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from gateway.answer import pipeline
 from gateway.answer.events import Evidence, Final, Text, kind
+from gateway.answer.outcome import DECLINED_TEXT
 from gateway.answer.prompting import SYSTEM_PROMPT, fit_prompt
 from gateway.config import Settings
 from gateway.services import Services
@@ -164,11 +165,13 @@ def test_weak_evidence_is_not_found_without_asking_the_model(gw: Services) -> No
     assert gw.log.get(res.id)["outcome"] == "not_found"
 
 
-def test_model_that_declines_shows_the_evidence(gw: Services) -> None:
+def test_model_that_declines_is_not_found_with_the_passages(gw: Services) -> None:
     gw.runtime = scripted(script="The manuals do not cover this.")
     res = gw.answer(FLASH_Q)
-    assert res.outcome == "evidence_only" and "model_declined" in res.flags
-    assert res.citations and res.draft == "The manuals do not cover this."
+    assert res.outcome == "not_found" and "model_declined" in res.flags
+    assert res.answer == DECLINED_TEXT and res.passages  # the nearest passages are still listed
+    assert res.draft == "The manuals do not cover this."
+    assert gw.log.get(res.id)["outcome"] == "not_found"
 
 
 def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Services) -> None:
@@ -181,6 +184,24 @@ def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Servi
     assert any(f.startswith("passages_dropped_to_fit") for f in res.flags)
     prompt_tokens = sum(rt.count_tokens(m["content"]) for m in rt.received[-1])
     assert prompt_tokens + rt.configs[-1].max_tokens <= rt.context_length
+
+
+def test_the_model_reads_the_top_passages_as_excerpts(gw: Services) -> None:
+    rt = scripted(script="Run make flash [1].")
+    gw.runtime = rt
+    settings = gw.settings.answer
+    keep = (settings.prompt_passages, settings.excerpt_chars)
+    try:
+        settings.prompt_passages, settings.excerpt_chars = 2, 200
+        res = gw.answer(FLASH_Q)
+        prompt = rt.received[-1][1]["content"]
+        assert "<passage id=2" in prompt and "<passage id=3" not in prompt
+        assert [p["given"] for p in res.passages[:3]] == [True, True, False]
+        settings.prompt_passages, settings.excerpt_chars = 2, 0
+        gw.answer(FLASH_Q)
+        assert len(rt.received[-1][1]["content"]) > len(prompt)  # whole passages are longer
+    finally:
+        settings.prompt_passages, settings.excerpt_chars = keep
 
 
 def _hit(n: int, words: int) -> Hit:

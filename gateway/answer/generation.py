@@ -85,7 +85,8 @@ def generate(model: Model, settings: AnswerSettings, question: str, given: list[
     config.timeout_s = min(config.timeout_s, settings.timeout_s)
     tp = time.perf_counter()
     try:
-        plan = fit_prompt(question, given, runtime.count_tokens, runtime.context_length, config.max_tokens)
+        plan = fit_prompt(question, given[: settings.prompt_passages or None], runtime.count_tokens,
+                          runtime.context_length, config.max_tokens, excerpt_chars=settings.excerpt_chars)
     except Exception as exc:  # noqa: BLE001
         gen.unavailable = f"prompt could not be built: {exc}"
         return gen

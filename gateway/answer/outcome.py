@@ -15,7 +15,9 @@ The rules, in order:
       before any text                      -> evidence_only (mode extractive_fallback)
     cancelled while streaming              -> cancelled, with what streamed
     failed after some text                 -> error, with that text
-    nothing the passages back, a decline,
+    the model says the passages do not
+      answer, and wrote nothing they back  -> not_found (a notice and the passages)
+    nothing the passages back,
       or an answer off the question        -> evidence_only
     otherwise                              -> answered: the supported sentences
 
@@ -39,10 +41,15 @@ from retrieval.types import Hit
 log = logging.getLogger("gateway.answer.pipeline")
 
 _DECLINE_RE = re.compile(
-    r"\b(?:do(?:es)? not (?:cover|contain|mention|say|include|provide)"
-    r"|not (?:covered|mentioned|provided|specified|found) in|no information"
-    r"|cannot (?:find|answer)|can't (?:find|answer)|unable to (?:find|answer))",
+    r"\b(?:do(?:es)?(?: not|n't) (?:cover|contain|mention|say|include|provide|specify|state|give|list"
+    r"|describe|explain|address|discuss)"
+    r"|(?:is|are) not (?:covered|mentioned|provided|specified|stated|given|listed|described|found)"
+    r"|not (?:covered|mentioned|provided|specified|found) in|no (?:information|mention|details?) (?:on|about|of)"
+    r"|cannot (?:find|answer|determine)|can't (?:find|answer|determine)|unable to (?:find|answer|determine))",
     re.IGNORECASE)
+# The model read the passages and said they do not answer: the technician sees that, with the passages.
+DECLINED_TEXT = ("The closest passages in the manuals do not answer this question, as far as the model could "
+                 "read them. They are listed below; check them.")
 
 
 class Weak(NamedTuple):
@@ -60,6 +67,7 @@ class SupportCheck:
     flags: list[str] = field(default_factory=list)
     checks: list[dict[str, object]] = field(default_factory=list)  # one per sentence
     citations: list[Citation] = field(default_factory=list)
+    declined: bool = False  # the model said the passages do not answer (and wrote nothing they back)
 
 
 def check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
@@ -71,7 +79,7 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     if dropped:
         flags.append(f"dropped_invalid_citations: {dropped}")
     if is_decline(answer) or (not cited and not dropped and _DECLINE_RE.search(answer)):
-        return SupportCheck(None, [*flags, "model_declined"])
+        return SupportCheck(None, [*flags, "model_declined"], declined=True)
     # A passage is read with its manual's title and section heading, as the model was shown it.
     checks = check_answer(answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap,
                           question=question)
@@ -84,6 +92,9 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
         flags.append(f"citations_inferred: {len(inferred)}")
     if len(unsupported) == len(checks):
         flags.append("no_supported_sentence")
+        if _DECLINE_RE.search(answer):  # "The passages do not state the interval [2]." cites, yet declines
+            flags.append("model_declined")
+            found.declined = True
         return found
     shown = supported_text(answer, checks)
     titles = " ".join(sorted({h.title for h in hits}))
@@ -136,6 +147,8 @@ def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, 
         if not g.draft:
             return Decision("evidence_only", "evidence", error=g.failure, fallback=True)
         return Decision("error", "model", error=g.failure)
+    if support is not None and support.declined:
+        return Decision("not_found", "notice", DECLINED_TEXT)
     if support is None or support.shown is None:
         return Decision("evidence_only", "evidence")
     return Decision("answered", "model")

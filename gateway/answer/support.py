@@ -4,9 +4,12 @@ A small model cites the right page and then writes a wrong number, invents an ac
 Each sentence is held against its cited passage(s):
 
 * every number in the sentence must appear in the passage (``85 N·m`` cannot become ``2.10 Nm``),
+  beside something the sentence says it is about ("every 50 hours" for the belt is not backed by
+  "every 50 hours" for the nozzle),
 * every code-like token (part numbers, model names, pins: ``PA13``, ``M3x8``, ``SKR``) must too,
-* enough of its content words must be found there (``min_overlap``, measured on the development
-  half of the evaluation set by ``bench/experiments/answer_quality.py``),
+* enough of its own content words must be found there (``min_overlap``, measured on the development
+  half of the evaluation set by ``bench/experiments/answer_quality.py``); words it repeats from the
+  question are the technician's and count neither way,
 * it must say it the same way round as the passage sentence it rests on: "Never unplug anything
   while powered" does not back "Unplugging while powered is safe" (a negation on one side only),
 * and it must not be degenerate (the same word over and over).
@@ -104,7 +107,7 @@ class SentenceCheck:
     inferred: bool = False  # no citation written; a passage that backs it was found
     overlap: float = 0.0  # best share of its content words found in a backing passage
     missing: list[str] = field(default_factory=list)  # numbers / codes absent from every cited passage
-    reason: str = ""  # why unsupported: "number", "code", "overlap", "polarity", "degenerate", "no_content"
+    reason: str = ""  # why unsupported: number, code, subject, overlap, polarity, degenerate, no_content
 
     @property
     def supported(self) -> bool:
@@ -138,21 +141,73 @@ def same_polarity(claim: str, passage: str) -> bool:
     return not said or negated(claim) == negated(said)
 
 
-def check_against(sentence: str, passage: str, min_overlap: float) -> tuple[bool, float, list[str], str]:
-    """(supported, overlap, missing tokens, reason) for one sentence against one passage."""
+# Units and counting words: they say what kind a number is, not what it is about.
+_UNITS = frozenset("""v vac vdc mv kv a ma ua µa amp amps ampere amperes w kw mw watt watts va c f °c °f deg degree
+degrees mm cm m km in inch inches ft foot feet meter meters metre metres kg g lb lbs pound pounds gram grams
+s sec second seconds ms min minute minutes h hr hrs hour hours day days week weeks month months year years
+hz khz mhz ghz rpm nm n bar psi kpa mpa pa hpa awg mb gb kb tb mbps kbps bps baud dpi ppm pcs pc x
+percent number numbers value values times time total approximately about around up least most maximum
+minimum max min every each per once twice after before within""".split())
+
+
+def unbound_numbers(claim: str, passage: str) -> list[str]:
+    """Numbers the passage states, but never beside anything the claim says they are about.
+
+    "Replace the belt every 50 hours" is not backed by "clean the nozzle every 50 hours": the value
+    and its unit are there, its subject is not. A number counts as bound when a passage sentence
+    holding it (or the line before, a table's row label) shares a word with the claim other than
+    units. A claim made of a number and units only has nothing to bind and passes.
+    """
+    subject = {t for t in overlap_terms(claim) if t not in _UNITS}
+    if not subject:
+        return []
+    spans = sentence_spans(passage)
+    unbound = []
+    for n in numbers_of(claim):
+        bound = False
+        for i, (s, e) in enumerate(spans):
+            if n not in numbers_of(passage[s:e]):
+                continue
+            before = passage[spans[i - 1][0]:spans[i - 1][1]] if i else ""
+            if subject & overlap_terms(before + "\n" + passage[s:e]):
+                bound = True
+                break
+        if not bound:
+            unbound.append(n)
+    return sorted(unbound)
+
+
+def check_against(sentence: str, passage: str, min_overlap: float,
+                  question: str = "") -> tuple[bool, float, list[str], str]:
+    """(supported, overlap, missing tokens, reason) for one sentence against one passage.
+
+    The overlap is measured on the claim's own words: words it repeats from the question are the
+    technician's, not the manual's ("The wire gauge is 18 AWG" for "what wire gauge ...?" against
+    "use 18AWG cable"), so they neither count for it nor against it. A claim made only of the
+    question's words (and values) is held to its values and their subjects instead.
+    """
     claim = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
     folded = _fold(passage)
     missing = sorted(n for n in numbers_of(claim) if n not in numbers_of(passage))
     if missing:
         return False, 0.0, missing, "number"
-    have_codes = codes_of(passage) | set(re.findall(r"[a-z0-9_\-/]+", folded))
+    words = r"[a-z0-9_\-/]+"  # "18AWG" in the passage holds the code "AWG" of "18 AWG"
+    have_codes = (codes_of(passage) | set(re.findall(words, folded))
+                  | set(re.findall(words, _UNIT_GLUE_RE.sub(" ", folded))))
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
+    unbound = unbound_numbers(claim, passage)
+    if unbound:
+        return False, 0.0, unbound, "subject"
     want = overlap_terms(claim)
     if not want:
         return False, 0.0, [], "no_content"
-    overlap = len(want & overlap_terms(passage)) / len(want)
+    own = want - overlap_terms(question) if question else want
+    if not own and not numbers_of(claim):
+        own = want  # nothing but the question's words: held to the passage as before
+    have = overlap_terms(passage)
+    overlap = len(own & have) / len(own) if own else 1.0
     if overlap < min_overlap:
         return False, round(overlap, 3), [], "overlap"
     if not same_polarity(claim, passage):
@@ -200,7 +255,7 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
         candidates = cited or list(range(1, len(passages) + 1))
         reasons = []
         for n in candidates:
-            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap)
+            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, question)
             check.overlap = max(check.overlap, overlap)
             if ok:
                 check.supported_by.append(n)

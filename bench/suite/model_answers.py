@@ -1,0 +1,301 @@
+"""Answers with models that can read: SmolLM2 and two measurement instruments through `manualqa replay`.
+
+The built-in SmolLM2-135M and two instruction-tuned instruments (Qwen2.5-Coder-0.5B and -1.5B
+Instruct, assembled from registry packages by `train.instruments`: anonymous packaging, so never a
+dependency or a default) answer the same questions through the real CLI (`manualqa replay
+--profile P --mode generate`), one gateway per half (its manuals plus the two sample manuals as
+distractors). On 2 cores a half takes over an hour with the 1.5B, so the runs use every 4th question
+of each half (`--every`); the report says how many.
+
+`recheck` decides again, with this checkout's support check and outcome rules, what the model wrote in
+an earlier run (the logged drafts and the passages each prompt gave): a change to the check is
+measured on the same drafts, without regenerating; a change to the prompt needs a new run.
+
+    python -m bench.suite.model_answers                    # `all`: every run in RUNS, then the report
+    python -m bench.suite.model_answers assemble           # the instruments and their profiles
+    python -m bench.suite.model_answers run --model qwen1.5b --split dev --label before
+    python -m bench.suite.model_answers recheck --model qwen1.5b --split dev --label before --as before+check
+    python -m bench.suite.model_answers report             # writes docs/bench/model_answers.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.harness import REPO, load_avg, source_tree, write_section
+
+WORK = Path(os.environ.get("MANUALQA_MODEL_ANSWERS_WORK", "/tmp/manualqa-model-answers"))
+INSTRUMENTS = Path(os.environ.get("MANUALQA_INSTRUMENTS", str(WORK / "instruments")))
+RESULTS = REPO / "docs" / "bench" / "model_answers.json"  # every scored run, kept so the report survives /tmp
+SPLITS = ("dev", "test")
+EVERY = 4
+MODELS = ("smollm2", "qwen0.5b", "qwen1.5b")
+# label -> what it is (the report's legend); the runs of `all`
+RUNS = {"before": "the code before issue 25's fixes (commit 3fb16c2)",
+        "after": "this checkout"}
+BEFORE = "3fb16c2"
+
+_PROFILE = """\
+# A measurement instrument (bench/suite/model_answers.py): never a default or a dependency.
+name = "{name}"
+description = "llama.cpp on the CPU with {upstream}"
+target_device = "x86_64 CPU (AVX2), 2+ cores"
+backend = "llamacpp"
+rollback = ""
+
+[artifact]
+path = "{path}"
+sha256 = "{sha256}"
+source = "{upstream}"
+conversion = "GGUF as found in the registry packages {packages} (concatenated by train.instruments)"
+quantization = "{quantization}"
+
+[options]
+n_ctx = 4096
+n_gpu_layers = 0
+
+[generation]
+max_tokens = 256
+temperature = 0.0
+top_p = 1.0
+top_k = 40
+repeat_penalty = 1.1
+seed = 0
+timeout_s = 600.0
+
+[embedding]
+model = "onnx:minilm-l6-int8"
+
+[owners]
+conversion = "unknown (anonymous registry packaging; measurement only)"
+integration = "manualqa maintainers (bench/suite/model_answers.py)"
+"""
+
+
+def assemble() -> dict[str, Path]:
+    """The instruments' GGUFs (assembled once) and a profile for each; SmolLM2 uses the default profile."""
+    from train.instruments import INSTRUMENTS as SPECS
+
+    profiles: dict[str, Path] = {}
+    INSTRUMENTS.mkdir(parents=True, exist_ok=True)
+    for model, spec in SPECS.items():
+        gguf = INSTRUMENTS / spec["file"]
+        provenance = INSTRUMENTS / (spec["file"] + ".PROVENANCE.json")
+        if not gguf.is_file() or not provenance.is_file():
+            subprocess.run([sys.executable, "-m", "train.instruments", model, "--out", str(INSTRUMENTS)],
+                           cwd=REPO, check=True)
+        prov = json.loads(provenance.read_text(encoding="utf-8"))
+        ftype = str(prov.get("general.file_type", ""))
+        quant = {"15": "Q4_K_M", "1": "F16", "0": "F32", "7": "Q8_0"}.get(ftype, f"GGUF file_type {ftype}")
+        path = WORK / "profiles" / f"{model}.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_PROFILE.format(name=f"instrument-{model}", upstream=spec["upstream"].split(" (")[0],
+                                        path=gguf, sha256=prov["sha256"], quantization=quant,
+                                        packages=f"{spec['packages'][0]} ... {spec['packages'][-1]}"),
+                        encoding="utf-8")
+        profiles[model] = path
+    return profiles
+
+
+def questions(split: str, every: int = EVERY) -> Path:
+    """Every `every`-th question of the half, in order (a fixed subset, the same for every model)."""
+    lines = [line for line in (REPO / "eval" / split / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    out = WORK / f"{split}-every{every}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines[::every]) + "\n", encoding="utf-8")
+    return out
+
+
+def _env(data: Path, code: Path) -> dict[str, str]:
+    return {**os.environ, "MANUALQA_DATA": str(data), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "PYTHONPATH": str(code), "MANUALQA_INGEST__TIMEOUT_S": "1200",
+            # quality is measured, not the box's patience: a 1.5B on 2 busy cores can pass the 120 s default
+            "MANUALQA_ANSWER__TIMEOUT_S": "900"}
+
+
+def run(model: str, split: str, label: str, code: Path, every: int = EVERY) -> None:
+    """Ingest the half once (the data directory is shared by every model and label), then replay."""
+    data = WORK / split
+    env = _env(data, code)
+    if not (data / "index").is_dir():
+        manuals = [str(REPO / "eval" / split / "manuals"), str(REPO / "sample_manuals")]
+        subprocess.run([sys.executable, "-m", "gateway", "ingest", *manuals], cwd=code, env=env, check=True)
+    argv = [sys.executable, "-m", "gateway", "replay", str(questions(split, every)), "--mode", "generate",
+            "--label", f"{model}:{label}"]
+    if model != "smollm2":
+        argv += ["--profile", str(assemble()[model])]
+    subprocess.run(argv, cwd=code, env=env, check=True)
+
+
+def _db(split: str) -> sqlite3.Connection:
+    db = sqlite3.connect(str(WORK / split / "gateway.db"))
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def items(split: str, run_label: str) -> list[dict[str, Any]]:
+    """The newest replay run with this label, as gateway.qa.metrics items (with each answer's log row)."""
+    db = _db(split)
+    row = db.execute("SELECT id FROM replay_runs WHERE label = ? ORDER BY id DESC LIMIT 1", [run_label]).fetchone()
+    if row is None:
+        return []
+    out = []
+    for it in db.execute("SELECT * FROM replay_items WHERE run_id = ? ORDER BY position", [row["id"]]):
+        data = json.loads(it["data"])
+        ans = db.execute("SELECT * FROM answers WHERE id = ?", [it["answer_id"]]).fetchone()
+        result: dict[str, Any] = {"outcome": it["outcome"], "answer": it["answer"] or "", "mode": data.get("mode"),
+                                  "timings": json.loads(it["timings"])}
+        if ans is not None:
+            result.update(citations=json.loads(ans["citations"]), support=json.loads(ans["support"]),
+                          draft=ans["draft"], passages=json.loads(ans["passages"]), flags=json.loads(ans["flags"]))
+        out.append({"question": data["question"], "result": result,
+                    "citations": json.loads(it["citations"]), "retrieved": json.loads(it["retrieved"])})
+    return out
+
+
+def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
+    """The run's answers decided again by this checkout from the same drafts and passages."""
+    from gateway.answer.citations import resolve
+    from gateway.answer.extractive import extractive_answer
+    from gateway.answer.generation import Generation
+    from gateway.answer.outcome import check_support, decide_outcome
+    from gateway.config import AnswerSettings
+    from retrieval.types import Hit
+
+    settings = AnswerSettings()
+    fields = set(Hit.__dataclass_fields__)
+    out = []
+    for it in items(split, run_label):
+        r = dict(it["result"])
+        if r.get("mode") != "generate" or r.get("outcome") not in ("answered", "evidence_only", "not_found") \
+                or not r.get("draft"):
+            out.append(it)  # decided before the model (not_found on weak evidence) or not by the check
+            continue
+        given = [Hit(**{k: v for k, v in p.items() if k in fields}) for p in r["passages"] if p.get("given")]
+        support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
+                                settings.require_question_terms)
+        decision = decide_outcome(generation=Generation(draft=r["draft"], text=r["draft"], hits=given),
+                                  support=support)
+        r["outcome"], r["support"] = decision.outcome, support.checks
+        if decision.shows == "model" and support.shown is not None:
+            r["answer"], cits = support.shown, support.citations
+        else:
+            r["answer"] = extractive_answer(it["question"]["question"], given,
+                                            max_sentences=settings.evidence_sentences)
+            cits, _ = resolve(r["answer"], given, supporting_fallback=False)
+        r["citations"] = [c.to_dict() for c in cits]
+        out.append({**it, "result": r, "citations": [{"manual": c.manual, "page": c.page} for c in cits]})
+    return out
+
+
+COLUMNS = (("green_rate", "green (answerable)"), ("answered_precision", "answered precision"),
+           ("answer_correctness", "answer correctness"), ("false_answers", "false answers (unanswerable)"),
+           ("unanswerable_not_found_rate", "unanswerable refused"), ("citation_precision", "citation precision"),
+           ("ttft_ms_p50", "TTFT p50 ms"), ("ttft_ms_p95", "TTFT p95 ms"), ("total_ms_p50", "total p50 ms"),
+           ("total_ms_p95", "total p95 ms"))
+
+
+def score(split: str, model: str, label: str, scored: list[dict[str, Any]], note: str = "") -> dict[str, Any]:
+    from gateway.qa.metrics import compute_metrics
+
+    m = compute_metrics(scored)
+    unans = [it for it in scored if not it["question"].get("answerable")]
+    m["false_answers"] = f"{sum(1 for it in unans if it['result'].get('outcome') == 'answered')} of {len(unans)}"
+    return {"split": split, "model": model, "label": label, "questions": len(scored), "note": note,
+            "load": load_avg(), "metrics": {k: m.get(k) for k, _ in COLUMNS} | {"outcomes": m["outcomes"]}}
+
+
+def record(entry: dict[str, Any]) -> None:
+    """Keep the scored run in docs/bench/model_answers.json (one entry per split, model and label)."""
+    rows = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else []
+    rows = [r for r in rows if (r["split"], r["model"], r["label"]) != (entry["split"], entry["model"], entry["label"])]
+    RESULTS.write_text(json.dumps([*rows, entry], indent=1) + "\n", encoding="utf-8")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v >= 100 else f"{v:.3f}"
+    return str(v)
+
+
+def report() -> str:
+    rows = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else []
+    order = {m: i for i, m in enumerate(MODELS)}
+    rows.sort(key=lambda r: (SPLITS.index(r["split"]), order.get(r["model"], 9), r["label"]))
+    lines = ["## Answers with capable models (`manualqa replay`, generate mode)", "",
+             "SmolLM2-135M-Instruct (built in) and two measurement instruments, Qwen2.5-Coder-0.5B-Instruct "
+             "and Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled from registry packages whose packaging is "
+             "anonymous (so never a dependency or a default; sha256 and source packages in each GGUF's "
+             "PROVENANCE.json beside the runs). Every 4th question of each half, the same for every model; "
+             "each half is one gateway holding its manuals plus the two sample manuals. green: answerable "
+             "questions ending `answered`; answered precision: correct among `answered` (numbers exact, token "
+             "F1 >= 0.5 otherwise; a green answer to an unanswerable question is wrong); answer correctness: "
+             "over all answerable questions, evidence included; unanswerable refused: `not_found`. A "
+             "`+recheck` row decides the drafts of the run it names again with this checkout's support check "
+             "and outcome rules (same model text, no regeneration). Timings on 2 shared cores: the load "
+             "average at the end of each run is given.", "",
+             "| half | model | run | questions | " + " | ".join(h for _, h in COLUMNS) + " | outcomes | load |",
+             "|---|---|---|---|" + "---|" * (len(COLUMNS) + 2)]
+    for r in rows:
+        m = r["metrics"]
+        lines.append(f"| {r['split']} | {r['model']} | {r['label']} | {r['questions']} | "
+                     + " | ".join(_cell(m.get(k)) for k, _ in COLUMNS)
+                     + f" | {json.dumps(m['outcomes'])} | {r['load']} |")
+    legend = [f"- `{k}`: {v}" for k, v in RUNS.items()]
+    text = "\n".join([*lines, "", *legend])
+    write_section(__spec__.name, text, argv=["report"],
+                  conditions="Runs: see the docstring of `bench/suite/model_answers.py`.")
+    return text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd")
+    sub.add_parser("all", help="every model and label on both halves, then the report (the default)")
+    sub.add_parser("assemble", help="assemble the instruments and write their profiles")
+    r = sub.add_parser("run")
+    r.add_argument("--model", choices=MODELS, required=True)
+    r.add_argument("--split", choices=SPLITS, required=True)
+    r.add_argument("--label", required=True)
+    r.add_argument("--code", default=str(REPO), help="checkout or git revision whose code answers")
+    r.add_argument("--every", type=int, default=EVERY)
+    c = sub.add_parser("recheck")
+    c.add_argument("--model", choices=MODELS, required=True)
+    c.add_argument("--split", choices=SPLITS, required=True)
+    c.add_argument("--label", required=True, help="the run whose drafts are decided again")
+    c.add_argument("--as", dest="as_label", required=True, help="the label of the result")
+    sub.add_parser("report")
+    args = ap.parse_args()
+    if args.cmd == "assemble":
+        print(json.dumps({k: str(v) for k, v in assemble().items()}, indent=1))
+    elif args.cmd == "run":
+        with source_tree(args.code) as tree:
+            run(args.model, args.split, args.label, tree, args.every)
+        record(score(args.split, args.model, args.label, items(args.split, f"{args.model}:{args.label}")))
+    elif args.cmd == "recheck":
+        record(score(args.split, args.model, args.as_label, recheck(args.split, f"{args.model}:{args.label}"),
+                     note=f"drafts of {args.label}"))
+    elif args.cmd == "report":
+        print(report())
+    else:
+        for label, code in (("before", BEFORE), ("after", str(REPO))):
+            for split in SPLITS:
+                for model in MODELS:
+                    with source_tree(code) as tree:
+                        run(model, split, label, tree)
+                    record(score(split, model, label, items(split, f"{model}:{label}")))
+        print(report())
+
+
+if __name__ == "__main__":
+    main()

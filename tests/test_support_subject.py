@@ -1,0 +1,74 @@
+"""Issue 25, item 3: what a capable model exposed in the support check.
+
+A number must be backed together with what it is about; the technician's own words in a correct
+answer neither count for it nor against it; a model that says the passages do not answer ends
+not_found even when it cites the passage it read.
+"""
+
+from __future__ import annotations
+
+from gateway.answer.generation import Generation
+from gateway.answer.outcome import DECLINED_TEXT, check_support, decide_outcome
+from gateway.answer.support import check_answer, unbound_numbers
+from retrieval.types import Hit
+
+MAINTENANCE = ("Clean the nozzle every 50 hours of printing. Check the belt tension once a month and "
+               "tighten it if it is loose.")
+WIRING = "The heater cartridge connects with 18AWG silicone cable rated for 200 °C."
+
+
+def _hit(text: str, n: int = 1) -> Hit:
+    return Hit(chunk_id=f"c{n}", manual="m.pdf", title="Printer manual", manual_sha256="0" * 64, page=n,
+               heading="Maintenance", text=text, score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.9)
+
+
+def test_a_number_stated_about_something_else_is_not_support() -> None:
+    assert unbound_numbers("Replace the belt every 50 hours.", MAINTENANCE) == ["50"]
+    [check] = check_answer("Replace the belt every 50 hours [1].", [MAINTENANCE],
+                           question="How often should I replace the belt?")
+    assert not check.supported and check.reason == "subject" and check.missing == ["50"]
+
+
+def test_a_number_beside_its_subject_is_support() -> None:
+    assert unbound_numbers("Clean the nozzle every 50 hours.", MAINTENANCE) == []
+    [check] = check_answer("Clean the nozzle every 50 hours [1].", [MAINTENANCE],
+                           question="How often should the nozzle be cleaned?")
+    assert check.supported
+
+
+def test_a_table_row_label_on_the_line_before_binds_the_value() -> None:
+    table = "Specifications\nRated input voltage\n24 V DC\nWeight\n4.5 kg"
+    assert unbound_numbers("The rated input voltage is 24 V.", table) == []
+    assert unbound_numbers("The heated bed needs 24 V.", table) == ["24"]
+
+
+def test_the_technicians_words_do_not_count_against_a_correct_answer() -> None:
+    question = "What wire gauge should I use for the hot end heater wiring?"
+    claim = "The hot end heater wiring is 18 AWG wire [1]."
+    [check] = check_answer(claim, [WIRING], question=question)
+    assert check.supported
+    # the same words without the question are held to the passage as before: too few are there
+    [alone] = check_answer(claim, [WIRING])
+    assert not alone.supported and alone.reason == "overlap"
+
+
+def test_question_words_do_not_carry_a_claim_the_passage_does_not_make() -> None:
+    question = "What wire gauge should I use for the heater?"
+    [check] = check_answer("Use shielded aluminium wire for the heater [1].", [WIRING], question=question)
+    assert not check.supported
+
+
+def test_a_cited_statement_that_the_passages_do_not_say_is_not_found() -> None:
+    hits = [_hit(MAINTENANCE)]
+    draft = "The passages do not specify how often to replace the belt [1]."
+    support = check_support("How often should I replace the belt?", draft, hits, 0.6, True)
+    assert support.declined and support.shown is None and "model_declined" in support.flags
+    decision = decide_outcome(generation=Generation(draft=draft, text=draft, hits=hits), support=support)
+    assert (decision.outcome, decision.notice) == ("not_found", DECLINED_TEXT)
+
+
+def test_a_decline_beside_a_backed_answer_is_an_answer() -> None:
+    hits = [_hit(MAINTENANCE)]
+    draft = "The manual does not state a belt interval. Check the belt tension once a month [1]."
+    support = check_support("How often should I check the belt?", draft, hits, 0.6, True)
+    assert not support.declined and support.shown == "Check the belt tension once a month [1]."
