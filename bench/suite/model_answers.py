@@ -155,7 +155,8 @@ def items(split: str, run_label: str) -> list[dict[str, Any]]:
                                   "timings": json.loads(it["timings"])}
         if ans is not None:
             result.update(citations=json.loads(ans["citations"]), support=json.loads(ans["support"]),
-                          draft=ans["draft"], passages=json.loads(ans["passages"]), flags=json.loads(ans["flags"]))
+                          draft=ans["draft"], passages=json.loads(ans["passages"]), flags=json.loads(ans["flags"]),
+                          index_version=ans["index_version"])
         out.append({"question": data["question"], "result": result,
                     "citations": json.loads(it["citations"]), "retrieved": json.loads(it["retrieved"])})
     return out
@@ -169,9 +170,24 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
     from gateway.answer.outcome import check_support, decide_outcome
     from gateway.config import AnswerSettings
     from retrieval.types import Hit
+    from retrieval.versions import CHUNKS_DB, IndexStore
 
     settings = AnswerSettings()
     fields = set(Hit.__dataclass_fields__)
+    store = IndexStore(WORK / split)
+    texts: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def passage(version: str, p: dict[str, Any]) -> Hit:
+        """The logged hit (ids, ranks) with its text, heading and title from the index version it came from."""
+        if (version, p["chunk_id"]) not in texts:
+            db = sqlite3.connect(f"file:{store.open(version).path / CHUNKS_DB}?mode=ro", uri=True)
+            for cid, heading, text, title in db.execute(
+                    "SELECT c.chunk_id, c.heading, c.text, m.title FROM chunks c "
+                    "JOIN manuals m ON m.sha256 = c.manual_sha256"):
+                texts[(version, cid)] = {"heading": heading, "text": text, "title": title}
+            db.close()
+        return Hit(**{k: v for k, v in {**p, **texts[(version, p["chunk_id"])]}.items() if k in fields})
+
     out = []
     for it in items(split, run_label):
         r = dict(it["result"])
@@ -179,7 +195,7 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
                 or not r.get("draft"):
             out.append(it)  # decided before the model (not_found on weak evidence) or not by the check
             continue
-        given = [Hit(**{k: v for k, v in p.items() if k in fields}) for p in r["passages"] if p.get("given")]
+        given = [passage(r["index_version"], p) for p in r["passages"] if p.get("given")]
         support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
                                 settings.require_question_terms)
         decision = decide_outcome(generation=Generation(draft=r["draft"], text=r["draft"], hits=given),
