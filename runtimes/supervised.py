@@ -7,6 +7,7 @@ the gateway; here it is the end of one worker. The worker is restarted with a ba
 and the gateway answers extractively. A cancel or timeout that the backend does not honour within
 ``cancel_grace_s`` (llama.cpp only checks between tokens, not while it reads the prompt) kills the
 worker, so Stop really frees the CPU; a fresh worker is started at once for the next question.
+Before the first token the grace is ``prefill_grace_s``: nothing there will honour a cancel.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class CrashPolicy:
     window_s: float = 600.0
     backoff_s: tuple[float, ...] = (0.5, 2.0, 8.0)  # wait before the 1st, 2nd, 3rd... restart
     cancel_grace_s: float = 1.0  # a cancel not honoured by then kills the worker
+    # Before its first token a backend is reading the prompt (one native call that llama.cpp does not
+    # interrupt): a cancel then is not waited for longer than this, so Stop frees the CPU at once.
+    prefill_grace_s: float = 0.25
     load_timeout_s: float = 600.0  # a worker that has not loaded by then is killed
     call_timeout_s: float = 60.0  # count_tokens / describe / verify
 
@@ -379,6 +383,7 @@ class SupervisedRuntime(Runtime):
         stop_reason: str | None = None  # set when we asked the worker to stop
         asked_at = 0.0
         done = False
+        spoke = False  # a first piece came: the backend is decoding and checks cancel between tokens
         try:
             while True:
                 now = time.monotonic()
@@ -390,12 +395,12 @@ class SupervisedRuntime(Runtime):
                     if stop_reason is not None:
                         asked_at = now
                         self._send({"op": "cancel"})
-                elif now - asked_at > self.policy.cancel_grace_s:
+                elif now - asked_at > (grace := self._grace(spoke)):
                     # it did not stop (reading the prompt, or hung): end the computation itself
                     log.warning("%s worker did not stop within %g s of %s; killing it", self.backend,
-                                self.policy.cancel_grace_s, stop_reason)
+                                grace, stop_reason)
                     if stop_reason == "timeout":  # a backend that ignores its deadline is broken
-                        self._crashed(f"hung: no stop within {self.policy.cancel_grace_s:g} s after the "
+                        self._crashed(f"hung: no stop within {grace:g} s after the "
                                       f"{config.timeout_s:g} s timeout")
                     else:
                         self._replace_worker()
@@ -407,6 +412,7 @@ class SupervisedRuntime(Runtime):
                     continue
                 kind = message["t"]
                 if kind == "text":
+                    spoke = True
                     if stop_reason is None:
                         yield message["v"]
                 elif kind == "stats":
@@ -426,14 +432,17 @@ class SupervisedRuntime(Runtime):
                     raise WorkerCrashed(message["reason"])
         finally:
             if not done:  # the consumer went away mid-stream: the computation must end too
-                self._abandon(rid)
+                self._abandon(rid, spoke)
 
-    def _abandon(self, rid: Any) -> None:
+    def _grace(self, spoke: bool) -> float:
+        return self.policy.cancel_grace_s if spoke else min(self.policy.prefill_grace_s, self.policy.cancel_grace_s)
+
+    def _abandon(self, rid: Any, spoke: bool = True) -> None:
         try:
             self._send({"op": "cancel"})
         except OSError:
             return
-        end = time.monotonic() + self.policy.cancel_grace_s
+        end = time.monotonic() + self._grace(spoke)
         while True:
             message = self._next(end, rid)
             if message is None:
