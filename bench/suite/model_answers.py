@@ -121,10 +121,11 @@ def _env(data: Path, code: Path) -> dict[str, str]:
             "MANUALQA_ANSWER__TIMEOUT_S": "900"}
 
 
-def run(model: str, split: str, label: str, code: Path, every: int = EVERY) -> None:
+def run(model: str, split: str, label: str, code: Path, every: int = EVERY,
+        extra_env: dict[str, str] | None = None) -> None:
     """Ingest the half once (the data directory is shared by every model and label), then replay."""
     data = WORK / split
-    env = _env(data, code)
+    env = {**_env(data, code), **(extra_env or {})}
     if not (data / "index").is_dir():
         manuals = [str(REPO / "eval" / split / "manuals"), str(REPO / "sample_manuals")]
         subprocess.run([sys.executable, "-m", "gateway", "ingest", *manuals], cwd=code, env=env, check=True)
@@ -285,6 +286,7 @@ def main() -> None:
     r.add_argument("--label", required=True)
     r.add_argument("--code", default=str(REPO), help="checkout or git revision whose code answers")
     r.add_argument("--every", type=int, default=EVERY)
+    r.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the gateway")
     c = sub.add_parser("recheck")
     c.add_argument("--model", choices=MODELS, required=True)
     c.add_argument("--split", choices=SPLITS, required=True)
@@ -296,8 +298,9 @@ def main() -> None:
         print(json.dumps({k: str(v) for k, v in assemble().items()}, indent=1))
     elif args.cmd == "run":
         with source_tree(args.code) as tree:
-            run(args.model, args.split, args.label, tree, args.every)
-        record(score(args.split, args.model, args.label, items(args.split, f"{args.model}:{args.label}")))
+            run(args.model, args.split, args.label, tree, args.every, dict(e.split("=", 1) for e in args.env))
+        record(score(args.split, args.model, args.label, items(args.split, f"{args.model}:{args.label}"),
+                     note=" ".join(args.env)))
     elif args.cmd == "recheck":
         record(score(args.split, args.model, args.as_label, recheck(args.split, f"{args.model}:{args.label}"),
                      note=f"drafts of {args.label}"))
