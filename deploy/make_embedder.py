@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from retrieval.embeddings import packaged_model_dir
+    from retrieval.embedders.base import packaged_model_dir
 
     out = Path(argv[0]) if argv else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)

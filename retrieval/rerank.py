@@ -95,7 +95,7 @@ class Reranker:
         """Weights and tokenizer together: either one changed gives other scores."""
         if self._hash is None:
             from ingest.discover import sha256_file
-            from retrieval.embeddings import packaged_model_dir
+            from retrieval.embedders.base import packaged_model_dir
 
             tok = packaged_model_dir() / "tokenizer.json"
             self._hash = hashlib.sha256(f"{self.onnx_sha256()}:{sha256_file(tok)}".encode()).hexdigest()
@@ -113,7 +113,7 @@ class Reranker:
                     from tokenizers import Tokenizer
                 except ImportError as exc:
                     raise RetrievalError(f"the reranker needs onnxruntime and tokenizers: {INSTALL_HINT}") from exc
-                from retrieval.embeddings import packaged_model_dir
+                from retrieval.embedders.base import packaged_model_dir
 
                 tok = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
                 tok.enable_truncation(max_length=self.max_length, strategy="only_second")
