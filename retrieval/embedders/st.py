@@ -9,6 +9,7 @@ built with one of these models, and by train/.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 import threading
@@ -23,6 +24,7 @@ from retrieval.embedders.base import (
     DEFAULT_BATCH_SIZE,
     PACKAGED_MODEL,
     BatchedQueries,
+    MissingExtraError,
     check_batch_size,
     file_sha256,
     packaged_model_dir,
@@ -48,6 +50,8 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model: str = PACKAGED_MODEL, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         check_batch_size(batch_size)
+        if importlib.util.find_spec("sentence_transformers") is None:  # found without importing torch
+            raise MissingExtraError(f"embedding model {model} runs")
         self.model = model
         self.batch_size = batch_size
         if model == PACKAGED_MODEL:
@@ -111,11 +115,8 @@ class SentenceTransformerEmbedder:
                 try:
                     import torch
                     from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise RetrievalError(
-                        "sentence-transformers is not installed; install it with "
-                        "`pip install sentence-transformers` (CPU torch is enough)"
-                    ) from exc
+                except ImportError as exc:  # sentence-transformers is there, torch is not (or is broken)
+                    raise MissingExtraError(f"embedding model {self.model} runs ({exc})") from exc
                 torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
                 _quiet_transformers()
                 try:
