@@ -207,6 +207,14 @@ def test_searching_an_old_version_without_the_extra_names_the_version_and_the_in
     assert f"index version {version} was built with {built}" in message
     assert "through sentence-transformers" in message and ".venv/bin/pip install 'manualqa[st]'" in message
     assert DEFAULT_MODEL in message  # the other way out: re-ingest with the default
+    from litestar.testing import TestClient
+
+    from gateway.web.app import create_app
+
+    with TestClient(create_app(Settings(data_dir=data), warm=False)) as client:  # the same over HTTP
+        r = client.post("/api/v1/search", json={"query": "How do I flash the firmware?"})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "retrieval_error", r.text
+        assert "manualqa[st]" in r.json()["error"]["message"]
     monkeypatch.undo()  # the extra installed again: the same version searches with its own model
     assert gw.search("How do I flash the firmware onto the piston board?")
     gw.log.close()
