@@ -1,12 +1,15 @@
 # manualqa: `make run` and `make test` are the whole quick start.
 #
 # Every install comes from one lock (issue 22): requirements.lock (manualqa[llm,server]: run, bundle) and
-# requirements-dev.lock (the same pins plus [dev]: test), every package pinned with its sha256, installed
-# with `pip install --require-hashes --no-deps`. Regenerate both with `make lock` (deploy/lock.sh, uv)
-# after changing pyproject.toml's dependencies; tests/test_lock.py fails until you do.
-# The one exception is torch: it is installed first from $(TORCH) (the CPU build, which pip finds through
-# its find-links or TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"), not from the lock,
-# because PyPI's torch for linux x86_64 is the multi-GB CUDA build. The lock is resolved against it.
+# requirements-dev.lock (the same pins plus [dev] and [st]: test), every package pinned with its sha256,
+# installed with `pip install --require-hashes --no-deps`. Regenerate both with `make lock` (deploy/lock.sh,
+# uv) after changing pyproject.toml's dependencies; tests/test_lock.py fails until you do.
+# `make run` installs no torch: the default embedder runs on onnxruntime. torch and sentence-transformers
+# (about 1.2 GiB) are the [st] extra, for index versions built with a sentence-transformers model, train/
+# and the tests; `make install-dev` installs them. There torch is the one exception to the lock: it is
+# installed first from $(TORCH) (the CPU build, which pip finds through its find-links or
+# TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"), not from the lock, because PyPI's
+# torch for linux x86_64 is the multi-GB CUDA build. The dev lock is resolved against it.
 #
 # llama-cpp-python is compiled here for a stated CPU baseline, never for this machine's own set
 # (a native build turns on what this CPU has, e.g. AMX-INT8, which crashes on prompts here, and the
@@ -89,10 +92,9 @@ $(LLAMA_STAMP): | $(BIN)/python
 	mv $(LLAMA_DIR).tmp $(LLAMA_DIR)
 llama-wheel: $(LLAMA_STAMP)
 
-# torch first (see the top), then the lock's every other package, the llama-cpp-python wheel built above
-# and manualqa itself, all without dependency resolution; pip check proves the set complete.
+# The lock's every package, the llama-cpp-python wheel built above and manualqa itself, all without
+# dependency resolution; pip check proves the set complete.
 $(STAMP): pyproject.toml $(LOCK) $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/pip install -q $(TORCH_PIP_ARGS) "$(TORCH)" || $(BIN)/pip install -q $(TORCH_PIP_ARGS) torch
 	$(call lock_without,llama-cpp-python,$(LOCK)) > $(VENV)/lock.txt
 	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/lock.txt
 	$(BIN)/pip install -q --no-deps --force-reinstall $(LLAMA_DIR)/llama_cpp_python-*.whl
@@ -105,7 +107,9 @@ $(STAMP): pyproject.toml $(LOCK) $(LLAMA_STAMP) | $(BIN)/python
 	rm -f $(VENV)/.installed*
 	touch $@
 
+# torch first (see the top: the [st] extra's, not in the lock), then the dev lock.
 $(DEVSTAMP): $(STAMP) $(DEVLOCK)
+	$(BIN)/pip install -q $(TORCH_PIP_ARGS) "$(TORCH)" || $(BIN)/pip install -q $(TORCH_PIP_ARGS) torch
 	$(call lock_without,llama-cpp-python,$(DEVLOCK)) > $(VENV)/lock-dev.txt
 	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/lock-dev.txt
 	$(BIN)/pip check
@@ -152,7 +156,7 @@ bench: install-dev
 # dist/manualqa-bundle-<version>-<arch>.tar.gz (wheelhouse of the lock's set, the portable llama-cpp-python
 # wheel, install.sh, SHA256SUMS). docs/operations.md.
 bundle: install
-	PY=$(BIN)/python TORCH="$(TORCH)" TORCH_PIP_ARGS="$(TORCH_PIP_ARGS)" LLAMA_WHEEL_DIR=$(LLAMA_DIR) \
+	PY=$(BIN)/python LLAMA_WHEEL_DIR=$(LLAMA_DIR) \
 		BUNDLE_ALLOW_NATIVE="$(BUNDLE_ALLOW_NATIVE)" bash deploy/bundle.sh dist
 
 clean:

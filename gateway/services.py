@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gateway.answer.request import AnswerRequest
     from gateway.answer_mode import ModeDecision
     from gateway.records.answers import AnswerLog
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import Embedder
     from retrieval.versions import IndexStore
     from runtimes.base import Runtime
     from runtimes.profiles import Profile
@@ -64,10 +64,10 @@ class Services:
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
-                from retrieval.embeddings import Embedder
+                from retrieval.embedders import load_embedder
 
                 e = self.settings.embedding
-                self._embedder = Embedder(e.model, batch_size=e.batch_size)
+                self._embedder = load_embedder(e.model, batch_size=e.batch_size)
             return self._embedder
 
     @property
@@ -120,15 +120,17 @@ class Services:
             cached = self._other_embedders.get(key)
         if cached is not None:
             return cached
-        from retrieval.embeddings import Embedder, spec_of
+        from retrieval.embedders import MissingExtraError, load_embedder, spec_of
 
         spec = spec_of(recorded)
         if spec is None:
             return configured  # search says plainly that the models differ
         try:
-            other = Embedder(spec, batch_size=self.settings.embedding.batch_size)
+            other = load_embedder(spec, batch_size=self.settings.embedding.batch_size)
             if other.model_id != recorded.get("model_id") or other.model_hash != recorded.get("model_hash"):
                 return configured
+        except MissingExtraError as exc:  # its backend is an extra left out here: say how to install it
+            raise exc.about(f"index version {ver.id} was built with {recorded.get('model_id')}") from exc
         except Exception:  # noqa: BLE001 - not installed here: the same plain refusal
             return configured
         import logging

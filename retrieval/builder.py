@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.models import ChunkParams, IngestError, ParsedManual, ParseLimits
 from retrieval.entries import (
@@ -30,6 +30,9 @@ from retrieval.entries import (
 )
 from retrieval.types import RetrievalError
 from retrieval.writer import pause_point, write_version
+
+if TYPE_CHECKING:
+    from retrieval.embedders.base import Embedder
 
 __all__ = ["Embedding", "Entry", "IngestReport", "LabelReader", "Progress", "collect_entries", "embedding_info",
            "failure", "parse_in_background", "pause_point", "reuse_manual", "reuse_manuals", "write_version"]
@@ -131,7 +134,7 @@ def parse_in_background(
         thread.join(timeout=5)
 
 
-def _warm_up(embedder: Any) -> None:
+def _warm_up(embedder: Embedder) -> None:
     try:
         embedder.encode(["warm-up"])
     except Exception:  # noqa: BLE001 - the real encode reports the same error where it matters
@@ -146,7 +149,7 @@ def _recipe(chunker: Any) -> dict[str, Any] | None:
         return None
 
 
-def _same_model(base_embedding: dict[str, Any], embedder: Any) -> bool:
+def _same_model(base_embedding: dict[str, Any], embedder: Embedder) -> bool:
     return bool(base_embedding.get("model_id") == embedder.model_id
                 and base_embedding.get("model_hash") == embedder.model_hash)
 
@@ -154,7 +157,7 @@ def _same_model(base_embedding: dict[str, Any], embedder: Any) -> bool:
 def collect_entries(
     base: Any,
     paths: Sequence[str | Path],
-    embedder: Any,
+    embedder: Embedder,
     chunk_params: ChunkParams,
     limits: ParseLimits,
     progress: Progress | None,

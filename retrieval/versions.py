@@ -22,13 +22,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.models import ChunkParams, IngestError, ParseLimits
 from retrieval.builder import IngestReport, collect_entries, reuse_manuals, write_version
-from retrieval.manifest import CHUNKS_DB, VECTORS, read_manifest, verify_version_dir
+from retrieval.manifest import CHUNKS_DB, VECTORS, Manifest, decode_manifest, read_manifest, verify_version_dir
 from retrieval.pointer import TMP_PREFIX, atomic_copy, read_pointer, remove_tree, write_pointer
 from retrieval.types import NoIndexError, RetrievalError
+
+if TYPE_CHECKING:
+    from retrieval.embedders.base import Embedder
 
 __all__ = ["IndexStore", "IndexVersion", "IngestReport"]
 
@@ -37,7 +40,8 @@ _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 class IndexVersion:
-    """One immutable version, opened read-only (chunk store + FAISS index + manifest)."""
+    """One immutable version, opened read-only (chunk store + FAISS index + manifest): the
+    retrieval.reader.IndexReader that search reads."""
 
     def __init__(self, path: Path) -> None:
         from retrieval.chunkstore import ChunkStore
@@ -54,6 +58,18 @@ class IndexVersion:
         except Exception as exc:  # noqa: BLE001 - a damaged version is a user-facing condition
             raise RetrievalError(f"index version {self.id} cannot be opened ({exc}); "
                                  "run `manualqa index verify` and roll back") from exc
+
+        self._info: Manifest | None = None
+
+    @property
+    def info(self) -> Manifest:
+        """The manifest typed (decoded on first use; `manifest` stays the stored dict)."""
+        if self._info is None:
+            try:
+                self._info = decode_manifest(self.manifest)
+            except ValueError as exc:
+                raise RetrievalError(f"index version {self.id}: {exc}; run `manualqa index verify`") from exc
+        return self._info
 
     def __repr__(self) -> str:
         return f"IndexVersion({self.id!r})"
@@ -309,7 +325,7 @@ class IndexStore:
     def ingest(
         self,
         paths: Sequence[str | Path],
-        embedder: Any,
+        embedder: Embedder,
         chunk_params: ChunkParams,
         parse_limits: ParseLimits,
         progress: Callable[[str, int, int], None] | None = None,
@@ -361,3 +377,10 @@ class IndexStore:
             self._publish(report, active, base.manifest["embedding"], chunker, entries)
         report.seconds = time.perf_counter() - started
         return report
+
+
+if TYPE_CHECKING:  # mypy holds IndexStore and IndexVersion to the Protocols that search reads them through
+    from retrieval.reader import IndexSource
+
+    def _is_index_source(store: IndexStore) -> IndexSource:
+        return store

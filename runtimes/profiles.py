@@ -60,7 +60,7 @@ class ArtifactSpec:
     quantization: str = ""
 
 # What a profile without an [embedding] table declares: the gateway's default embedder. The same value
-# as retrieval.embeddings.DEFAULT_MODEL (runtimes does not import retrieval; a test keeps them equal).
+# as retrieval.embedders.DEFAULT_MODEL (runtimes does not import retrieval; a test keeps them equal).
 DEFAULT_EMBEDDING_MODEL = "onnx:minilm-l6-int8"
 
 

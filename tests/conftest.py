@@ -49,9 +49,9 @@ def questions() -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def embedder() -> Any:
     # Imported here: collecting tests must not pull in torch / sentence-transformers.
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    return Embedder()
+    return load_embedder()
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +66,9 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def torch_embedder() -> Any:
     """The same model on sentence-transformers + torch (the default before the ONNX one)."""
-    from retrieval.embeddings import PACKAGED_MODEL, Embedder
+    from retrieval.embedders import PACKAGED_MODEL, load_embedder
 
-    return Embedder(PACKAGED_MODEL)
+    return load_embedder(PACKAGED_MODEL)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 SHA256SUMS (a changed, missing or unlisted file) or was built for another machine, before it creates
 anything; it installs an intact one from the wheelhouse alone, exactly the set its requirements.lock
 names (issue 22); deploy/bundle.sh writes a bundle that verifies, downloads the lock's set with its
-hashes checked, ships the portable llama-cpp-python build (never a native one) and refuses torch's CUDA build.
+hashes checked, ships the portable llama-cpp-python build (never a native one), no torch (issue 24: the [st]
+extra's), and refuses torch's CUDA build should a lock ever pull it in.
 
 Fast and offline: the bundles here are tiny fakes (bundle.sh runs with a stand-in for `pip wheel`);
 the real bundle and its install in a network namespace are in docs/operations.md."""
@@ -342,7 +343,8 @@ def test_bundle_sh_downloads_the_lock_with_hashes_and_builds_no_llama(tmp_path: 
     calls = (tmp_path / "pip.log").read_text().splitlines()
     locked = [c for c in calls if " -r " in c]
     assert len(locked) == 1 and "--no-deps" in locked[0] and "--require-hashes" in locked[0]
-    assert all("--no-deps" in c for c in calls)  # nothing resolved: torch and manualqa alone too
+    assert all("--no-deps" in c for c in calls)  # nothing resolved: manualqa alone too
+    assert not [c for c in calls if "torch" in c]  # the runtime set needs no torch: none is fetched
     sent = (tmp_path / "pip-requirements.txt").read_text()
     assert "click==8.5.1" in sent and "tomli==2.5.0" in sent and "cd" * 32 in sent
     assert "llama-cpp-python" not in sent and LLAMA_SDIST not in sent  # its wheel is the portable build

@@ -18,9 +18,9 @@ from gateway.cli import main
 
 @pytest.fixture()
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> Any:
-    import retrieval.embeddings
+    import retrieval.embedders
 
-    monkeypatch.setattr(retrieval.embeddings, "Embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr(retrieval.embedders, "load_embedder", lambda *a, **k: embedder)
     monkeypatch.chdir(tmp_path)  # no stray manualqa.toml
     runner = CliRunner()
     env = {"MANUALQA_DATA": str(tmp_path / "data"), "MANUALQA_CONFIG": ""}

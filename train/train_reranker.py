@@ -25,7 +25,7 @@ from ingest.discover import sha256_file
 
 
 def base_dir() -> Path:
-    from retrieval.embeddings import packaged_model_dir
+    from retrieval.embedders.base import packaged_model_dir
 
     return packaged_model_dir()
 

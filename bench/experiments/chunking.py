@@ -20,10 +20,10 @@ SETTINGS = [(400, 80), (600, 100), (900, 0), (900, 150), (1300, 200), (1800, 250
 
 def run() -> str:
     from ingest.models import ChunkParams, ParseLimits
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
     from retrieval.versions import IndexStore
 
-    embedder = Embedder()
+    embedder = load_embedder()
     questions = load_questions()
     vectors = {q["id"]: embedder.encode_query(q["question"]) for q in questions}
     lines = ["## Chunk size and overlap (sample manuals, hybrid search, k=5)", "",

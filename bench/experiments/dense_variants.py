@@ -69,10 +69,10 @@ class Patched:
 
 
 def run(data: Path) -> str:
-    from retrieval.embeddings import Embedder, passage_text
+    from retrieval.embedders import load_embedder, passage_text
     from retrieval.search import search
 
-    embedder = Embedder()
+    embedder = load_embedder()
     pdfs, questions = split_paths("dev")
     recipe, query = shipped()
     store = build(pdfs, recipe, embedder, data)

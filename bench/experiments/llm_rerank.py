@@ -57,11 +57,11 @@ def main() -> None:
     args = parser.parse_args()
     from llama_cpp import Llama
 
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
     from retrieval.search import search
     from runtimes.defaults import default_gguf_path
 
-    embedder = Embedder()
+    embedder = load_embedder()
     recipe, query = shipped()
     pdfs, questions = split_paths("dev")
     llm = Llama(model_path=str(default_gguf_path()), n_ctx=1024, logits_all=True, verbose=False, n_batch=512)

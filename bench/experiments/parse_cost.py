@@ -25,9 +25,9 @@ def run(rounds: int = 2) -> str:
     from ingest.chunker import chunk_manual
     from ingest.models import ChunkParams, PageText, ParsedManual
     from ingest.pdf import extract
-    from retrieval.embeddings import Embedder, passage_text
+    from retrieval.embedders import load_embedder, passage_text
 
-    embedder = Embedder()
+    embedder = load_embedder()
     embedder.encode(["warm up"])
     params = ChunkParams()
     rows, totals = [], [0, 0, 0.0, 0.0, 0.0]

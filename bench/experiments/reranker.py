@@ -92,14 +92,14 @@ def pct(values: list[float], p: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
     from retrieval.rerank import BUILTIN, Reranker
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=BUILTIN)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    embedder = Embedder()
+    embedder = load_embedder()
     before = rss_mib()
     reranker = Reranker(args.model)
     reranker.score("warm up", ["a passage"])

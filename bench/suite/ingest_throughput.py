@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
     from ingest.models import ChunkParams, ParseLimits
-    from retrieval.embeddings import Embedder, passage_text
+    from retrieval.embedders import load_embedder, passage_text
     from retrieval.versions import IndexStore
 
-    embedder = Embedder()
+    embedder = load_embedder()
     embedder.encode(["warm-up: load the model and its kernels"] * 8)
     ingest_runs: list[float] = []
     encode_runs: list[float] = []

@@ -116,11 +116,11 @@ def main() -> None:
     from bench.suite.search_latency import SyntheticStore, build_synthetic
     from gateway.config import Settings
     from gateway.services import Services
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
     questions = [json.loads(x)["question"] for x in
                  (REPO / "sample_manuals" / "questions.jsonl").read_text().splitlines() if x.strip()]
-    embedder = Embedder()
+    embedder = load_embedder()
     lines = ["## Pipeline overhead (bench/suite/pipeline_overhead.py)", "",
              "Question to first token, minus the query embedding and minus the runtime's own time to first "
              "token, per answer (`timings.overhead_ms`). Generation by an in-process stand-in runtime with "

@@ -82,7 +82,7 @@ def passages(pdfs: list[Path]) -> list[str]:
     from ingest.chunker import chunk_manual
     from ingest.models import ChunkParams, ParseLimits
     from ingest.sandbox import parse_pdf
-    from retrieval.embeddings import passage_text
+    from retrieval.embedders import passage_text
 
     params, texts = ChunkParams(), []
     for pdf in pdfs:
@@ -171,9 +171,9 @@ def grid() -> list[Query]:
 
 
 def run(sweep: bool, write: bool, recipes: list[Any], chosen: tuple[Any, Query] | None) -> str:
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    embedder = Embedder()
+    embedder = load_embedder()
     lines = ["## Retrieval on manuals nobody tuned for (eval/dev chooses, eval/test reports)", ""]
     dev_pdfs, dev_q = split_paths("dev")
     test_pdfs, test_q = split_paths("test")

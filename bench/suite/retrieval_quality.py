@@ -67,9 +67,9 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], mode: s
 
 
 def run(sweep: bool = False, write: bool = True) -> str:
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    embedder = Embedder()
+    embedder = load_embedder()
     questions = load_questions()
     with tempfile.TemporaryDirectory(prefix="manualqa-bench-") as tmp:
         store = build_sample_store(Path(tmp), embedder)

@@ -208,9 +208,9 @@ def _row(label: str, m: dict[str, float]) -> str:
 
 
 def run(chunks: int = 100_000, write: bool = True) -> str:
-    from retrieval.embeddings import Embedder
+    from retrieval.embedders import load_embedder
 
-    embedder = Embedder()
+    embedder = load_embedder()
     questions = [q["question"] for q in load_questions()]
     vectors = [embedder.encode_query(q) for q in questions]
     header = ["| corpus / variant | p50 ms | p95 ms | CPU ms (p50) | embed ms (p50) | dense ms (p50) | "

