@@ -70,6 +70,10 @@ class AnswerSettings:
     # of about excerpt_chars characters for the question (0: whole passages; gateway.answer.prompting).
     # Prefill is most of the wait on a CPU: five whole passages are ~1,600 tokens, a minute for a 1.5B
     # model on 2 cores (docs/bench/model_answers.md).
+    # A model that says the passages do not answer: "not_found" (a refusal, the passages listed),
+    # "evidence" (the quoted evidence, as before issue 25), or "auto" (evidence when it touches the
+    # question, else not_found). Chosen on eval/dev (docs/bench/model_answers.md).
+    decline: str = "evidence"
     prompt_passages: int = 4
     excerpt_chars: int = 500
     # Cited sentences shown as the evidence before (and without) the model's answer.

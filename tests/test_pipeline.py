@@ -165,9 +165,15 @@ def test_weak_evidence_is_not_found_without_asking_the_model(gw: Services) -> No
     assert gw.log.get(res.id)["outcome"] == "not_found"
 
 
-def test_model_that_declines_is_not_found_with_the_passages(gw: Services) -> None:
+def test_model_that_declines_shows_the_evidence_or_not_found_as_configured(gw: Services) -> None:
     gw.runtime = scripted(script="The manuals do not cover this.")
-    res = gw.answer(FLASH_Q)
+    res = gw.answer(FLASH_Q)  # answer.decline = "evidence", chosen on eval/dev
+    assert res.outcome == "evidence_only" and "model_declined" in res.flags and res.citations
+    gw.settings.answer.decline = "not_found"
+    try:
+        res = gw.answer(FLASH_Q)
+    finally:
+        gw.settings.answer.decline = "evidence"
     assert res.outcome == "not_found" and "model_declined" in res.flags
     assert res.answer == DECLINED_TEXT and res.passages  # the nearest passages are still listed
     assert res.draft == "The manuals do not cover this."

@@ -61,7 +61,7 @@ def test_question_words_do_not_carry_a_claim_the_passage_does_not_make() -> None
 def test_a_cited_statement_that_the_passages_do_not_say_is_not_found() -> None:
     hits = [_hit(MAINTENANCE)]
     draft = "The passages do not specify how often to replace the belt [1]."
-    support = check_support("How often should I replace the belt?", draft, hits, 0.6, True)
+    support = check_support("How often should I replace the belt?", draft, hits, 0.6, True, decline="not_found")
     assert support.declined and support.shown is None and "model_declined" in support.flags
     decision = decide_outcome(generation=Generation(draft=draft, text=draft, hits=hits), support=support)
     assert (decision.outcome, decision.notice) == ("not_found", DECLINED_TEXT)
@@ -72,3 +72,31 @@ def test_a_decline_beside_a_backed_answer_is_an_answer() -> None:
     draft = "The manual does not state a belt interval. Check the belt tension once a month [1]."
     support = check_support("How often should I check the belt?", draft, hits, 0.6, True)
     assert not support.declined and support.shown == "Check the belt tension once a month [1]."
+
+
+def test_a_decline_shows_the_evidence_unless_the_gateway_says_not_found() -> None:
+    hits = [_hit(MAINTENANCE)]
+    q = "How often should I replace the belt?"
+    draft = "The manuals do not cover this."
+    assert not check_support(q, draft, hits, 0.6, True).declined  # answer.decline = "evidence" (default)
+    evidence = "Check the belt tension once a month and tighten it if it is loose. [1]"
+    assert not check_support(q, draft, hits, 0.6, True, evidence=evidence, decline="auto").declined
+    assert check_support(q, draft, hits, 0.6, True, evidence="Clean the nozzle every 50 hours. [1]",
+                         decline="auto").declined  # evidence that does not touch the question
+
+
+def test_a_fragment_left_of_a_mostly_unsupported_draft_is_not_an_answer() -> None:
+    hits = [_hit(MAINTENANCE)]
+    draft = ("Replace the belt every 50 hours [1]. Use belt part B-200 [1]. "
+             "Check the belt tension once a month [1].")
+    support = check_support("How often should I replace the belt?", draft, hits, 0.6, True)
+    assert support.shown is None and "mostly_unsupported" in support.flags
+
+
+def test_the_title_names_the_equipment_but_binds_no_value() -> None:
+    passage = "Fabulaser Mini\nPower\nThe supply needs 220 V mains."
+    [check] = check_answer("The Fabulaser Mini laser tube is rated 220 V [1].", [passage],
+                           titles="Fabulaser Mini")
+    assert not check.supported and check.reason == "subject"
+    [fine] = check_answer("The Fabulaser Mini supply needs 220 V [1].", [passage], titles="Fabulaser Mini")
+    assert fine.supported

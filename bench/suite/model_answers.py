@@ -197,16 +197,17 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
             out.append(it)  # decided before the model (not_found on weak evidence) or not by the check
             continue
         given = [passage(r["index_version"], p) for p in r["passages"] if p.get("given")]
+        evidence = extractive_answer(it["question"]["question"], given, max_sentences=settings.evidence_sentences)
         support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
-                                settings.require_question_terms)
+                                settings.require_question_terms, evidence=evidence,
+                                decline=os.environ.get("MANUALQA_ANSWER__DECLINE", settings.decline))
         decision = decide_outcome(generation=Generation(draft=r["draft"], text=r["draft"], hits=given),
                                   support=support)
         r["outcome"], r["support"] = decision.outcome, support.checks
         if decision.shows == "model" and support.shown is not None:
             r["answer"], cits = support.shown, support.citations
         else:
-            r["answer"] = extractive_answer(it["question"]["question"], given,
-                                            max_sentences=settings.evidence_sentences)
+            r["answer"] = evidence if decision.shows == "evidence" else decision.notice
             cits, _ = resolve(r["answer"], given, supporting_fallback=False)
         r["citations"] = [c.to_dict() for c in cits]
         out.append({**it, "result": r, "citations": [{"manual": c.manual, "page": c.page} for c in cits]})

@@ -71,9 +71,18 @@ class SupportCheck:
 
 
 def check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
-                  require_question_terms: bool) -> SupportCheck:
-    """Keep the sentences the cited passages back; with none left (or a decline, or an answer that
-    does not touch the question) the evidence is shown instead."""
+                  require_question_terms: bool, *, evidence: str = "", decline: str = "evidence") -> SupportCheck:
+    """Keep the sentences the cited passages back; with none left (or an answer that does not touch
+    the question) the evidence is shown instead; a decline is not_found (see answer.decline)."""
+    found = _check_support(question, answer, hits, min_overlap, require_question_terms)
+    if found.declined and (decline == "evidence" or (decline == "auto" and evidence and addresses_question(
+            question, evidence, " ".join(sorted({h.title for h in hits}))))):
+        found.declined = False  # the quoted evidence touches the question: shown, not a refusal
+    return found
+
+
+def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
+                   require_question_terms: bool) -> SupportCheck:
     flags: list[str] = []
     cited, dropped = validate(parse_citations(answer), len(hits))
     if dropped:
@@ -81,8 +90,9 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     if is_decline(answer) or (not cited and not dropped and _DECLINE_RE.search(answer)):
         return SupportCheck(None, [*flags, "model_declined"], declined=True)
     # A passage is read with its manual's title and section heading, as the model was shown it.
+    titles = " ".join(sorted({h.title for h in hits}))
     checks = check_answer(answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap,
-                          question=question)
+                          question=question, titles=titles)
     found = SupportCheck(None, flags, [c.to_dict() for c in checks])
     unsupported = [c for c in checks if not c.supported]
     inferred = [c for c in checks if c.supported and c.inferred]
@@ -96,8 +106,12 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
             flags.append("model_declined")
             found.declined = True
         return found
+    said = [c for c in checks if c.reason not in ("echo", "meta")]  # what the draft claims
+    if 2 * sum(1 for c in said if c.supported) < len(said):
+        # most of what it claimed the passages do not back: the rest is a fragment, not the answer
+        flags.append("mostly_unsupported")
+        return found
     shown = supported_text(answer, checks)
-    titles = " ".join(sorted({h.title for h in hits}))
     if require_question_terms and not addresses_question(question, shown, titles):
         flags.append("answer_off_question")
         return found

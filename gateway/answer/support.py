@@ -150,15 +150,16 @@ percent number numbers value values times time total approximately about around 
 minimum max min every each per once twice after before within""".split())
 
 
-def unbound_numbers(claim: str, passage: str) -> list[str]:
+def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> list[str]:
     """Numbers the passage states, but never beside anything the claim says they are about.
 
     "Replace the belt every 50 hours" is not backed by "clean the nozzle every 50 hours": the value
     and its unit are there, its subject is not. A number counts as bound when a passage sentence
     holding it (or the line before, a table's row label) shares a word with the claim other than
-    units. A claim made of a number and units only has nothing to bind and passes.
+    units and the manual's title words (`ignore`: "the Fabulaser Mini takes 220 V" is about nothing
+    the title does not already say). A claim made of a number and units only has nothing to bind.
     """
-    subject = {t for t in overlap_terms(claim) if t not in _UNITS}
+    subject = {t for t in overlap_terms(claim) if t not in _UNITS and t not in ignore}
     if not subject:
         return []
     spans = sentence_spans(passage)
@@ -177,8 +178,8 @@ def unbound_numbers(claim: str, passage: str) -> list[str]:
     return sorted(unbound)
 
 
-def check_against(sentence: str, passage: str, min_overlap: float,
-                  question: str = "") -> tuple[bool, float, list[str], str]:
+def check_against(sentence: str, passage: str, min_overlap: float, question: str = "",
+                  ignore: frozenset[str] = frozenset()) -> tuple[bool, float, list[str], str]:
     """(supported, overlap, missing tokens, reason) for one sentence against one passage.
 
     The overlap is measured on the claim's own words: words it repeats from the question are the
@@ -197,7 +198,7 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
-    unbound = unbound_numbers(claim, passage)
+    unbound = unbound_numbers(claim, passage, ignore)
     if unbound:
         return False, 0.0, unbound, "subject"
     want = overlap_terms(claim)
@@ -235,8 +236,10 @@ _TALK_ABOUT_TEXT = overlap_terms("above following passage passages text texts se
 
 
 def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP,
-                 question: str = "") -> list[SentenceCheck]:
-    """One SentenceCheck per sentence of ``answer``; ``passages[0]`` is passage [1]."""
+                 question: str = "", titles: str = "") -> list[SentenceCheck]:
+    """One SentenceCheck per sentence of ``answer``; ``passages[0]`` is passage [1]; ``titles``: the
+    manuals' titles, which name the equipment but bind no value to a subject."""
+    ignore = frozenset(overlap_terms(titles))
     groups = parse_citation_groups(answer)
     checks: list[SentenceCheck] = []
     for s, e in sentence_spans(answer):
@@ -255,7 +258,7 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
         candidates = cited or list(range(1, len(passages) + 1))
         reasons = []
         for n in candidates:
-            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, question)
+            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, question, ignore)
             check.overlap = max(check.overlap, overlap)
             if ok:
                 check.supported_by.append(n)
