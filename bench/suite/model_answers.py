@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.harness import REPO, load_avg, source_tree, write_section
+from bench.harness import REPO, load_avg, revision, source_tree, write_section
 
 WORK = Path(os.environ.get("MANUALQA_MODEL_ANSWERS_WORK", "/tmp/manualqa-model-answers"))
 INSTRUMENTS = Path(os.environ.get("MANUALQA_INSTRUMENTS", str(WORK / "instruments")))
@@ -262,18 +262,25 @@ def report() -> str:
              "`+recheck` row decides the drafts of the run it names again with this checkout's support check "
              "and outcome rules (same model text, no regeneration). Timings on 2 shared cores: the load "
              "average at the end of each run is given.", "",
-             "| half | model | run | questions | " + " | ".join(h for _, h in COLUMNS) + " | outcomes | load |",
-             "|---|---|---|---|" + "---|" * (len(COLUMNS) + 2)]
+             "| half | model | run | questions | " + " | ".join(h for _, h in COLUMNS) + " | outcomes | load | how |",
+             "|---|---|---|---|" + "---|" * (len(COLUMNS) + 3)]
     for r in rows:
         m = r["metrics"]
         lines.append(f"| {r['split']} | {r['model']} | {r['label']} | {r['questions']} | "
                      + " | ".join(_cell(m.get(k)) for k, _ in COLUMNS)
-                     + f" | {json.dumps(m['outcomes'])} | {r['load']} |")
+                     + f" | {json.dumps(m['outcomes'])} | {r['load']} | {r.get('note', '')} |")
     legend = [f"- `{k}`: {v}" for k, v in RUNS.items()]
     text = "\n".join([*lines, "", *legend])
     write_section(__spec__.name, text, argv=["report"],
                   conditions="Runs: see the docstring of `bench/suite/model_answers.py`.")
     return text
+
+
+def revision_of(code: str) -> str:
+    """The commit a run's code is (a revision as given, or this checkout's HEAD)."""
+    if Path(code).is_dir():
+        return revision(Path(code))
+    return code
 
 
 def main() -> None:
@@ -301,10 +308,10 @@ def main() -> None:
         with source_tree(args.code) as tree:
             run(args.model, args.split, args.label, tree, args.every, dict(e.split("=", 1) for e in args.env))
         record(score(args.split, args.model, args.label, items(args.split, f"{args.model}:{args.label}"),
-                     note=" ".join(args.env)))
+                     note=" ".join([f"code {revision_of(args.code)}", *args.env])))
     elif args.cmd == "recheck":
         record(score(args.split, args.model, args.as_label, recheck(args.split, f"{args.model}:{args.label}"),
-                     note=f"drafts of {args.label}"))
+                     note=f"drafts of `{args.label}` decided again by {revision_of(str(REPO))}"))
     elif args.cmd == "report":
         print(report())
     else:
