@@ -1,8 +1,9 @@
 """Issue 25, item 3: what a capable model exposed in the support check.
 
-A number must be backed together with what it is about; the technician's own words in a correct
-answer neither count for it nor against it; a model that says the passages do not answer ends
-not_found even when it cites the passage it read.
+A number must be backed together with what it is about (not beside the manual's title alone); the
+question's words count like any other; a model that says the passages do not answer is recognised
+even when it cites the passage it read, and shows the evidence or ends not_found (answer.decline);
+a fragment left of a mostly unsupported draft is not an answer.
 """
 
 from __future__ import annotations
@@ -42,20 +43,13 @@ def test_a_table_row_label_on_the_line_before_binds_the_value() -> None:
     assert unbound_numbers("The heated bed needs 24 V.", table) == ["24"]
 
 
-def test_the_technicians_words_do_not_count_against_a_correct_answer() -> None:
-    question = "What wire gauge should I use for the hot end heater wiring?"
-    claim = "The hot end heater wiring is 18 AWG wire [1]."
-    [check] = check_answer(claim, [WIRING], question=question)
-    assert check.supported
-    # the same words without the question are held to the passage as before: too few are there
-    [alone] = check_answer(claim, [WIRING])
-    assert not alone.supported and alone.reason == "overlap"
-
-
-def test_question_words_do_not_carry_a_claim_the_passage_does_not_make() -> None:
-    question = "What wire gauge should I use for the heater?"
-    [check] = check_answer("Use shielded aluminium wire for the heater [1].", [WIRING], question=question)
-    assert not check.supported
+def test_the_question_words_count_like_any_other() -> None:
+    """Chosen on eval/dev: leaving the question's words out of the overlap passed wrong answers."""
+    question = "How do I swap to a different colour filament?"
+    passage = "Klipper reads its settings from the configuration file printer.cfg."
+    [check] = check_answer("To swap to a different colour filament, modify the configuration file [1].", [passage],
+                           question=question)
+    assert not check.supported and check.reason == "overlap"
 
 
 def test_a_cited_statement_that_the_passages_do_not_say_is_not_found() -> None:

@@ -7,9 +7,9 @@ Each sentence is held against its cited passage(s):
   beside something the sentence says it is about ("every 50 hours" for the belt is not backed by
   "every 50 hours" for the nozzle),
 * every code-like token (part numbers, model names, pins: ``PA13``, ``M3x8``, ``SKR``) must too,
-* enough of its own content words must be found there (``min_overlap``, measured on the development
+* enough of its content words must be found there (``min_overlap``, measured on the development
   half of the evaluation set by ``bench/experiments/answer_quality.py``); words it repeats from the
-  question are the technician's and count neither way,
+  question count too (leaving them out let wrong answers through on eval/dev),
 * it must say it the same way round as the passage sentence it rests on: "Never unplug anything
   while powered" does not back "Unplugging while powered is safe" (a negation on one side only),
 * and it must not be degenerate (the same word over and over).
@@ -178,14 +178,14 @@ def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset
     return sorted(unbound)
 
 
-def check_against(sentence: str, passage: str, min_overlap: float, question: str = "",
+def check_against(sentence: str, passage: str, min_overlap: float,
                   ignore: frozenset[str] = frozenset()) -> tuple[bool, float, list[str], str]:
     """(supported, overlap, missing tokens, reason) for one sentence against one passage.
 
-    The overlap is measured on the claim's own words: words it repeats from the question are the
-    technician's, not the manual's ("The wire gauge is 18 AWG" for "what wire gauge ...?" against
-    "use 18AWG cable"), so they neither count for it nor against it. A claim made only of the
-    question's words (and values) is held to its values and their subjects instead.
+    The overlap counts the claim's words the question gave it too. Leaving those out (so that a
+    correct paraphrase in the technician's words passes) was tried on eval/dev and let two more
+    wrong answers through ("you need to modify the configuration file in Klipper" to swap filament)
+    while no right one gained (docs/bench/model_answers.md): it is not done.
     """
     claim = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
     folded = _fold(passage)
@@ -204,11 +204,7 @@ def check_against(sentence: str, passage: str, min_overlap: float, question: str
     want = overlap_terms(claim)
     if not want:
         return False, 0.0, [], "no_content"
-    own = want - overlap_terms(question) if question else want
-    if not own and not numbers_of(claim):
-        own = want  # nothing but the question's words: held to the passage as before
-    have = overlap_terms(passage)
-    overlap = len(own & have) / len(own) if own else 1.0
+    overlap = len(want & overlap_terms(passage)) / len(want)
     if overlap < min_overlap:
         return False, round(overlap, 3), [], "overlap"
     if not same_polarity(claim, passage):
@@ -258,7 +254,7 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
         candidates = cited or list(range(1, len(passages) + 1))
         reasons = []
         for n in candidates:
-            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, question, ignore)
+            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, ignore)
             check.overlap = max(check.overlap, overlap)
             if ok:
                 check.supported_by.append(n)
