@@ -217,14 +217,16 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
 COLUMNS = (("green_rate", "green (answerable)"), ("answered_precision", "answered precision"),
            ("answer_correctness", "answer correctness"), ("false_answers", "false answers (unanswerable)"),
            ("unanswerable_not_found_rate", "unanswerable refused"), ("citation_precision", "citation precision"),
+           ("prompt_tokens_p50", "prompt tokens p50"),
            ("ttft_ms_p50", "TTFT p50 ms"), ("ttft_ms_p95", "TTFT p95 ms"), ("total_ms_p50", "total p50 ms"),
            ("total_ms_p95", "total p95 ms"))
 
 
 def score(split: str, model: str, label: str, scored: list[dict[str, Any]], note: str = "") -> dict[str, Any]:
-    from gateway.qa.metrics import compute_metrics
+    from gateway.qa.metrics import compute_metrics, percentile
 
     m = compute_metrics(scored)
+    m["prompt_tokens_p50"] = percentile([(it["result"].get("timings") or {}).get("prompt_tokens") for it in scored], 50)
     unans = [it for it in scored if not it["question"].get("answerable")]
     m["false_answers"] = f"{sum(1 for it in unans if it['result'].get('outcome') == 'answered')} of {len(unans)}"
     return {"split": split, "model": model, "label": label, "questions": len(scored), "note": note,
