@@ -33,6 +33,7 @@ INSTALL_HINT = "install tesseract-ocr (Debian: apt-get install tesseract-ocr tes
 IMAGE_COVERAGE = 0.5
 SPARSE_CHARS_PER_SQIN = 3.0
 MIN_DPI = 50
+IMAGE_PIXELS_FACTOR = 10  # an image of more than this many times ocr_max_pixels is refused, not decoded
 # Why a page without text stayed unread: the first two are blank pages, not failures
 BLANK = "no text on the page"
 NOTHING_FOUND = "no text layer, and OCR found no text on the page image"
@@ -96,26 +97,26 @@ def check_languages(languages: tuple[str, ...] | list[str]) -> str:
     return "+".join(languages)
 
 
-def image_coverage(path: Path, timeout_s: float) -> dict[int, float]:
-    """Square inches of image placed on each page, from `pdfimages -list` (no image is decoded).
-
-    {} when pdfimages is missing or fails: then "auto" reads only the pages with no text at all.
-    """
+def page_images(path: Path, timeout_s: float) -> dict[int, list[tuple[int, int, float]]]:
+    """The images placed on each page, from `pdfimages -list` (no image is decoded): page ->
+    [(width px, height px, square inches on the page)]. {} when pdfimages is missing or fails: then
+    "auto" reads only the pages with no text at all, and no image is refused for its size."""
     try:
         out = subprocess.run([tool("pdfimages"), "-list", str(path)], capture_output=True,
-                             timeout=max(5.0, timeout_s), check=False)
+                             timeout=max(5.0, timeout_s), check=False, stdin=subprocess.DEVNULL)
     except (OcrError, OSError, subprocess.TimeoutExpired):
         return {}
-    area: dict[int, float] = {}
+    found: dict[int, list[tuple[int, int, float]]] = {}
     for line in out.stdout.decode("utf-8", "replace").splitlines()[2:]:
         cols = line.split()
         try:
             page, width, height, xppi, yppi = int(cols[0]), int(cols[3]), int(cols[4]), float(cols[12]), float(cols[13])
         except (IndexError, ValueError):
             continue
-        if cols[2] in ("image", "stencil") and xppi > 0 and yppi > 0:
-            area[page] = area.get(page, 0.0) + (width / xppi) * (height / yppi)
-    return area
+        if cols[2] in ("image", "stencil"):
+            sqin = (width / xppi) * (height / yppi) if xppi > 0 and yppi > 0 else 0.0
+            found.setdefault(page, []).append((width, height, sqin))
+    return found
 
 
 def needs_ocr(mode: str, text_chars: int, image_sqin: float, page_sqin: float, min_chars: int) -> bool:
@@ -142,7 +143,15 @@ def render_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> 
     return min(int(dpi), fit)
 
 
-def _run(command: list[str], timeout_s: float, what: str) -> bytes:
+def check_images(images: list[tuple[int, int, float]], max_pixels: int) -> None:
+    """Refuse a page whose image is far bigger than any page needs (decoding it would take minutes)."""
+    for width, height, _sqin in images:
+        if width * height > IMAGE_PIXELS_FACTOR * max_pixels:
+            raise OcrError(f"the page image is {width:,} x {height:,} pixels, too large to read "
+                           f"(over {IMAGE_PIXELS_FACTOR} x ingest.ocr_max_pixels)")
+
+
+def _run(command: list[str], timeout_s: float, what: str) -> tuple[bytes, str]:
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # one thread: the worker's share of the box
     try:
         proc = subprocess.run(command, capture_output=True, timeout=max(1.0, timeout_s), check=False,
@@ -158,7 +167,7 @@ def _run(command: list[str], timeout_s: float, what: str) -> bytes:
             raise OcrError(f"{what} ran out of memory or crashed on the page image (ingest.memory_mb)")
         last = (err.strip().splitlines() or ["no output"])[-1][:160]
         raise OcrError(f"{what} failed (exit {proc.returncode}: {last})")
-    return proc.stdout
+    return proc.stdout, proc.stderr.decode("utf-8", "replace")
 
 
 def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi: int, timeout_s: float,
@@ -170,7 +179,7 @@ def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi
     at = render_dpi(size_pt[0], size_pt[1], dpi, max_pixels)
     with tempfile.TemporaryDirectory(prefix="manualqa-ocr-") as tmp:
         prefix = Path(tmp) / "page"
-        _run([tool("pdftoppm"), "-f", str(page), "-l", str(page), "-r", str(at), "-gray", "-png",
+        _out, render_errors = _run([tool("pdftoppm"), "-f", str(page), "-l", str(page), "-r", str(at), "-gray", "-png",
               "-singlefile", str(path), str(prefix)], timeout_s, "rendering the page image")
         image = prefix.with_suffix(".png")
         if not image.is_file() or image.stat().st_size == 0:
@@ -178,9 +187,13 @@ def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi
         left = timeout_s - (time.monotonic() - started)
         if left <= 0:
             raise OcrError("rendering the page image took the whole per-page limit (ingest.ocr_page_timeout_s)")
-        tsv = _run([tool("tesseract"), str(image), "stdout", "-l", lang, "--dpi", str(at), "tsv"],
-                   left, "Tesseract")
-    return parse_tsv(tsv.decode("utf-8", "replace"))
+        tsv, _err = _run([tool("tesseract"), str(image), "stdout", "-l", lang, "--dpi", str(at), "tsv"],
+                         left, "Tesseract")
+    text, page_words = parse_tsv(tsv.decode("utf-8", "replace"))
+    damage = [line.split(":", 1)[-1].strip() for line in render_errors.splitlines() if "error" in line.lower()]
+    if damage and not page_words.words:
+        raise OcrError(f"the page image is damaged and nothing could be read from it ({damage[0][:120]})")
+    return text, page_words
 
 
 def parse_tsv(tsv: str) -> tuple[str, OcrPage]:
@@ -252,9 +265,10 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
     if mode == "off":
         unread.update({p: OFF_REASON for p in blank})
         return out
-    coverage = image_coverage(path, timeout_s) if mode == "auto" and len(blank) < len(texts) else {}
+    images = page_images(path, timeout_s)
     todo = [p for p in sorted(texts)
-            if needs_ocr(mode, chars[p], coverage.get(p, 0.0), sizes[p][0] * sizes[p][1] / 5184.0, min_chars)]
+            if needs_ocr(mode, chars[p], sum(sqin for _w, _h, sqin in images.get(p, [])),
+                         sizes[p][0] * sizes[p][1] / 5184.0, min_chars)]
     if not todo:
         return out
     try:
@@ -267,6 +281,7 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
     pages: dict[int, OcrPage] = {}
     for page in todo:
         try:
+            check_images(images.get(page, []), max_pixels)
             text, found = ocr_page(path, page, sizes[page], lang, dpi, timeout_s, max_pixels)
         except OcrError as exc:
             if page in blank:
