@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from bench.scans import image_page, image_pdf, rasterise
 from ingest.models import ChunkParams, IngestError, ParseLimits
 from ingest.ocr import unread_notes
-from tests.support.pdfs import tiny_pdf
+from tests.support.pdfs import image_xobject, scanned_pdf, text_page
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -37,30 +36,8 @@ TEXT_LINES = ["Coolant pump overview", "The coolant pump moves water from the su
 DPI = 150
 
 
-def text_page(lines: list[str], size: int = 16) -> bytes:
-    """A born-digital one-page PDF with `lines` in Helvetica (a real text layer)."""
-    body = b" ".join(b"(" + line.encode() + b") '" for line in lines)
-    return tiny_pdf(b"BT /F1 %d Tf 72 700 Td %d TL " % (size, size + 8) + body + b" ET")
-
-
-def image_xobject(width: int, height: int, data: bytes) -> bytes:
-    head = (f"<< /Type /XObject /Subtype /Image /Width {width} /Height {height} /ColorSpace /DeviceGray "
-            f"/BitsPerComponent 8 /Filter /FlateDecode /Length {len(data)} >>\nstream\n")
-    return head.encode() + data + b"\nendstream"
-
-
 def scanned(folder: Path, name: str, pages: list[list[str]], hostile: dict[int, bytes] | None = None) -> Path:
-    """An image-only PDF: each page the raster of a text page of `pages` (hostile: images replaced)."""
-    rendered, sizes = [], []
-    for number, lines in enumerate(pages):
-        source = folder / f".{name}-{number}.pdf"
-        source.write_bytes(text_page(lines))
-        raster = rasterise(source, DPI)[0]
-        rendered.append(image_page(raster, DPI))
-        sizes.append((raster[0], raster[1]))
-    path = folder / name
-    path.write_bytes(image_pdf(rendered, sizes, extra=hostile))
-    return path
+    return scanned_pdf(folder, name, pages, hostile, dpi=DPI)
 
 
 def mixed_manual(folder: Path, hostile: bytes) -> Path:
