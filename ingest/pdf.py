@@ -275,7 +275,7 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
 
     if failed == page_count:
         raise IngestError("PDF is malformed: no page could be read")
-    read = _read_images(path, reader, pages, ocr or {"mode": "off"})
+    read = _read_images(path, reader, pages, ocr)
     pages = [(n, read["text"].get(n, text)) for n, text in pages]
     without = [n for n, text in pages if sum(not ch.isspace() for ch in text) < MIN_TEXT_CHARS]
     unread = {n: read["unread"].get(n, BLANK) for n in without}
@@ -292,9 +292,16 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
             "unread": {str(n): reason for n, reason in unread.items()}, "ocr_engine": read["engine"]}
 
 
-def _read_images(path: Path, reader: Any, pages: list[tuple[int, str]], ocr: dict[str, Any]) -> dict[str, Any]:
-    """ingest.ocr.read_pages over these pages (their sizes from the crop box, as pdftoppm renders)."""
+def _read_images(path: Path, reader: Any, pages: list[tuple[int, str]], ocr: dict[str, Any] | None) -> dict[str, Any]:
+    """ingest.ocr.read_pages over these pages (their sizes from the crop box, as pdftoppm renders);
+    `ocr` None: no OCR. Settings it leaves out are ParseLimits' defaults."""
+    from ingest.models import ParseLimits
     from ingest.ocr import OcrError, read_pages
+
+    defaults = ParseLimits()
+    settings: dict[str, Any] = {"mode": "off", "languages": list(defaults.ocr_languages), "dpi": defaults.ocr_dpi,
+                                "timeout_s": defaults.ocr_page_timeout_s, "max_pixels": defaults.ocr_max_pixels,
+                                "min_confidence": defaults.ocr_min_confidence, **(ocr or {})}
 
     sizes: dict[int, tuple[float, float]] = {}
     for number, _text in pages:
@@ -304,7 +311,7 @@ def _read_images(path: Path, reader: Any, pages: list[tuple[int, str]], ocr: dic
         except Exception:  # noqa: BLE001 - a page without a readable box: Letter, as pdftoppm assumes
             sizes[number] = (612.0, 792.0)
     try:
-        return read_pages(path, dict(pages), sizes, min_chars=MIN_TEXT_CHARS, **ocr)
+        return read_pages(path, dict(pages), sizes, min_chars=MIN_TEXT_CHARS, **settings)
     except OcrError as exc:
         raise IngestError(str(exc)) from None
 
