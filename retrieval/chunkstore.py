@@ -210,9 +210,13 @@ class ChunkStore:
             " (SELECT COUNT(*) FROM chunks c WHERE c.manual_sha256 = m.sha256)"
             " FROM manuals m ORDER BY m.file_name, m.sha256"
         )
+        ocr: dict[str, list[int]] = {}
+        if self.has_ocr:  # the pages read from their image by OCR (ingest.ocr)
+            for sha, page in self._query("SELECT manual_sha256, page FROM ocr_pages ORDER BY manual_sha256, page"):
+                ocr.setdefault(sha, []).append(int(page))
         out = [
             {"sha256": r[0], "file_name": r[1], "title": r[2], "page_count": r[3], "size_bytes": r[4],
-             "pages_without_text": json.loads(r[5]), "chunk_count": r[6]}
+             "pages_without_text": json.loads(r[5]), "chunk_count": r[6], "ocr_pages": ocr.get(r[0], [])}
             for r in rows
         ]
         if self.readonly:
