@@ -204,3 +204,21 @@ def test_ocr_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         load_settings(env={"MANUALQA_INGEST__OCR": "sometimes"})
     with pytest.raises(ConfigError, match="ocr_languages"):
         load_settings(env={"MANUALQA_INGEST__OCR_LANGUAGES": "eng;rm -rf"})
+
+
+def test_a_later_version_keeps_what_ocr_read(ingested: tuple[Any, Any], folder: Path, embedder: Any) -> None:
+    """Another manual ingested next re-uses the scanned one: its OCR chunks, words and reasons stay."""
+    from retrieval.search import search
+
+    store, _report = ingested
+    before = store.open().manifest["manuals"][0]
+    other = folder / "spindle_notes.pdf"
+    other.write_bytes(text_page(["Spindle notes", "Grease the spindle bearings every 500 hours of running."]))
+    report = store.ingest([other], embedder, ChunkParams(), ParseLimits())
+    assert report.version and report.unchanged == [] and report.added == ["spindle_notes.pdf"], report
+    version = store.open()
+    kept = next(m for m in version.manifest["manuals"] if m["file_name"] == "coolant_pump_manual.pdf")
+    assert kept["ocr"] == before["ocr"] and kept["unread"] == before["unread"]
+    hit = search(store, embedder, "How often is the impeller seal replaced?", k=1)[0]
+    assert (hit.page, hit.source) == (2, "ocr") and hit.ocr_confidence
+    assert version.chunks.ocr_page(kept["sha256"], 2) is not None
