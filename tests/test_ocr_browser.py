@@ -5,8 +5,11 @@ marked by their OCR boxes: over the words of the cited line in the page image, n
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +29,9 @@ LINES = [
 ]
 QUESTION = "How often should the impeller seal be replaced?"
 RENDERED = "['rendered', 'error', 'fallback'].includes(document.body.dataset.state)"
+# As tests/test_browser.py: into docs/screenshots/ only when asked (MANUALQA_SCREENSHOTS=1)
+SHOTS = (Path(__file__).resolve().parents[1] / "docs" / "screenshots" if os.environ.get("MANUALQA_SCREENSHOTS") == "1"
+         else Path(tempfile.gettempdir()) / "manualqa-screenshots")
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +75,8 @@ def test_ocr_citation_says_so_and_the_viewer_marks_the_cited_words(browser: Any,
         assert "OCR, check the page" in card.locator(".ocr-note").inner_text()
         cited_text = " ".join(card.locator("blockquote mark").all_inner_texts())
         assert "impeller" in cited_text, card.inner_text()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        card.screenshot(path=str(SHOTS / "technician-ocr-card.png"))
         with context.expect_page() as popup:
             card.locator("a.open-page").click()
         viewer = popup.value
@@ -95,5 +103,7 @@ def test_ocr_citation_says_so_and_the_viewer_marks_the_cited_words(browser: Any,
         ys = {round(w["y"], 2) for w in shown["words"]}
         assert max(ys) - min(ys) < 0.03  # one line: the cited sentence
         assert re.search(r"\d+ % confidence", shown["marks"])
+        viewer.screenshot(path=str(SHOTS / "viewer-ocr.png"))
+        assert (SHOTS / "viewer-ocr.png").stat().st_size < 400 * 1024
     finally:
         context.close()
