@@ -89,7 +89,7 @@ class ParseLimits:
     ocr: str = "auto"
     ocr_languages: tuple[str, ...] = ("eng",)
     ocr_dpi: int = 300  # the resolution pages are rendered at for Tesseract
-    ocr_page_timeout_s: float = 60.0  # per page, rendering + recognition (wall clock)
+    ocr_page_timeout_s: float = 60.0  # CPU-seconds per page, for rendering and for recognition each
     ocr_max_pixels: int = 60_000_000  # a page is rendered at a lower dpi rather than bigger than this
     ocr_min_confidence: float = 80.0  # words read below this are "doubtful" (their numbers support nothing)
 

@@ -1,8 +1,9 @@
 """OCR of pages without a usable text layer: poppler's `pdftoppm` renders the page, Tesseract reads it.
 
 This runs inside the sandboxed parse worker (ingest.pdf), so both programs inherit its address-space
-cap (ingest.memory_mb), its lower priority and its CPU-time cap; each page also has a wall-clock
-limit of its own (ingest.ocr_page_timeout_s). A page image that is hostile (huge, corrupt, a
+cap (ingest.memory_mb) and its lower priority; each of them has a CPU-time limit of its own per page
+(ingest.ocr_page_timeout_s, CPU-seconds: a busy box makes a page slower, never refused) and a
+wall-clock backstop of WALL_FACTOR x that. A page image that is hostile (huge, corrupt, a
 decompression bomb) costs at most that and fails alone: its page is reported unread with the
 reason, and the rest of the manual is ingested.
 
@@ -19,7 +20,9 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import unicodedata
 from pathlib import Path
@@ -33,6 +36,14 @@ INSTALL_HINT = "install tesseract-ocr (Debian: apt-get install tesseract-ocr tes
 IMAGE_COVERAGE = 0.5
 SPARSE_CHARS_PER_SQIN = 3.0
 MIN_DPI = 50
+WALL_FACTOR = 10  # a page program stuck (not using CPU) is stopped after this x its CPU limit in wall time
+# Starts a page program with its CPU limit in force, then becomes it (exec keeps the pid and the limit).
+_CPU_LIMITED = (
+    "import os, resource as r, sys\n"
+    "cpu, (_, hard) = int(sys.argv[1]), r.getrlimit(r.RLIMIT_CPU)\n"
+    "if hard == r.RLIM_INFINITY or hard > cpu + 1: r.setrlimit(r.RLIMIT_CPU, (cpu, cpu + 1))\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
 IMAGE_PIXELS_FACTOR = 10  # an image of more than this many times ocr_max_pixels is refused, not decoded
 # Why a page without text stayed unread: the first two are blank pages, not failures
 BLANK = "no text on the page"
@@ -103,7 +114,7 @@ def page_images(path: Path, timeout_s: float) -> dict[int, list[tuple[int, int, 
     "auto" reads only the pages with no text at all, and no image is refused for its size."""
     try:
         out = subprocess.run([tool("pdfimages"), "-list", str(path)], capture_output=True,
-                             timeout=max(5.0, timeout_s), check=False, stdin=subprocess.DEVNULL)
+                             timeout=max(5.0, WALL_FACTOR * timeout_s), check=False, stdin=subprocess.DEVNULL)
     except (OcrError, OSError, subprocess.TimeoutExpired):
         return {}
     found: dict[int, list[tuple[int, int, float]]] = {}
@@ -151,16 +162,27 @@ def check_images(images: list[tuple[int, int, float]], max_pixels: int) -> None:
                            f"(over {IMAGE_PIXELS_FACTOR} x ingest.ocr_max_pixels)")
 
 
-def _run(command: list[str], timeout_s: float, what: str) -> tuple[bytes, str]:
+def _run(command: list[str], cpu_s: float, what: str) -> tuple[bytes, str]:
+    """Run one program on a page under a CPU-time limit of its own (RLIMIT_CPU, set before it starts,
+    as ingest.sandbox does for the worker), so a busy box makes a page slower, never refused; a
+    program stuck without using CPU is stopped after WALL_FACTOR x that in wall-clock time."""
+    cpu = max(1, math.ceil(cpu_s))
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # one thread: the worker's share of the box
     try:
-        proc = subprocess.run(command, capture_output=True, timeout=max(1.0, timeout_s), check=False,
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _CPU_LIMITED, str(cpu), *command],
+                              capture_output=True, timeout=WALL_FACTOR * cpu, check=False,
                               stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
-        raise OcrError(f"{what} took longer than the per-page limit and was stopped "
-                       "(ingest.ocr_page_timeout_s)") from None
+        raise OcrError(f"{what} was not finished after {WALL_FACTOR * cpu} s of wall-clock time and was stopped: "
+                       f"it is stuck, or the box is overloaded ({WALL_FACTOR} x ingest.ocr_page_timeout_s)") from None
     except OSError as exc:
         raise OcrError(f"{what} could not be started ({exc.strerror or exc})") from None
+    if proc.returncode == -signal.SIGXCPU:
+        raise OcrError(f"{what} used more than {cpu} s of CPU time on the page and was stopped "
+                       "(ingest.ocr_page_timeout_s)")
+    if proc.returncode == -signal.SIGKILL:
+        raise OcrError(f"{what} was killed: over its {cpu} s CPU limit (ingest.ocr_page_timeout_s) or out of "
+                       "memory (ingest.memory_mb)")
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace")
         if proc.returncode < 0 or "alloc" in err.lower() or "memory" in err.lower():
@@ -173,9 +195,6 @@ def _run(command: list[str], timeout_s: float, what: str) -> tuple[bytes, str]:
 def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi: int, timeout_s: float,
              max_pixels: int) -> tuple[str, OcrPage]:
     """Render page `page` of `path` and read it: (text, OcrPage); raises OcrError."""
-    import time
-
-    started = time.monotonic()
     at = render_dpi(size_pt[0], size_pt[1], dpi, max_pixels)
     with tempfile.TemporaryDirectory(prefix="manualqa-ocr-") as tmp:
         prefix = Path(tmp) / "page"
@@ -184,11 +203,8 @@ def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi
         image = prefix.with_suffix(".png")
         if not image.is_file() or image.stat().st_size == 0:
             raise OcrError("the page image could not be rendered")
-        left = timeout_s - (time.monotonic() - started)
-        if left <= 0:
-            raise OcrError("rendering the page image took the whole per-page limit (ingest.ocr_page_timeout_s)")
         tsv, _err = _run([tool("tesseract"), str(image), "stdout", "-l", lang, "--dpi", str(at), "tsv"],
-                         left, "Tesseract")
+                         timeout_s, "Tesseract")
     text, page_words = parse_tsv(tsv.decode("utf-8", "replace"))
     damage = [line.split(":", 1)[-1].strip() for line in render_errors.splitlines() if "error" in line.lower()]
     if damage and not page_words.words:

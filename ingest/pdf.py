@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ocr", default="off", help="auto, off or always (ingest.ocr)")
     parser.add_argument("--ocr-languages", default="eng", help="Tesseract languages, '+'-joined")
     parser.add_argument("--ocr-dpi", type=int, default=300)
-    parser.add_argument("--ocr-timeout-s", type=float, default=60.0, help="per page, wall clock")
+    parser.add_argument("--ocr-timeout-s", type=float, default=60.0, help="CPU-seconds per page and program")
     parser.add_argument("--ocr-max-pixels", type=int, default=60_000_000)
     parser.add_argument("--ocr-min-confidence", type=float, default=80.0)
     parser.add_argument("path", type=Path)

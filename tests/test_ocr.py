@@ -222,3 +222,13 @@ def test_a_later_version_keeps_what_ocr_read(ingested: tuple[Any, Any], folder: 
     hit = search(store, embedder, "How often is the impeller seal replaced?", k=1)[0]
     assert (hit.page, hit.source) == (2, "ocr") and hit.ocr_confidence
     assert version.chunks.ocr_page(kept["sha256"], 2) is not None
+
+
+def test_a_page_over_its_cpu_limit_is_stopped(folder: Path) -> None:
+    """The per-page limit counts CPU-seconds of pdftoppm and tesseract (a busy box is no reason to fail)."""
+    from ingest.sandbox import parse_pdf
+
+    scan = scanned(folder, "scan_slow.pdf", [SCAN_LINES])
+    with pytest.raises(IngestError, match=r"OCR failed: .* used more than 1 s of CPU time on the page and was "
+                                          r"stopped \(ingest.ocr_page_timeout_s\)"):
+        parse_pdf(scan, ParseLimits(ocr_page_timeout_s=0.5, ocr_dpi=600))
