@@ -21,8 +21,8 @@ the rasterising pdftoppm counts too).
 
     python -m bench.experiments.ocr_eval [--halves dev test] [--dpi 150 300] [--until 08:40]
 
-Phases run half by half, dpi by dpi; --until (UTC) skips the phases that would start after it, and
-the record says which ran.
+Phases run 150 dpi on both halves, then 300; --until (UTC) skips the phases that would start after
+it, and the record says which did not run.
 """
 
 from __future__ import annotations
@@ -220,10 +220,16 @@ def run(halves: list[str], dpis: list[int], until: str | None, only: str = "", w
         if write is not None:
             write(render())
 
-    for half in halves:
+    prepared: dict[str, dict[str, Any] | None] = {}
+
+    def prepare(half: str) -> dict[str, Any] | None:
+        """The half's manuals, questions and its originals' results (once; None: not run)."""
+        if half in prepared:
+            return prepared[half]
+        prepared[half] = None
         if half == "test" and keep_out is None:
             notes.append(f"eval/test skipped: {RESERVED} is missing, so the reserved manuals cannot be left out.")
-            continue
+            return None
         pdfs = [p for p in sorted((EVAL / half / "manuals").glob("*.pdf"))
                 if sha(p) not in (keep_out or set()) and only in p.name]
         names = {p.name for p in pdfs}
@@ -238,7 +244,7 @@ def run(halves: list[str], dpis: list[int], until: str | None, only: str = "", w
             notes.append(f"eval/{half}: left out as reserved for independent evaluation: {', '.join(left)}.")
         if past(until):
             notes.append(f"eval/{half}: not run (past --until {until}).")
-            continue
+            return None
         original = {mode: parse(pdfs, mode) for mode in ("off", "auto")}
         found = {}
         for mode, parsed in original.items():
@@ -247,8 +253,6 @@ def run(halves: list[str], dpis: list[int], until: str | None, only: str = "", w
             label = "text layer only (ocr off)" if mode == "off" else "text layer + OCR of image pages (auto)"
             rows.append(f"| {half} | original, {label} | {len(found[mode])} | "
                         + " | ".join(f"{v:.3f}" for v in scores(found[mode])) + " | |")
-            phase_done()
-        base = scores(found["off"])
         ocr_pages = {m.file_name: sorted(m.ocr) for m in original["auto"].manuals if m.ocr}
         image_rows.append(f"| {half} | " + ("; ".join(f"{n} p. {', '.join(map(str, p))}" for n, p in ocr_pages.items())
                                             or "none") + " |")
@@ -258,21 +262,30 @@ def run(halves: list[str], dpis: list[int], until: str | None, only: str = "", w
                 image_rows.append(f"| {half} | `{q['id']}` gold p. {sorted(pages)} (OCR'd: "
                                   f"{sorted(pages & set(ocr_pages[q['manual']]))}): rank {found['off'][q['id']]} "
                                   f"-> {found['auto'][q['id']]} |")
-        for dpi in dpis:
+        phase_done()
+        prepared[half] = {"pdfs": pdfs, "questions": questions, "original": original, "base": scores(found["off"])}
+        return prepared[half]
+
+    # 150 dpi on both halves first, then 300: the phases --until leaves out are the last ones
+    for dpi in dpis:
+        for half in halves:
+            ready = prepare(half)
+            if ready is None:
+                continue
             if past(until):
                 notes.append(f"eval/{half} at {dpi} dpi: not run (past --until {until}).")
                 continue
             folder = tmp / f"{half}-{dpi}"
             folder.mkdir(parents=True)
-            for pdf in pdfs:
+            for pdf in ready["pdfs"]:
                 scanned_copy(pdf, folder / pdf.name, dpi)
             scans = parse(sorted(folder.glob("*.pdf")), "auto")
             store = build(scans.manuals + distractors.manuals, embedder, tmp / f"{half}-{dpi}-index")
-            got = ranks(store, embedder, questions)
+            got = ranks(store, embedder, ready["questions"])
             s = scores(got)
             rows.append(f"| {half} | scanned at {dpi} dpi, OCR (auto) | {len(got)} | "
-                        + " | ".join(f"{v:.3f}" for v in s) + f" | {s[1] / base[1]:.2f} |")
-            acc = accuracy(original["off"].manuals, scans.manuals)
+                        + " | ".join(f"{v:.3f}" for v in s) + f" | {s[1] / ready['base'][1]:.2f} |")
+            acc = accuracy(ready["original"]["off"].manuals, scans.manuals)
             acc_rows.append(f"| {half} | {dpi} | {acc['pages']} | {acc['chars']:.3f} | {acc['words']:.3f} | "
                             f"{acc['bag']:.3f} | {mean_confidence(scans.manuals):.1f} |")
             unread = sum(len([r for r in m.unread.values() if r.startswith("OCR failed")]) for m in scans.manuals)
@@ -291,6 +304,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="only the manuals whose file name holds this")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
+
     def write(text: str) -> None:
         write_section(__spec__.name, text)
 
