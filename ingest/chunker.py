@@ -14,7 +14,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ingest.headings import Headings, furniture_key
-from ingest.models import Chunk, ChunkParams, ParsedManual
+from ingest.models import Chunk, ChunkParams, ParsedManual, ParseLimits
+from ingest.ocr import chunk_confidence
+
+DEFAULT_MIN_CONFIDENCE = ParseLimits().ocr_min_confidence
 
 _SENTENCE_END = re.compile(r"[.!?:;](?:[\"')\]]*)(?=\s)")
 
@@ -36,15 +39,23 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
     heading = ""
     headings = Headings.for_manual(parsed.outline)
     chunks: list[Chunk] = []
+    min_confidence = float(parsed.ocr_engine.get("min_confidence", DEFAULT_MIN_CONFIDENCE))  # type: ignore[arg-type]
     for page in sorted(parsed.pages, key=lambda p: p.number):
         if page.number in skip or not page.text.strip():
             continue
         pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture, params)
+        ocr = parsed.ocr.get(page.number)
         for n, piece in enumerate(pieces):
+            raw = page.text[piece.start:piece.end]
+            text = raw.strip()
+            confidence, doubtful = None, ()
+            if ocr is not None:  # read from the page image: how sure Tesseract was of these words
+                start = piece.start + len(raw) - len(raw.lstrip())
+                confidence, doubtful = chunk_confidence(ocr, start, start + len(text), min_confidence)
             chunks.append(Chunk(
                 chunk_id=f"{parsed.sha256[:12]}-p{page.number:04d}-{n:03d}",
                 manual_sha256=parsed.sha256, page=page.number, ordinal=len(chunks),
-                heading=piece.heading, text=page.text[piece.start:piece.end].strip(),
+                heading=piece.heading, text=text, ocr_confidence=confidence, ocr_doubtful=doubtful,
             ))
     return chunks
 

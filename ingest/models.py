@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -34,6 +35,26 @@ class ParsedManual:
     # the PDF's own metadata title, tidied ("" when it has none or it says nothing); `title` is the
     # one chosen from it, page 1 or the file name (ingest.pdf.choose_title)
     pdf_title: str = ""
+    # Pages whose text was read from the page image (ingest.ocr): page -> OcrPage
+    ocr: dict[int, OcrPage] = field(default_factory=dict)
+    # Why each page in pages_without_text could not be read ("OCR is off (ingest.ocr)", "tesseract-ocr
+    # is not installed", "OCR took longer than 60 s"...); pages with no text and no reason are just blank
+    unread: dict[int, str] = field(default_factory=dict)
+    # What read the OCR pages ("tesseract 5.3.0", languages, dpi); {} when no page was OCR'd
+    ocr_engine: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    """The words Tesseract read on one page image, with where they are.
+
+    words: [x0, y0, x1, y1, confidence, start, end] each: the box as fractions of the page (0..1,
+    top-left origin, as the page is shown), the word's confidence (0-100) and its [start, end) in the
+    page's text. confidence: the mean word confidence of the page.
+    """
+
+    confidence: float
+    words: list[list[float]]
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,15 @@ class Chunk:
     ordinal: int  # position within the manual
     heading: str  # section heading the chunk falls under ("" when none was found)
     text: str
+    # The mean confidence (0-100) of the OCR words in the chunk; None: the page's text layer
+    ocr_confidence: float | None = None
+    # [start, end) in `text` of OCR words read with a confidence under ingest.ocr_min_confidence:
+    # a number in one of them is not taken as support (gateway.answer.ocr_text)
+    ocr_doubtful: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def source(self) -> str:
+        return "text" if self.ocr_confidence is None else "ocr"
 
 
 @dataclass(frozen=True)
@@ -55,6 +85,30 @@ class ParseLimits:
     # Cut the drawing operators out of each page before pypdf looks for text (ingest.drawings): the
     # same text, parsed up to 7x faster on drawing pages. false: parse whole streams, as before.
     drop_drawings: bool = True
+    # OCR of pages without a usable text layer (ingest.ocr): "auto", "off" or "always"
+    ocr: str = "auto"
+    ocr_languages: tuple[str, ...] = ("eng",)
+    ocr_dpi: int = 300  # the resolution pages are rendered at for Tesseract
+    ocr_page_timeout_s: float = 60.0  # CPU-seconds per page, for rendering and for recognition each
+    ocr_max_pixels: int = 60_000_000  # a page is rendered at a lower dpi rather than bigger than this
+    ocr_min_confidence: float = 80.0  # words read below this are "doubtful" (their numbers support nothing)
+
+    def __post_init__(self) -> None:
+        if self.ocr not in ("auto", "off", "always"):
+            raise ValueError(f"ocr must be \"auto\", \"off\" or \"always\", not {self.ocr!r}")
+        if not self.ocr_languages or not all(re.fullmatch(r"[A-Za-z0-9_]{2,40}", lang) for lang in self.ocr_languages):
+            raise ValueError(f"ocr_languages must be Tesseract language names such as [\"eng\", \"deu\"], "
+                             f"not {list(self.ocr_languages)!r}")
+        if not 50 <= self.ocr_dpi <= 1200:
+            raise ValueError(f"ocr_dpi must be between 50 and 1200, not {self.ocr_dpi}")
+        if self.ocr_page_timeout_s <= 0:
+            raise ValueError("ocr_page_timeout_s must be above 0")
+
+    def ocr_settings(self) -> dict[str, object]:
+        """What an index version records of how its OCR pages were read (the manifest's "ocr")."""
+        return {"mode": self.ocr, "languages": list(self.ocr_languages), "dpi": self.ocr_dpi,
+                "page_timeout_s": self.ocr_page_timeout_s, "max_pixels": self.ocr_max_pixels,
+                "min_confidence": self.ocr_min_confidence}
 
 
 @dataclass(frozen=True)

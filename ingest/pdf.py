@@ -25,11 +25,12 @@ from typing import Any
 from ingest.drawings import strip_drawings
 from ingest.labels import page_labels
 from ingest.models import IngestError
+from ingest.ocr import BLANK
 from ingest.outline import read_outline
 from ingest.worker_limits import die_with_parent, limit_memory, limit_time
 
 MIN_TEXT_CHARS = 20  # a page with fewer non-space characters counts as having no text
-NO_TEXT_MESSAGE = "no text layer on any page (scanned? OCR is not supported)"
+NO_TEXT_MESSAGE = "no text on any page"
 _HEAD_BYTES = 1024
 _TAIL_BYTES = 4096
 
@@ -231,11 +232,15 @@ def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
     return reader, page_count, meta_title
 
 
-def extract(path: Path, max_pages: int, drop_drawings: bool = True) -> dict[str, Any]:
-    """Parse the PDF: title, page_count, pages [(number, text, label)], pages_without_text, outline.
+def extract(path: Path, max_pages: int, drop_drawings: bool = True,
+            ocr: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Parse the PDF: title, page_count, pages [(number, text, label)], pages_without_text, outline,
+    and what OCR read: ocr {page: {confidence, words}}, unread {page: reason}, ocr_engine.
 
     drop_drawings: cut the drawing operators out of the pages first (ingest.drawings), which gives
     the same text in a fraction of the time on drawing-heavy pages.
+    ocr: ingest.ocr.read_pages's settings (mode, languages, dpi, timeout_s, max_pixels,
+    min_confidence); None: no OCR (as "off").
     """
     from pypdf.errors import LimitReachedError
 
@@ -268,16 +273,47 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True) -> dict[str,
             raw, failed = "", failed + 1
         pages.append((number, normalise_text(raw or "")))
 
-    without = [n for n, text in pages if sum(not ch.isspace() for ch in text) < MIN_TEXT_CHARS]
     if failed == page_count:
         raise IngestError("PDF is malformed: no page could be read")
+    read = _read_images(path, reader, pages, ocr)
+    pages = [(n, read["text"].get(n, text)) for n, text in pages]
+    without = [n for n, text in pages if sum(not ch.isspace() for ch in text) < MIN_TEXT_CHARS]
+    unread = {n: read["unread"].get(n, BLANK) for n in without}
     if len(without) == page_count:
-        raise IngestError(NO_TEXT_MESSAGE)
+        reasons = sorted(set(unread.values()))
+        raise IngestError(f"could not read any of its {page_count} pages: "
+                          + (reasons[0] if len(reasons) == 1 else "; ".join(reasons[:3])))
     title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem)
     labels = page_labels(reader, page_count)
     rows = [(n, text, label) for (n, text), label in zip(pages, labels, strict=True)]
     return {"title": title, "pdf_title": meaningful_title(meta_title), "page_count": page_count, "pages": rows,
-            "pages_without_text": without, "outline": read_outline(reader, page_count)}
+            "pages_without_text": without, "outline": read_outline(reader, page_count),
+            "ocr": {str(n): {"confidence": p.confidence, "words": p.words} for n, p in read["ocr"].items()},
+            "unread": {str(n): reason for n, reason in unread.items()}, "ocr_engine": read["engine"]}
+
+
+def _read_images(path: Path, reader: Any, pages: list[tuple[int, str]], ocr: dict[str, Any] | None) -> dict[str, Any]:
+    """ingest.ocr.read_pages over these pages (their sizes from the crop box, as pdftoppm renders);
+    `ocr` None: no OCR. Settings it leaves out are ParseLimits' defaults."""
+    from ingest.models import ParseLimits
+    from ingest.ocr import OcrError, read_pages
+
+    defaults = ParseLimits()
+    settings: dict[str, Any] = {"mode": "off", "languages": list(defaults.ocr_languages), "dpi": defaults.ocr_dpi,
+                                "timeout_s": defaults.ocr_page_timeout_s, "max_pixels": defaults.ocr_max_pixels,
+                                "min_confidence": defaults.ocr_min_confidence, **(ocr or {})}
+
+    sizes: dict[int, tuple[float, float]] = {}
+    for number, _text in pages:
+        try:
+            box = reader.pages[number - 1].cropbox
+            sizes[number] = (abs(float(box.width)), abs(float(box.height)))
+        except Exception:  # noqa: BLE001 - a page without a readable box: Letter, as pdftoppm assumes
+            sizes[number] = (612.0, 792.0)
+    try:
+        return read_pages(path, dict(pages), sizes, min_chars=MIN_TEXT_CHARS, **settings)
+    except OcrError as exc:
+        raise IngestError(str(exc)) from None
 
 
 def extract_labels(path: Path, max_pages: int) -> dict[str, Any]:
@@ -310,8 +346,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels-only", action="store_true", help="read the printed page labels only")
     parser.add_argument("--keep-drawings", action="store_true",
                         help="parse whole content streams (ingest.drop_drawings = false)")
+    parser.add_argument("--ocr", default="off", help="auto, off or always (ingest.ocr)")
+    parser.add_argument("--ocr-languages", default="eng", help="Tesseract languages, '+'-joined")
+    parser.add_argument("--ocr-dpi", type=int, default=300)
+    parser.add_argument("--ocr-timeout-s", type=float, default=60.0, help="CPU-seconds per page and program")
+    parser.add_argument("--ocr-max-pixels", type=int, default=60_000_000)
+    parser.add_argument("--ocr-min-confidence", type=float, default=80.0)
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
+    ocr = {"mode": args.ocr, "languages": [lang for lang in args.ocr_languages.split("+") if lang],
+           "dpi": args.ocr_dpi, "timeout_s": args.ocr_timeout_s, "max_pixels": args.ocr_max_pixels,
+           "min_confidence": args.ocr_min_confidence}
     die_with_parent(args.parent_pid or os.getppid(), args.lifeline_fd)
     limit_time(args.timeout_s)
     out, sys.stdout = sys.stdout, sys.stderr
@@ -330,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.labels_only:
             result: dict[str, Any] = {"ok": extract_labels(args.path, args.max_pages)}
         else:
-            result = {"ok": extract(args.path, args.max_pages, drop_drawings=not args.keep_drawings)}
+            result = {"ok": extract(args.path, args.max_pages, drop_drawings=not args.keep_drawings, ocr=ocr)}
     except IngestError as exc:
         result = {"error": str(exc)}
     except MemoryError:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.discover import sha256_file
-from ingest.models import IngestError, PageText, ParsedManual, ParseLimits
+from ingest.models import IngestError, OcrPage, PageText, ParsedManual, ParseLimits
 from ingest.pdf import check_file, memory_message
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
@@ -76,6 +76,9 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
         pages_without_text=[int(n) for n in result["pages_without_text"]],
         outline=[(int(page), str(title)) for page, title in result.get("outline", [])],
         pdf_title=str(result.get("pdf_title") or ""),
+        ocr={int(n): OcrPage(float(p["confidence"]), p["words"]) for n, p in (result.get("ocr") or {}).items()},
+        unread={int(n): str(reason) for n, reason in (result.get("unread") or {}).items()},
+        ocr_engine=dict(result.get("ocr_engine") or {}),
     )
 
 
@@ -150,7 +153,7 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
                "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{wall_s:g}",
                "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read),
                *(["--labels-only"] if labels_only else []),
-               *([] if limits.drop_drawings else ["--keep-drawings"]), str(path.resolve())]
+               *([] if limits.drop_drawings else ["--keep-drawings"]), *_ocr_args(limits), str(path.resolve())]
     if limits.timeout_s > 0 and _HAS_RLIMIT:
         command = [sys.executable, "-I", "-S", "-c", _START_LIMITED, str(cpu_seconds(limits)), *command[1:]]
     try:
@@ -171,6 +174,14 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
     if isinstance(reply, dict) and "error" in reply:
         raise IngestError(str(reply["error"]))
     raise IngestError(_crash_reason(proc, limits))
+
+
+def _ocr_args(limits: ParseLimits) -> list[str]:
+    """The worker's OCR settings (ingest.ocr): it reads pages without a text layer itself."""
+    return ["--ocr", limits.ocr, "--ocr-languages", "+".join(limits.ocr_languages),
+            "--ocr-dpi", str(int(limits.ocr_dpi)), "--ocr-timeout-s", f"{limits.ocr_page_timeout_s:g}",
+            "--ocr-max-pixels", str(int(limits.ocr_max_pixels)),
+            "--ocr-min-confidence", f"{limits.ocr_min_confidence:g}"]
 
 
 def cpu_seconds(limits: ParseLimits) -> int:

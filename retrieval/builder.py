@@ -46,6 +46,8 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # manuals ingested with pages that could not be read: (file, "could not read 2 pages (3, 4): why")
+    unread: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0  # chunks in the resulting active version
     embedded: int = 0  # chunks embedded by this run (re-used ones are not counted)
     pages: int = 0  # pages parsed by this run
@@ -63,6 +65,7 @@ class IngestReport:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["failed"] = [{"file": f, "error": m} for f, m in self.failed]
+        data["unread"] = [{"file": f, "pages": m} for f, m in self.unread]
         data["status"] = self.status
         data["seconds"] = round(self.seconds, 3)
         data["timings"] = {k: round(v, 3) for k, v in self.timings.items()}
@@ -173,6 +176,7 @@ def collect_entries(
     `read_labels` gives kept manuals their printed page labels when `base` predates them.
     """
     from ingest.discover import find_pdfs, sha256_file
+    from ingest.ocr import unread_notes
 
     report = IngestReport(parent=base.id if base else None)
     base_manuals: list[dict[str, Any]] = list(base.manifest.get("manuals", [])) if base else []
@@ -257,6 +261,7 @@ def collect_entries(
                 report.failed.append(failure(source or parsed.file_name, str(entry)))
                 continue
             fresh[parsed.sha256] = entry
+            report.unread += [(str(source or parsed.file_name), note) for note in unread_notes(parsed.unread)]
             report.pages += parsed.page_count
             (report.changed if parsed.file_name in by_name else report.added).append(parsed.file_name)
         waited = time.perf_counter()

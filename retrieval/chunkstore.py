@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.models import Chunk, ParsedManual
+from ingest.models import Chunk, OcrPage, ParsedManual
 from retrieval.fts import match_units, normalize
 from retrieval.types import RetrievalError
 
@@ -51,7 +51,24 @@ CREATE INDEX chunks_manual ON chunks(manual_sha256, row);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     heading, text, content='', tokenize='porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE ocr_pages (
+    manual_sha256 TEXT NOT NULL REFERENCES manuals(sha256),
+    page INT NOT NULL,
+    confidence REAL NOT NULL,
+    words TEXT NOT NULL,
+    PRIMARY KEY (manual_sha256, page)
+);
+CREATE TABLE chunk_ocr (
+    row INTEGER PRIMARY KEY REFERENCES chunks(row),
+    confidence REAL NOT NULL,
+    doubtful TEXT NOT NULL DEFAULT '[]'
+);
 """
+# OCR (ingest.ocr): ocr_pages holds the words Tesseract read on a page image, as JSON
+# [[x0, y0, x1, y1, confidence, start, end], ...] (box as fractions of the page, [start, end) in the
+# page's text), for the viewer to mark cited words; chunk_ocr marks the chunks read from an image,
+# with their mean word confidence and the [start, end) of their doubtful words. Versions written
+# before OCR have neither table: every chunk reads as text-layer text.
 
 # bm25 column weights (heading, text). Headings repeat over every chunk of a section, so they are
 # worth a little less than the passage itself.
@@ -75,6 +92,9 @@ _ROW_KEYS = ("row", "chunk_id", "manual_sha256", "page", "ordinal", "heading", "
 # their rows read NULL, so they stay searchable and simply show no label.
 _LABEL_JOIN = (", p.label", " LEFT JOIN pages p ON p.manual_sha256 = c.manual_sha256 AND p.page = c.page")
 _NO_LABEL = (", NULL", "")
+# The chunk's OCR confidence and doubtful spans (chunk_ocr); NULL for text-layer chunks and old versions.
+_OCR_JOIN = (", o.confidence, o.doubtful", " LEFT JOIN chunk_ocr o ON o.row = c.row")
+_NO_OCR = (", NULL, NULL", "")
 
 
 class ChunkStore:
@@ -95,6 +115,7 @@ class ChunkStore:
         self._rows: int | None = None  # row count, cached once nothing can change it
         self._manuals: list[dict[str, Any]] | None = None  # cached on a read-only store (versions are immutable)
         self.has_labels = any(r[1] == "label" for r in self._query("PRAGMA table_info(pages)"))
+        self.has_ocr = bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_ocr'"))
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -128,6 +149,12 @@ class ChunkStore:
                 "INSERT INTO pages (manual_sha256, page, text, label) VALUES (?, ?, ?, ?)",
                 [(parsed.sha256, p.number, p.text, p.label) for p in parsed.pages],
             )
+            if parsed.ocr:
+                self._db.executemany(
+                    "INSERT INTO ocr_pages (manual_sha256, page, confidence, words) VALUES (?, ?, ?, ?)",
+                    [(parsed.sha256, n, p.confidence, json.dumps(p.words, separators=(",", ":")))
+                     for n, p in sorted(parsed.ocr.items())],
+                )
 
     def add_chunks(self, chunks: list[Chunk], title: str = "") -> list[int]:
         """Append chunks; rows continue contiguously from the current count (FAISS positions).
@@ -146,6 +173,11 @@ class ChunkStore:
                 "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
                 [(r, normalize(f"{title} {c.heading}".strip()), normalize(c.text))
                  for r, c in zip(rows, chunks, strict=True)],
+            )
+            self._db.executemany(
+                "INSERT INTO chunk_ocr (row, confidence, doubtful) VALUES (?, ?, ?)",
+                [(r, c.ocr_confidence, json.dumps([list(d) for d in c.ocr_doubtful]))
+                 for r, c in zip(rows, chunks, strict=True) if c.ocr_confidence is not None],
             )
             self._df.clear()
         return rows
@@ -178,9 +210,13 @@ class ChunkStore:
             " (SELECT COUNT(*) FROM chunks c WHERE c.manual_sha256 = m.sha256)"
             " FROM manuals m ORDER BY m.file_name, m.sha256"
         )
+        ocr: dict[str, list[int]] = {}
+        if self.has_ocr:  # the pages read from their image by OCR (ingest.ocr)
+            for sha, page in self._query("SELECT manual_sha256, page FROM ocr_pages ORDER BY manual_sha256, page"):
+                ocr.setdefault(sha, []).append(int(page))
         out = [
             {"sha256": r[0], "file_name": r[1], "title": r[2], "page_count": r[3], "size_bytes": r[4],
-             "pages_without_text": json.loads(r[5]), "chunk_count": r[6]}
+             "pages_without_text": json.loads(r[5]), "chunk_count": r[6], "ocr_pages": ocr.get(r[0], [])}
             for r in rows
         ]
         if self.readonly:
@@ -197,14 +233,18 @@ class ChunkStore:
             return []
         found: dict[int, dict[str, Any]] = {}
         label, join = _LABEL_JOIN if self.has_labels else _NO_LABEL
+        ocr, ocr_join = _OCR_JOIN if self.has_ocr else _NO_OCR
         for i in range(0, len(wanted), 500):  # stay under SQLite's variable limit
             part = wanted[i:i + 500]
             marks = ",".join("?" * len(part))
             for r in self._query(
-                f"SELECT {_ROW_COLUMNS}{label} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
-                f"{join} WHERE c.row IN ({marks})", part,
+                f"SELECT {_ROW_COLUMNS}{label}{ocr} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
+                f"{join}{ocr_join} WHERE c.row IN ({marks})", part,
             ):
-                found[r[0]] = dict(zip(_ROW_KEYS, r, strict=True))
+                row = dict(zip(_ROW_KEYS, r[:-2], strict=True))
+                row["ocr_confidence"] = r[-2]
+                row["ocr_doubtful"] = [tuple(d) for d in json.loads(r[-1])] if r[-1] else []
+                found[r[0]] = row
         missing = [r for r in wanted if r not in found]
         if missing:
             raise RetrievalError(f"chunk rows {missing[:5]} are missing from {self.path}")
@@ -218,11 +258,29 @@ class ChunkStore:
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def chunks_for_manual(self, sha: str) -> list[Chunk]:
+        ocr, join = _OCR_JOIN if self.has_ocr else _NO_OCR
         rows = self._query(
-            "SELECT chunk_id, manual_sha256, page, ordinal, heading, text FROM chunks"
-            " WHERE manual_sha256 = ? ORDER BY row", (sha,),
+            f"SELECT c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text{ocr} FROM chunks c{join}"
+            " WHERE c.manual_sha256 = ? ORDER BY c.row", (sha,),
         )
-        return [Chunk(*r) for r in rows]
+        return [Chunk(chunk_id=r[0], manual_sha256=r[1], page=r[2], ordinal=r[3], heading=r[4], text=r[5],
+                      ocr_confidence=r[6], ocr_doubtful=tuple((int(a), int(b)) for a, b in json.loads(r[7] or "[]")))
+                for r in rows]
+
+    def ocr_pages(self, sha: str) -> dict[int, OcrPage]:
+        """The pages of a manual read by OCR, with their words and boxes ({} before OCR existed)."""
+        if not self.has_ocr:
+            return {}
+        rows = self._query("SELECT page, confidence, words FROM ocr_pages WHERE manual_sha256 = ?", (sha,))
+        return {int(p): OcrPage(float(c), json.loads(w)) for p, c, w in rows}
+
+    def ocr_page(self, sha: str, page: int) -> OcrPage | None:
+        """The OCR words of one page (for the viewer), None when the page has its own text layer."""
+        if not self.has_ocr:
+            return None
+        rows = self._query("SELECT confidence, words FROM ocr_pages WHERE manual_sha256 = ? AND page = ?",
+                           (sha, page))
+        return OcrPage(float(rows[0][0]), json.loads(rows[0][1])) if rows else None
 
     def page_text(self, sha: str, page: int) -> str | None:
         rows = self._query("SELECT text FROM pages WHERE manual_sha256 = ? AND page = ?", (sha, page))

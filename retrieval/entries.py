@@ -55,7 +55,11 @@ def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] |
                           page_count=int(info["page_count"]), size_bytes=int(info.get("size_bytes", 0)),
                           pages=pages, pages_without_text=list(info.get("pages_without_text", [])),
                           outline=[(int(p), str(t)) for p, t in info.get("outline", [])],
-                          pdf_title=str(info.get("pdf_title") or ""))
+                          pdf_title=str(info.get("pdf_title") or ""),
+                          ocr=store.ocr_pages(sha) if store.has_ocr else {},
+                          unread={int(n): str(r) for n, r in (info.get("unread") or {}).items()},
+                          ocr_engine={k: v for k, v in (info.get("ocr") or {}).items()
+                                      if k not in ("pages", "confidence")})
     chunks = list(store.chunks_for_manual(sha))
     rows = sorted(store.rows_for_manuals([sha]))
     if len(rows) != len(chunks):

@@ -113,6 +113,11 @@ def manual_entry(parsed: ParsedManual, chunks: int) -> dict[str, Any]:
         "size_bytes": parsed.size_bytes,
         "chunks": chunks,
         **({"pdf_title": parsed.pdf_title} if parsed.pdf_title else {}),
+        # pages read by OCR, how (engine, languages, dpi) and how surely; why pages stayed unread
+        **({"ocr": {**parsed.ocr_engine, "pages": sorted(parsed.ocr),
+                    "confidence": round(sum(p.confidence for p in parsed.ocr.values()) / len(parsed.ocr), 1)}}
+           if parsed.ocr else {}),
+        **({"unread": {str(n): reason for n, reason in sorted(parsed.unread.items())}} if parsed.unread else {}),
     }
 
 
@@ -124,8 +129,12 @@ def build_manifest(
     chunk_params: ChunkParams,
     manuals: Sequence[dict[str, Any]],
     chunk_count: int,
+    ocr: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The manifest for a fully written version directory (its files are hashed here)."""
+    """The manifest for a fully written version directory (its files are hashed here).
+
+    ocr: the OCR settings and Tesseract version of the ingest that built it (ingest.ocr); each
+    manual's entry says which of its pages were read by OCR and with what."""
     files = {}
     for name in (CHUNKS_DB, VECTORS):
         path = version_dir / name
@@ -142,6 +151,7 @@ def build_manifest(
         "manuals": list(manuals),
         "chunk_count": chunk_count,
         "files": files,
+        **({"ocr": dict(ocr)} if ocr is not None else {}),
     }
     manifest["digest"] = _digest(manifest)
     return manifest

@@ -199,12 +199,22 @@ def search_with_timings(
             manual_sha256=c["manual_sha256"], page=c["page"], heading=c["heading"], text=c["text"],
             score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
             lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]),
-            page_label=shown_label(c["page_label"], c["page"]), rerank_score=rerank_scores.get(c["row"]))
+            page_label=shown_label(c["page_label"], c["page"]), rerank_score=rerank_scores.get(c["row"]),
+            **ocr_fields(c))
         for c in (rows[r] for r in order)
     ]
     timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,
                "rerank_ms": rerank_ms, "total_ms": (time.perf_counter() - t_start) * 1000}
     return hits, timings
+
+
+def ocr_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A chunk row's OCR fields for its Hit: {} for text-layer text (the defaults)."""
+    confidence = row.get("ocr_confidence")
+    if confidence is None:
+        return {}
+    return {"source": "ocr", "ocr_confidence": float(confidence),
+            "ocr_doubtful": [[int(a), int(b)] for a, b in row.get("ocr_doubtful") or []]}
 
 
 def search(

@@ -42,11 +42,20 @@ class Hit:
     page_label: str | None = None
     # The reranker's logit when one re-ordered this hit (retrieval.rerank); None without one.
     rerank_score: float | None = None
+    # "ocr" when the passage was read from the page image by Tesseract (ingest.ocr), else "text";
+    # then ocr_confidence is its mean word confidence (0-100) and ocr_doubtful the [start, end) in
+    # `text` of its words read less surely than ingest.ocr_min_confidence (None for text passages).
+    source: str = "text"
+    ocr_confidence: float | None = None
+    ocr_doubtful: list[list[int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        # Every field is a str, number or None, so a shallow copy is what asdict() gives, at a
-        # tenth of its cost: asdict() deep-copies each value, and a search returns k of these.
-        return dict(self.__dict__)
+        # Every field is a str, number or None (ocr_doubtful: a list, copied), so a shallow copy is what
+        # asdict() gives, at a tenth of its cost: asdict() deep-copies each value, and a search returns k.
+        data = dict(self.__dict__)
+        if self.ocr_doubtful is not None:
+            data["ocr_doubtful"] = [list(span) for span in self.ocr_doubtful]
+        return data
 
 
 def shown_label(label: str | None, page: int) -> str | None:

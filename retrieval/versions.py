@@ -39,6 +39,14 @@ _VERSION_RE = re.compile(r"^v\d{8}T\d{6}-[0-9a-f]{6}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
+def ocr_record(limits: ParseLimits) -> dict[str, Any]:
+    """What a version records of how pages without a text layer were read: the settings and the
+    Tesseract that read them (None: not installed, so no page could be)."""
+    from ingest.ocr import tesseract_version
+
+    return {**limits.ocr_settings(), "tesseract": tesseract_version() if limits.ocr != "off" else None}
+
+
 class IndexVersion:
     """One immutable version, opened read-only (chunk store + FAISS index + manifest): the
     retrieval.reader.IndexReader that search reads."""
@@ -309,11 +317,11 @@ class IndexStore:
             return None
 
     def _publish(self, report: IngestReport, parent: str | None, embedding: dict[str, Any],
-                 chunk_params: ChunkParams, entries: Sequence[Any]) -> IngestReport:
+                 chunk_params: ChunkParams, entries: Sequence[Any], ocr: dict[str, Any] | None = None) -> IngestReport:
         self.indexes_dir.mkdir(parents=True, exist_ok=True)
         version = self._new_version_id(*(e.parsed.sha256 for e in entries))
         started = time.perf_counter()
-        manifest = write_version(self.indexes_dir, version, parent, embedding, chunk_params, entries)
+        manifest = write_version(self.indexes_dir, version, parent, embedding, chunk_params, entries, ocr)
         written = time.perf_counter()
         self._activate(version)
         report.timings["write"] = written - started
@@ -346,7 +354,8 @@ class IndexStore:
             if entries is None:
                 report.chunks = int(base.manifest.get("chunk_count", 0)) if base else 0
             else:
-                self._publish(report, active, embedding_info(embedder), chunk_params, entries)
+                self._publish(report, active, embedding_info(embedder), chunk_params, entries,
+                              ocr_record(parse_limits))
         report.seconds = time.perf_counter() - started
         return report
 
@@ -374,7 +383,7 @@ class IndexStore:
                                            if m["sha256"] != target["sha256"]], self._read_labels)
             report = IngestReport(parent=active, removed=[target["file_name"]])
             chunker = ChunkParams.from_manifest(base.manifest["chunker"])
-            self._publish(report, active, base.manifest["embedding"], chunker, entries)
+            self._publish(report, active, base.manifest["embedding"], chunker, entries, base.manifest.get("ocr"))
         report.seconds = time.perf_counter() - started
         return report
 

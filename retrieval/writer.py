@@ -36,6 +36,7 @@ def write_version(
     embedding: dict[str, Any],
     chunk_params: ChunkParams,
     entries: Sequence[Entry],
+    ocr: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write a complete version under a temporary name, then rename it into place."""
     from retrieval.chunkstore import ChunkStore
@@ -67,7 +68,7 @@ def write_version(
             os.fsync(fh.fileno())
     pause_point("after_vectors")
     manuals = [manual_entry(e.parsed, len(e.chunks)) for e in entries]
-    manifest = build_manifest(tmp, version_id, parent, embedding, chunk_params, manuals, offset)
+    manifest = build_manifest(tmp, version_id, parent, embedding, chunk_params, manuals, offset, ocr)
     atomic_write_bytes(tmp / MANIFEST, manifest_bytes(manifest))
     fsync_dir(tmp)
     pause_point("after_manifest")

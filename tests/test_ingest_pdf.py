@@ -202,7 +202,8 @@ def test_missing_file_and_folder(tmp_path: Path) -> None:
 def test_no_text_layer_anywhere(tmp_path: Path) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(tiny_pdf(b"0 0 1 rg 100 100 300 400 re f"))  # one drawn rectangle, no text
-    expect_error(path, ParseLimits(), "no text layer on any page", "OCR is not supported")
+    # OCR (issue 26) reads the page image too, and finds nothing there either
+    expect_error(path, ParseLimits(), "could not read any of its 1 pages", "OCR found no text")
 
 
 def test_too_many_pages(tmp_path: Path) -> None:

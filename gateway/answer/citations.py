@@ -51,6 +51,10 @@ class Citation:
     pdf_url: str = ""
     supporting: bool = False  # True: not cited by the answer; the given passage closest to it
     page_label: str | None = None  # the number printed on the page, when it differs (Hit.page_label)
+    # "ocr": the passage was read from the page image by Tesseract, so check the page (Hit.source);
+    # ocr_confidence: its mean word confidence, 0-100 (None for text-layer passages)
+    source: str = "text"
+    ocr_confidence: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -198,4 +202,4 @@ def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool =
                     manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=hit.text,
                     sentences=[hit.text[s:e] for s, e in spans], spans=[[s, e] for s, e in spans],
                     pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting,
-                    page_label=hit.page_label)
+                    page_label=hit.page_label, source=hit.source, ocr_confidence=hit.ocr_confidence)

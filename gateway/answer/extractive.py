@@ -11,6 +11,7 @@ import math
 import re
 
 from gateway.answer.citations import content_terms, sentence_spans
+from gateway.answer.ocr_text import doubtful_number
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400
@@ -33,6 +34,8 @@ def pick_sentences(
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
             sentence = _clean(hit.text[s:e])
             if len(sentence.split()) < 4:  # headings, page numbers, fragments
+                continue
+            if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
             candidates.append((n, pos, sentence, content_terms(sentence)))
     if not candidates:

@@ -33,6 +33,7 @@ from typing import Literal, NamedTuple
 
 from gateway.answer.citations import Citation, parse_citations, resolve, validate
 from gateway.answer.generation import Generation
+from gateway.answer.ocr_text import support_text
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.records.answers import Outcome
@@ -91,7 +92,8 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
         return SupportCheck(None, [*flags, "model_declined"], declined=True)
     # A passage is read with its manual's title and section heading, as the model was shown it.
     titles = " ".join(sorted({h.title for h in hits}))
-    checks = check_answer(answer, [f"{h.title}\n{h.heading}\n{h.text}" for h in hits], min_overlap,
+    # (an OCR passage with its doubtful numbers masked: gateway.answer.ocr_text)
+    checks = check_answer(answer, [f"{h.title}\n{h.heading}\n{support_text(h)}" for h in hits], min_overlap,
                           question=question, titles=titles)
     found = SupportCheck(None, flags, [c.to_dict() for c in checks])
     unsupported = [c for c in checks if not c.supported]

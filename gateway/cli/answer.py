@@ -23,6 +23,8 @@ EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_f
 def _print_citations(result: Any) -> None:
     for c in result.citations:
         label = f"[{c.n}] {c.title or c.manual} p.{c.page}" + (f" (printed {c.page_label})" if c.page_label else "")
+        if c.source == "ocr":  # read from a scanned page image: a digit may be misread
+            label += f" (OCR, check the page: {c.ocr_confidence:.0f} % confidence)"
         click.echo(label + ("  (supporting passage, not cited by the answer)" if c.supporting else ""))
     if result.outcome == "not_found":
         for p in result.passages[:3]:

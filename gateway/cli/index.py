@@ -53,6 +53,8 @@ def _print_report(report: Any) -> None:
         click.echo(f"re-embedded every manual: {report.reprocessed}")
     for file, message in report.failed:
         click.secho(f"   FAILED: {file}: {message}", fg="red", err=True)
+    for file, message in report.unread:
+        click.secho(f"  WARNING: {file}: {message}", fg="yellow", err=True)
     if report.version:
         click.echo(f"new active version {report.version} ({report.chunks} chunks, {report.embedded} "
                    f"embedded, {report.pages} pages parsed, {report.seconds:.1f} s)")

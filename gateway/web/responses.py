@@ -33,6 +33,10 @@ class CitationOut(msgspec.Struct):
     # The number printed on the page when it differs from `page` (PDF page 12 printed "11");
     # null when the PDF defines no page labels. Last and defaulted: rows logged before it lack it.
     page_label: str | None = None
+    # "ocr" when the passage was read from the page image by OCR (Tesseract): the UI says "OCR, check
+    # the page"; ocr_confidence is its mean word confidence (0-100), null for text-layer passages.
+    source: str = "text"
+    ocr_confidence: float | None = None
 
 
 class AnswerOut(msgspec.Struct):
@@ -147,6 +151,8 @@ class UploadAccepted(msgspec.Struct):
     sha256: str
     pages: int
     pages_without_text: list[int]
+    # "could not read 2 pages (3, 4): <why>" (OCR off, Tesseract missing, a page image that failed)
+    unread: list[str] = []
 
 
 class Job(msgspec.Struct):
@@ -172,6 +178,8 @@ class IngestReportOut(msgspec.Struct):
     unchanged: list[str]
     removed: list[str]
     failed: list[dict[str, str]]
+    # manuals ingested with pages that could not be read: {"file", "pages": "could not read 2 pages (3, 4): why"}
+    unread: list[dict[str, str]]
     chunks: int
     embedded: int
     pages: int
@@ -182,12 +190,25 @@ class IngestReportOut(msgspec.Struct):
     status: str
 
 
+class OcrWord(msgspec.Struct):
+    """One word OCR read on a page image: its box as fractions of the page (x0, y0, x1, y1 from the
+    top-left, as the page is shown) and its confidence (0-100)."""
+
+    text: str
+    box: list[float]
+    confidence: float
+
+
 class PageText(msgspec.Struct):
     manual: str
     title: str | None
     page: int
     text: str
     has_text: bool
+    # "ocr": `text` was read from the page image by Tesseract; its words with their boxes follow
+    source: str = "text"
+    ocr_confidence: float | None = None
+    words: list[OcrWord] = []
 
 
 # -- index versions ----------------------------------------------------------------------------

@@ -23,11 +23,12 @@ from gateway.records.jobs import JobRunner
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.ranges import pdf_response
-from gateway.web.responses import IngestReportOut, Job, ManualList, ManualTitle, PageText, UploadAccepted
+from gateway.web.responses import IngestReportOut, Job, ManualList, ManualTitle, OcrWord, PageText, UploadAccepted
 from gateway.web.schemas import TitleRequest
 from gateway.web.security import admin_guard, reader_guard
 from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload
 from ingest.models import IngestError
+from ingest.ocr import unread_notes
 from ingest.sandbox import parse_pdf
 
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -109,7 +110,7 @@ class ManualsController(Controller):
         job_id = jobs.submit("ingest", work, message=f"ingest {name}")
         return UploadAccepted(job=job_id, job_url=f"/api/v1/jobs/{job_id}", file_name=name,
                               sha256=parsed.sha256, pages=parsed.page_count,
-                              pages_without_text=parsed.pages_without_text)
+                              pages_without_text=parsed.pages_without_text, unread=unread_notes(parsed.unread))
 
     @get("/jobs/{job_id:str}", guards=[reader_guard], summary="Progress of an ingest job")
     async def job(self, jobs: NamedDependency[JobRunner], job_id: FromPath[str]) -> Job:
@@ -156,6 +157,13 @@ class ManualsController(Controller):
         manual = find_manual(services, manual_id)
         if page < 1 or page > int(manual["page_count"]):
             raise ApiError(404, "not_found", f"{manual['file_name']} has pages 1-{manual['page_count']}")
-        text = services.store.open().chunks.page_text(manual_id, page)
-        return PageText(manual=manual["file_name"], title=manual["title"], page=page, text=text or "",
-                        has_text=bool(text and text.strip()))
+        store = services.store.open().chunks
+        text = store.page_text(manual_id, page) or ""
+        ocr = store.ocr_page(manual_id, page)
+        if ocr is None:
+            return PageText(manual=manual["file_name"], title=manual["title"], page=page, text=text,
+                            has_text=bool(text.strip()))
+        words = [OcrWord(text=text[int(w[5]):int(w[6])], box=[float(v) for v in w[:4]], confidence=float(w[4]))
+                 for w in ocr.words]
+        return PageText(manual=manual["file_name"], title=manual["title"], page=page, text=text,
+                        has_text=bool(text.strip()), source="ocr", ocr_confidence=ocr.confidence, words=words)

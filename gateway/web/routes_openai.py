@@ -34,7 +34,7 @@ def sources_footer(citations: list[dict[str, Any]]) -> str:
     if not citations:
         return ""
     lines = [f"[{c['n']}] {c['title']} p.{c['page']}" + (f" (printed {c['page_label']})" if c.get("page_label") else "")
-             for c in citations]
+             + (" (OCR, check the page)" if c.get("source") == "ocr" else "") for c in citations]
     return "\n\nSources:\n" + "\n".join(lines)
 
 

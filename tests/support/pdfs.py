@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 
 
 def write_pdf(objects: list[bytes]) -> bytes:
@@ -37,3 +38,34 @@ def tiny_pdf(content: bytes, compress: bool = False) -> bytes:
         stream(content, compress),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ])
+
+
+def text_page(lines: list[str], size: int = 16) -> bytes:
+    """A born-digital one-page PDF with `lines` in Helvetica (a real text layer)."""
+    body = b" ".join(b"(" + line.encode() + b") '" for line in lines)
+    return tiny_pdf(b"BT /F1 %d Tf 72 700 Td %d TL " % (size, size + 8) + body + b" ET")
+
+
+def image_xobject(width: int, height: int, data: bytes) -> bytes:
+    """An 8-bit grey image XObject claiming `width` x `height` over Flate `data` (true or not)."""
+    head = (f"<< /Type /XObject /Subtype /Image /Width {width} /Height {height} /ColorSpace /DeviceGray "
+            f"/BitsPerComponent 8 /Filter /FlateDecode /Length {len(data)} >>\nstream\n")
+    return head.encode() + data + b"\nendstream"
+
+
+def scanned_pdf(folder: Path, name: str, pages: list[list[str]], hostile: dict[int, bytes] | None = None,
+                dpi: int = 150) -> Path:
+    """An image-only PDF (a "scan"): page i is poppler's raster at `dpi` of a text page of pages[i]
+    (bench.scans); hostile: {page index: image XObject} put in place of those pages' images."""
+    from bench.scans import image_page, image_pdf, rasterise
+
+    rendered, sizes = [], []
+    for number, lines in enumerate(pages):
+        source = folder / f".{name}-{number}.pdf"
+        source.write_bytes(text_page(lines))
+        raster = rasterise(source, dpi)[0]
+        rendered.append(image_page(raster, dpi))
+        sizes.append((raster[0], raster[1]))
+    path = folder / name
+    path.write_bytes(image_pdf(rendered, sizes, extra=hostile))
+    return path

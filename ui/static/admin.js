@@ -54,7 +54,7 @@ async function loadManuals() {
     const renamed = m.pdf_title && m.pdf_title !== m.title ? ` title="The PDF says: ${esc(m.pdf_title)}"` : "";
     tr.innerHTML = `<td${renamed}>${esc(m.title)}</td><td><a href="${esc(m.file_url)}" target="_blank">${esc(m.file_name)}</a></td>
       <td>${esc(m.page_count)}</td><td title="${esc(m.sha256)}"><code>${esc(m.sha256.slice(0, 12))}…</code></td>
-      <td>${missing.length ? esc(missing.join(", ")) : "none"}</td>
+      <td>${missing.length ? esc(missing.join(", ")) : "none"}${(m.ocr_pages || []).length ? `<br><small>read by OCR: ${esc(m.ocr_pages.join(", "))}</small>` : ""}</td>
       <td><button type="button" class="secondary" data-rename="${esc(m.sha256)}" data-title="${esc(m.title)}">Rename</button>
         <button type="button" class="secondary" data-del="${esc(m.sha256)}">Remove</button></td>`;
     tb.appendChild(tr);

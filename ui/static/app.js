@@ -90,6 +90,14 @@ function pageText(c) {
   return `page ${c.page}` + (c.page_label ? ` (printed ${c.page_label})` : "");
 }
 
+// A passage read from the page image (a scan) by OCR: its words may be misread, so the technician
+// checks the page before trusting a number.
+function ocrNote(c) {
+  if (c.source !== "ocr") return "";
+  const conf = typeof c.ocr_confidence === "number" ? ` (read with ${Math.round(c.ocr_confidence)} % confidence)` : "";
+  return `<div class="ocr-note" title="This text was read from a scanned page image by OCR">OCR, check the page${escapeHtml(conf)}</div>`;
+}
+
 // The opening words of a passage, at most `max` characters, ending where a word ends (never mid-word).
 function openingWords(text, max = 200) {
   const t = String(text ?? "").replace(/\s+/g, " ").trim();
@@ -116,7 +124,7 @@ function card(c, label) {
   div.className = "card";
   if (c.n !== undefined && !c.supporting) div.id = `cite-${c.n}`;
   div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
-    <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>
+    <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>${ocrNote(c)}
     <blockquote>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
     <a class="button secondary open-page" href="${escapeHtml(viewerUrl(c))}" target="_blank" rel="noopener">Open page ${escapeHtml(c.page)}</a>
     <a class="open-pdf" href="${escapeHtml(url)}" target="_blank" rel="noopener">Whole PDF</a>`;

@@ -154,20 +154,64 @@ async function render(n) {
   box.style.height = canvas.style.height;
   box.style.setProperty("--total-scale-factor", String(viewport.scale));
   layerDiv.replaceChildren();
+  $("ocr-layer").replaceChildren();
   $("sheet").hidden = false;
   state.width = document.documentElement.clientWidth;
   state.task = page.render({canvasContext: canvas.getContext("2d"), viewport,
     transform: ratio !== 1 ? [ratio, 0, 0, ratio, 0, 0] : null});
   state.layer = new state.pdfjs.TextLayer({textContentSource: text, container: layerDiv, viewport});
+  // A page read by OCR at ingest (a scan) has no text layer to mark: its words come with their boxes.
+  const ocr = state.page === state.citedPage && sentences.length ? ocrPage(state.page) : Promise.resolve(null);
   try {
     await Promise.all([state.task.promise, state.layer.render()]);
   } catch (e) {
     if (e && e.name === "RenderingCancelledException" || seq !== state.seq) return;
     throw e;
   }
+  const read = await ocr;
   if (seq !== state.seq) return;
-  mark(state.layer);
+  if (read) markOcr(read);
+  else mark(state.layer);
   setState("rendered");
+}
+
+// The page's OCR words ({words: [{text, box: [x0, y0, x1, y1] as fractions of the page, confidence}]}),
+// or null when the page has its own text layer (or the gateway predates OCR).
+async function ocrPage(n) {
+  try {
+    const r = await fetch(`/api/v1/manuals/${manual}/pages/${n}`, {headers: key ? {Authorization: "Bearer " + key} : {}});
+    if (!r.ok) return null;
+    const page = await r.json();
+    return page.source === "ocr" && Array.isArray(page.words) && page.words.length ? page : null;
+  } catch {
+    return null;
+  }
+}
+
+// Mark the cited words on a page read by OCR: a box over each word the cited sentences cover (found as
+// in the text layer: the sentence whole, else its longest run of words), placed by the word's OCR box.
+function markOcr(page) {
+  const marks = $("marks"), layer = $("ocr-layer");
+  say("");
+  const found = findMarks(page.words.map((w) => w.text), sentences);
+  let first = null;
+  for (const [i] of found.ranges) {
+    const w = page.words[i], [x0, y0, x1, y1] = w.box, div = document.createElement("div");
+    div.className = "highlight";
+    div.dataset.word = w.text;
+    div.dataset.confidence = String(w.confidence);
+    Object.assign(div.style, {left: `${x0 * 100}%`, top: `${y0 * 100}%`, width: `${(x1 - x0) * 100}%`, height: `${(y1 - y0) * 100}%`});
+    layer.appendChild(div);
+    first ??= div;
+  }
+  const ocrSays = ` This page is a scan read by OCR (${Math.round(page.ocr_confidence ?? 0)} % confidence): check the words against the page.`;
+  if (first) {
+    marks.textContent = (closest ? "Nothing was cited: the start of the closest passage is highlighted."
+      : found.exact ? "The cited sentence is highlighted." : "The closest match to the cited sentence is highlighted.") + ocrSays;
+    first.scrollIntoView({block: "center", inline: "start"});
+  } else {
+    marks.textContent = "The cited words could not be found among the words OCR read on this page." + ocrSays;
+  }
 }
 
 // Mark the cited sentences (only on the cited page: elsewhere a partial run would mislead). A span
@@ -287,4 +331,4 @@ document.addEventListener("DOMContentLoaded", () => {
 });
 
 // For the browser tests (tests/test_viewer.py) and for a curious technician's console.
-window.manualqaViewer = {fold, findMarks, longestRun, state};
+window.manualqaViewer = {fold, findMarks, longestRun, markOcr, state};
