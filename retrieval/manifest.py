@@ -51,6 +51,8 @@ class ManifestManual(msgspec.Struct, kw_only=True, frozen=True):
     pages_without_text: list[int] = msgspec.field(default_factory=list)
     outline: list[tuple[int, str]] = msgspec.field(default_factory=list)
     pdf_title: str = ""
+    ocr: dict[str, Any] | None = None  # pages read by OCR: engine, languages, dpi, pages, confidence
+    unread: dict[str, str] = msgspec.field(default_factory=dict)  # page -> why it stayed unread
 
 
 class ManifestFile(msgspec.Struct, kw_only=True, frozen=True):
@@ -76,6 +78,7 @@ class Manifest(msgspec.Struct, kw_only=True, frozen=True):
     manuals: list[ManifestManual] = msgspec.field(default_factory=list)
     chunk_count: int = 0
     files: dict[str, ManifestFile] = msgspec.field(default_factory=dict)
+    ocr: dict[str, Any] | None = None  # the OCR settings and Tesseract version of the ingest (ingest.ocr)
     digest: str = ""
 
 
