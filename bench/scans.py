@@ -84,7 +84,12 @@ def image_pdf(pages: list[tuple[float, float, bytes]], sizes: list[tuple[int, in
                            f"/BitsPerComponent 8 /Filter /FlateDecode /Length {len(data)} >>\nstream\n".encode()
                            + data + b"\nendstream")
     objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>".encode()
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    return pdf_bytes(objects)
+
+
+def pdf_bytes(objects: list[bytes], header: bytes = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n") -> bytes:
+    """A PDF of numbered `objects` (object 1 is the catalog) with a correct xref table."""
+    out = bytearray(header)
     offsets = []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))

@@ -5,19 +5,12 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
+from bench.scans import pdf_bytes
+
 
 def write_pdf(objects: list[bytes]) -> bytes:
     """A PDF of numbered `objects` (object 1 is the catalog) with a correct xref table."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return pdf_bytes(objects, b"%PDF-1.4\n")
 
 
 def stream(data: bytes, compress: bool = False) -> bytes:
