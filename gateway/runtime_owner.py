@@ -52,6 +52,10 @@ class RuntimeOwner:
         self._loading = False
         self._load_failure: str | None = None
         self._owned = False  # loaded here (or handed over by a profile switch): close() unloads it
+        # Held by the thread that runs runtime.stream until the stream has ended. The generation queue
+        # (gateway.generation_queue) decides whose turn it is; this lock covers what outlives a turn:
+        # a cancelled stream that the backend is still winding down when the next turn begins.
+        self.busy = threading.Lock()
 
     def get(self) -> Runtime:
         """The loaded runtime; loads it on first use. Raises RuntimeUnavailable when failed."""

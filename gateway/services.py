@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,11 @@ if TYPE_CHECKING:
     from gateway.answer.pipeline import AnswerResult
     from gateway.answer.request import AnswerRequest
     from gateway.answer_mode import ModeDecision
+    from gateway.generation_queue import GenerationQueue
     from gateway.records.answers import AnswerLog
+    from gateway.records.jobs import JobRunner
+    from gateway.records.keys import KeyStore
+    from gateway.records.sessions import SessionStore
     from retrieval.embedders import Embedder
     from retrieval.versions import IndexStore
     from runtimes.base import Runtime
@@ -31,7 +36,12 @@ if TYPE_CHECKING:
 
 
 class Services:
-    """The parts one gateway runs on; each is injected or built once, thread-safely."""
+    """The parts one gateway runs on; each is injected or built once, thread-safely.
+
+    Index and embedders, the runtime's owner and the one generation queue, the repositories of
+    gateway.db (answer log, API keys, sessions, background jobs): the HTTP app keeps only web
+    concerns beside it (readiness, metrics, rate limits, requests in flight).
+    """
 
     def __init__(self, settings: Settings, *, store: IndexStore | None = None, embedder: Embedder | None = None,
                  runtime: Runtime | None = None, profile: Profile | None = None,
@@ -48,7 +58,10 @@ class Services:
         self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
         self._reranker: Any = None
         self._reranker_loaded = False
-        self.generation_lock = threading.Lock()  # one generation at a time per runtime
+        self._queue: GenerationQueue | None = None
+        self._keys: KeyStore | None = None
+        self._sessions: SessionStore | None = None
+        self._jobs: JobRunner | None = None
 
     # -- index ---------------------------------------------------------------------------------
     @property
@@ -234,6 +247,25 @@ class Services:
     def runtime_if_loaded(self) -> Runtime | None:
         return self.runtimes.if_loaded()
 
+    @property
+    def queue(self) -> GenerationQueue:
+        """The one generation queue of this process: web asks, CLI answers, replay and profile switches."""
+        with self._lock:
+            if self._queue is None:
+                from gateway.generation_queue import GenerationQueue
+
+                self._queue = GenerationQueue(self.settings.server.queue_size)
+            return self._queue
+
+    def turn(self, cancel: threading.Event | None = None) -> AbstractContextManager[bool]:
+        """A turn at generation for a caller that reserved no place in the queue (CLI, replay, tests)."""
+        return self.queue.turn(cancel)
+
+    @property
+    def generation_lock(self) -> threading.Lock:
+        """Held while the runtime streams (gateway.runtime_owner.RuntimeOwner.busy)."""
+        return self.runtimes.busy
+
     def switch_profile(self, profile: Profile, runtime: Runtime | None) -> Runtime | None:
         """Replace profile and runtime together (a running server's profile switch); returns the old runtime."""
         with self._lock:
@@ -249,6 +281,35 @@ class Services:
 
                 self._log = AnswerLog(self.settings.db_path)
             return self._log
+
+    @property
+    def keys(self) -> KeyStore:
+        with self._lock:
+            if self._keys is None:
+                from gateway.records.keys import KeyStore
+
+                self._keys = KeyStore(self.settings.db_path)
+            return self._keys
+
+    @property
+    def sessions(self) -> SessionStore:
+        with self._lock:
+            if self._sessions is None:
+                from gateway.records.sessions import SessionStore
+
+                self._sessions = SessionStore(self.settings.db_path)
+            return self._sessions
+
+    @property
+    def jobs(self) -> JobRunner:
+        """The background job runner (ingest after an upload); built by the server: it claims the data
+        directory's jobs and first fails what a crashed server left unfinished."""
+        with self._lock:
+            if self._jobs is None:
+                from gateway.records.jobs import JobRunner
+
+                self._jobs = JobRunner(self.settings.db_path)
+            return self._jobs
 
     def close(self) -> None:
         """Flush and close the answer log if this process opened it: a stop must not drop queued rows.

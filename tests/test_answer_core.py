@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from gateway.answer.pipeline import answer, answer_events
 from gateway.answer.request import AnswerRequest
 from gateway.answer.result import AnswerInputError, AnswerResult
 from gateway.config import AnswerSettings
+from gateway.generation_queue import GenerationQueue
 from gateway.web.bridge import sse_of
 from retrieval.types import Hit
 from tests.support.scripted import ScriptedRuntime
@@ -59,6 +61,10 @@ class Model:
         self.runtime.load()
         self.profile = Profile()
         self.generation_lock = threading.Lock()
+        self.queue = GenerationQueue(queue_size=1)
+
+    def turn(self, cancel: threading.Event | None = None) -> Any:
+        return self.queue.turn(cancel)
 
     def runtime_if_loaded(self) -> Any:
         return self.runtime
@@ -108,6 +114,42 @@ def test_extractive_mode_never_asks_the_model() -> None:
     result = answer(d, AnswerRequest(question="How do I flash the piston board firmware?", mode="extractive"))
     assert result.outcome == "evidence_only" and result.chain_id is None and result.mode == "extractive"
     assert "MSP-FET" in result.answer and not result.generation_config
+
+
+def test_an_answer_without_a_web_slot_waits_its_turn_in_the_one_queue() -> None:
+    """CLI, replay and bench answers take their turn from the same queue as web asks (issue 24):
+    while another generation holds it, the answer waits, and its wait is booked as queue time."""
+    d = deps()
+    box: dict[str, AnswerResult] = {}
+    with d.model.queue.turn():
+        t = threading.Thread(target=lambda: box.update(r=answer(d, AnswerRequest(
+            question="How do I flash the piston board firmware?"))))
+        t.start()
+        deadline = time.monotonic() + 10
+        while d.model.queue.depth < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert d.model.queue.depth == 2, "the answer did not queue behind the held turn"
+        time.sleep(0.4)
+        assert "r" not in box, "the answer generated while another held the turn"
+    t.join(30)
+    assert box["r"].outcome == "answered" and box["r"].timings["queue_ms"] >= 350
+    assert d.model.queue.depth == 0  # its place is given back
+
+
+def test_a_cancel_while_waiting_for_the_turn_generates_nothing() -> None:
+    d = deps()
+    cancel = threading.Event()
+    box: dict[str, AnswerResult] = {}
+    with d.model.queue.turn():
+        t = threading.Thread(target=lambda: box.update(r=answer(d, AnswerRequest(
+            question="How do I flash the piston board firmware?"), cancel=cancel)))
+        t.start()
+        time.sleep(0.3)
+        cancel.set()
+        t.join(10)
+    assert box["r"].outcome == "cancelled"
+    assert "output_tokens" not in box["r"].timings and not box["r"].generation_config  # the model never ran
+    assert d.model.queue.depth == 0
 
 
 @pytest.mark.parametrize("request_, message", [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -53,9 +54,13 @@ class Model(Protocol):
         """The runtime if it is loaded already (its artifact chain is recorded even without generating)."""
         ...
 
+    def turn(self, cancel: threading.Event | None = None) -> AbstractContextManager[bool]:
+        """Wait for, then hold, the one generation turn (gateway.generation_queue); False if cancelled."""
+        ...
+
     @property
     def generation_lock(self) -> threading.Lock:
-        """Held while the runtime streams: one generation at a time per runtime."""
+        """Held while the runtime streams, until the stream has ended (a cancelled one may outlive its turn)."""
         ...
 
 

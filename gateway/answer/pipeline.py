@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import resolve
@@ -107,7 +107,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
 
     `slot(cancel)` is held around generation only, the one step that needs the model: retrieval,
     the evidence, not-found and extractive answers never wait for it. It yields False when the
-    cancel came while waiting. Without it (CLI, replay) generation runs at once.
+    cancel came while waiting. Without it (CLI, replay) the model's own turn is taken when
+    generation begins (deps.model.turn: the same queue, a place that is never refused).
     """
     t0 = time.perf_counter()
     settings = deps.settings
@@ -163,7 +164,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         else:
             # 4. generate, holding the generation slot, and check what the model wrote ----------
             tq = time.perf_counter()
-            with (slot(cancel) if slot is not None else nullcontext(True)) as running:
+            with (slot(cancel) if slot is not None else deps.model.turn(cancel)) as running:
                 res.timings["queue_ms"] = elapsed_ms(tq)
                 if running and not cancel.is_set():
                     gen = yield from generate(deps.model, settings, res.question, given, cancel,

@@ -48,9 +48,7 @@ def keys() -> None:
 @pass_ctx
 def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
     """Create a key NAME and print it (once)."""
-    from gateway.records.keys import KeyStore
-
-    key = KeyStore(ctx.settings.db_path).create(name, role)
+    key = ctx.services.keys.create(name, role)
     if as_json:
         emit_json({"name": name, "role": role, "key": key})
     else:
@@ -63,9 +61,7 @@ def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
 @pass_ctx
 def keys_list(ctx: Ctx, as_json: bool) -> None:
     """List keys (names and roles, never the keys)."""
-    from gateway.records.keys import KeyStore
-
-    rows = KeyStore(ctx.settings.db_path).list()
+    rows = ctx.services.keys.list()
     if as_json:
         emit_json(rows)
         return
@@ -79,8 +75,6 @@ def keys_list(ctx: Ctx, as_json: bool) -> None:
 @pass_ctx
 def keys_revoke(ctx: Ctx, name: str) -> None:
     """Revoke the key NAME."""
-    from gateway.records.keys import KeyStore
-
-    if not KeyStore(ctx.settings.db_path).revoke(name):
+    if not ctx.services.keys.revoke(name):
         raise click.ClickException(f"no active key named {name!r}")
     click.echo(f"key {name!r} revoked")

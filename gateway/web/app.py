@@ -15,8 +15,6 @@ from litestar.openapi import OpenAPIConfig
 from gateway import __version__
 from gateway.config import Settings
 from gateway.records.jobs import JobRunner
-from gateway.records.keys import KeyStore
-from gateway.records.sessions import SessionStore
 from gateway.services import Services
 from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
@@ -35,7 +33,6 @@ from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
 from gateway.web.routes_system import SystemController
 from gateway.web.schemas import require_json_body
 from gateway.web.security import RateLimiter, allowed_hosts_middleware
-from gateway.web.slots import GenerationSlots
 
 log = logging.getLogger("manualqa.web")
 API_PREFIX = "/api/v1"
@@ -47,13 +44,13 @@ def provide_services(state: State) -> Services:
 
 
 def provide_settings(state: State) -> Settings:
-    """The server's settings (those the app was created with, which may differ from services.settings)."""
-    return state.settings
+    """The one Settings: the services' (the app is created with them)."""
+    return state.gw.settings
 
 
 def provide_jobs(state: State) -> JobRunner:
     """The background job runner (ingest after an upload)."""
-    return state.jobs
+    return state.gw.jobs
 
 
 API_DEPENDENCIES = {"services": Provide(provide_services, sync_to_thread=False),
@@ -96,14 +93,16 @@ def warm_up(state: State) -> None:
 
 
 def create_app(settings: Settings, services: Services | None = None, warm: bool = True) -> Litestar:
+    """The HTTP app over one composition root; its State holds only what the web needs beside it."""
     gw = services or Services(settings)
-    slots = GenerationSlots(settings.server.queue_size)
+    if gw.settings is not settings:
+        raise ValueError("create_app: the services were built with other settings (there is one Settings)")
+    _ = gw.jobs  # the server claims the data directory's jobs now, failing what a crash left unfinished
+    queue = gw.queue
     state = State({
-        "settings": settings, "gw": gw, "slots": slots, "metrics": Metrics(lambda: slots.depth),
-        "sessions": SessionStore(settings.db_path), "key_store": KeyStore(settings.db_path),
+        "gw": gw, "metrics": Metrics(lambda: queue.depth),
         "rate": RateLimiter(settings.server.rate_limit_per_minute),
-        "jobs": JobRunner(settings.db_path), "ready": threading.Event(), "load_error": None,
-        "ready_s": None, "in_flight": InFlight(),
+        "ready": threading.Event(), "load_error": None, "ready_s": None, "in_flight": InFlight(),
     })
 
     state.profiles = ProfileSwitcher(state)
@@ -117,7 +116,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
 
     async def stop() -> None:  # after uvicorn's drain (gateway.web.drain): no answer row is lost
         state.profiles.stop()
-        await finish_answers(state.in_flight, gw, state.jobs)
+        await finish_answers(state.in_flight, gw, gw.jobs)
 
     app = Litestar(
         route_handlers=[api_router(), OpenAIController, PagesController, static_router],

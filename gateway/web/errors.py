@@ -72,7 +72,7 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
             code = "invalid_host"
         return _response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
     if is_user_error(exc):  # every room's user-facing errors carry their status and code
-        return _response(type(exc).http_status, type(exc).code, str(exc))
+        return _response(type(exc).http_status, type(exc).code, str(exc), getattr(exc, "headers", None))
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
     return _response(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error",
                      f"internal error ({type(exc).__name__}); see the server log")

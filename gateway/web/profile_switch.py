@@ -81,7 +81,7 @@ class ProfileSwitcher:
     def _switch(self, current: Any, wanted: Any) -> dict[str, Any]:
         from runtimes.gates import gate_one
 
-        gw, slots = self.state.gw, self.state.slots
+        gw = self.state.gw
         before = current.name if current is not None else "(no working profile)"
         record: dict[str, Any] = {"from": before, "to": wanted.name, "at": utcnow()}
         if gw.answer_mode().mode != "generate" and gw.runtime_if_loaded() is None:
@@ -94,8 +94,7 @@ class ProfileSwitcher:
             self._refused = wanted.content_hash
             return self._done({**record, "status": "refused",
                                "detail": f"{wanted.name} fails gate 1 ({result.detail}); {before} keeps serving"})
-        reservation = slots.reserve(force=True)
-        with slots.run(reservation) as _turn:  # answers admitted before the switch finish first
+        with gw.queue.turn() as _turn:  # answers admitted before the switch finish first
             old = gw.switch_profile(wanted, found.runtime)
             record["chain_id"] = found.runtime.describe().chain_id
         if old is not None and old is not found.runtime:

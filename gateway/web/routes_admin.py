@@ -62,14 +62,12 @@ def _encoded(chunks: Iterator[tuple[str, int]]) -> Iterator[bytes]:
 def set_answer_mode(state: Any, mode: str) -> str:
     """Put `mode` in force for the next answers; returns the mode it replaces.
 
-    Both the app's settings (the queue reads them) and the services' settings (the pipeline reads
-    them) change, each by replacing its `answer` section whole: an answer in progress keeps the
-    section it started with. Switching to generate starts loading the model now, not on the next ask.
+    The one Settings' `answer` section is replaced whole: an answer in progress keeps the section
+    it started with. Switching to generate starts loading the model now, not on the next ask.
     """
     gw = state.gw
     previous = str(gw.settings.answer.mode)
-    for settings in {id(s): s for s in (state.settings, gw.settings)}.values():
-        settings.answer = dataclasses.replace(settings.answer, mode=mode)
+    gw.settings.answer = dataclasses.replace(gw.settings.answer, mode=mode)
     if gw.answer_mode().mode == "generate" and gw.runtime_if_loaded() is None:
         gw.runtimes.load_in_background()  # its owner records a failure; /health says why
     return previous

@@ -40,7 +40,7 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
     from gateway.answer.pipeline import answer_events
 
     generates = request.mode_or(state.gw.answer_mode().mode) == "generate"
-    reservation = state.slots.reserve() if generates else None
+    reservation = state.gw.queue.reserve() if generates else None
 
     def produce(cancel: threading.Event, emit: Callable[[AnswerEvent], None] | None = None
                 ) -> Iterator[AnswerEvent]:
@@ -49,7 +49,7 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
                 emit(Queue(ahead=ahead))
 
         def slot(cancel: threading.Event) -> Any:
-            return state.slots.run(reservation, cancel, on_wait)
+            return state.gw.queue.run(reservation, cancel, on_wait)
 
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)

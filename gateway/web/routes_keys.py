@@ -13,10 +13,12 @@ from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
-from litestar.datastructures import CacheControlHeader, State
+from litestar.datastructures import CacheControlHeader
+from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from gateway.records.keys import KeyStore
+from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses import KeyCreated, KeyList, KeyOut, KeyRevoked
 from gateway.web.schemas import KeyCreateRequest
@@ -35,24 +37,25 @@ class KeysController(Controller):
     guards = [admin_guard]
 
     @get("/", summary="Every API key (never the key itself): role, created, last used, revoked")
-    async def list_keys(self, state: State) -> KeyList:
+    async def list_keys(self, services: NamedDependency[Services]) -> KeyList:
         """Revoked keys are listed too, renamed NAME@revoked-TIME (the name is free for a new key)."""
-        rows = await sync_to_thread(state.key_store.list)
+        rows = await sync_to_thread(services.keys.list)
         return KeyList(keys=[KeyOut(**r) for r in rows])
 
     @post("/", status_code=201, cache_control=CacheControlHeader(no_store=True),
           summary="Create a key; the response holds the key, shown this once")
-    async def create(self, state: State, data: JSONBody[KeyCreateRequest]) -> KeyCreated:
+    async def create(self, services: NamedDependency[Services], data: JSONBody[KeyCreateRequest]) -> KeyCreated:
         """409 `conflict` when an unrevoked key has the name already (revoke it first)."""
-        key = await sync_to_thread(state.key_store.create, data.name, data.role)
+        key = await sync_to_thread(services.keys.create, data.name, data.role)
         return KeyCreated(name=data.name, role=data.role, key=key, note=SHOWN_ONCE)
 
     @post("/{name:str}/revoke", status_code=200,
           summary="Revoke a key: refused from the next request on, its admin sessions end at once")
-    async def revoke(self, request: Request[Any, Any, Any], state: State, name: FromPath[str]) -> KeyRevoked:
+    async def revoke(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
+                     name: FromPath[str]) -> KeyRevoked:
         """Revoking the key of one's own session is allowed (and logs one out); 404 for no such active key."""
         caller = principal_of(request)
-        store: KeyStore = state.key_store
+        store: KeyStore = services.keys
         if not await sync_to_thread(store.revoke, name):
             raise ApiError(404, "not_found", f"no active key named {name!r}")
         return KeyRevoked(name=name, revoked=True, own_key=caller is not None and caller.name == name,

@@ -61,12 +61,12 @@ class PagesController(Controller):
         else:
             form = await request.form()
             key = form.get("key")
-        principal = state.key_store.verify(str(key or "").strip())
+        principal = state.gw.keys.verify(str(key or "").strip())
         if principal is None:
             raise ApiError(401, "unauthorized", "unknown or revoked key")
         if not principal.is_admin:
             raise ApiError(403, "forbidden", f"key {principal.name!r} is not an admin key")
-        sid, session = state.sessions.create(principal)
+        sid, session = state.gw.sessions.create(principal)
         cookie = Cookie(key=SESSION_COOKIE, value=sid, httponly=True, samesite="strict", path="/",
                         max_age=SESSION_TTL_S, secure=request.url.scheme == "https")
         return Response({"name": principal.name, "role": principal.role, "csrf": session.csrf},
@@ -81,7 +81,7 @@ class PagesController(Controller):
 
     @post("/admin/logout", status_code=200)
     async def logout(self, request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
-        request.app.state.sessions.drop(request.cookies.get(SESSION_COOKIE))
+        request.app.state.gw.sessions.drop(request.cookies.get(SESSION_COOKIE))
         return Response({"status": "logged out"},
                         cookies=[Cookie(key=SESSION_COOKIE, value="", max_age=0, path="/")])
 

@@ -30,7 +30,7 @@ def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | No
     lookup joins api_keys): a revoked key ends all its sessions at the next request, not when they
     expire.
     """
-    return connection.app.state.sessions.get(connection.cookies.get(SESSION_COOKIE))
+    return connection.app.state.gw.sessions.get(connection.cookies.get(SESSION_COOKIE))
 
 
 class RateLimiter:
@@ -78,7 +78,7 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = 
 def _principal(connection: ASGIConnection[Any, Any, Any, Any], strict: bool) -> Principal | None:
     key = _bearer(connection)
     if key:
-        principal = connection.app.state.key_store.verify(key)
+        principal = connection.app.state.gw.keys.verify(key)
         if principal is None:
             raise ApiError(401, "unauthorized", "invalid or revoked API key")
         return principal
@@ -95,7 +95,7 @@ def _principal(connection: ASGIConnection[Any, Any, Any, Any], strict: bool) -> 
 
 def reader_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     principal = principal_of(connection, strict=False)
-    if principal is None and not connection.app.state.settings.server.allow_anonymous_read:
+    if principal is None and not connection.app.state.gw.settings.server.allow_anonymous_read:
         raise ApiError(401, "unauthorized", "this gateway requires an API key to read "
                        "(Authorization: Bearer <key>)")
 

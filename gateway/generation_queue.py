@@ -1,8 +1,11 @@
-"""One generation at a time per runtime, a first-come queue with positions, 503 + Retry-After beyond it.
+"""One generation at a time per runtime: a first-come queue with positions, refused beyond its bound.
 
-Each reservation gets a ticket when the request is admitted. The slot goes to the waiting ticket
-that came first, so a technician can be told truthfully how many questions are ahead (those
-admitted earlier and not finished), and that number only goes down.
+The one queue of a gateway process, owned by `gateway.services.Services`: a web ask reserves its
+place when it is admitted (a full queue is a 503 + Retry-After before any response starts), the
+CLI, replay and a profile switch take theirs when they reach generation. Each reservation gets a
+ticket; the turn goes to the waiting ticket that came first, so a technician can be told
+truthfully how many questions are ahead (those admitted earlier and not finished), and that
+number only goes down.
 """
 
 from __future__ import annotations
@@ -11,12 +14,23 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from gateway.web.errors import ApiError
+from gateway.errors import GatewayError
 
 WAIT_POLL_S = 0.2  # how often a waiter re-checks its cancel flag and reports its position
 
 
-class GenerationSlots:
+class QueueFull(GatewayError):
+    """The bound of the queue is reached: retry later (the web adds Retry-After)."""
+
+    http_status = 503
+    code = "busy"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+
+class GenerationQueue:
     def __init__(self, queue_size: int = 8, retry_after_s: int = 5) -> None:
         self.queue_size = queue_size
         self.retry_after_s = retry_after_s
@@ -31,9 +45,9 @@ class GenerationSlots:
         """Requests admitted and not finished (running + waiting)."""
         return len(self._admitted)
 
-    def _busy(self) -> ApiError:
-        return ApiError(503, "busy", f"the generator is busy ({self.depth} requests running or "
-                        f"queued); retry later", {"Retry-After": str(self.retry_after_s)})
+    def _busy(self) -> QueueFull:
+        return QueueFull(f"the generator is busy ({self.depth} requests running or queued); retry later",
+                         self.retry_after_s)
 
     def reserve(self, force: bool = False) -> Reservation:
         """Take a place in the queue now, or refuse at once (503 + Retry-After).
@@ -96,10 +110,17 @@ class GenerationSlots:
             reservation.release()
 
 
+    @contextmanager
+    def turn(self, cancel: threading.Event | None = None) -> Iterator[bool]:
+        """A turn for a caller that asks where it generates (CLI, replay): it waits, never refused."""
+        with self.run(self.reserve(force=True), cancel) as acquired:
+            yield acquired
+
+
 class Reservation:
     """A place in the generation queue, released exactly once."""
 
-    def __init__(self, slots: GenerationSlots, ticket: int) -> None:
+    def __init__(self, slots: GenerationQueue, ticket: int) -> None:
         self._slots = slots
         self.ticket = ticket
         self._released = False
