@@ -16,7 +16,6 @@ from typing import Any
 
 from runtimes.answer_bar import AnswerBar, AnswerBarError, parse_answer_bar
 from runtimes.base import GenerationConfig
-from runtimes.builtin_profiles import BUILTIN_PROFILES
 from runtimes.registry import BACKENDS, is_remote
 
 if sys.version_info >= (3, 11):
@@ -32,7 +31,16 @@ class ProfileError(ValueError):
 
 
 DEFAULT_ARTIFACT = "default"
-BUILTIN_DIR = Path("<builtin>")
+BUILTIN_DIR = Path("<builtin>")  # how a built-in profile is named: <builtin>/x86-cpu.toml
+
+
+def builtin_profiles() -> dict[str, str]:
+    """The profiles that ship inside the package (runtimes/builtin/*.toml), by file name: the default
+    works from a wheel with no files around. profiles/ links to the same files (one source)."""
+    from importlib.resources import files
+
+    folder = files("runtimes") / "builtin"
+    return {f.name: f.read_text(encoding="utf-8") for f in folder.iterdir() if f.name.endswith(".toml")}
 
 _TOP_KEYS = {"answers", "name", "description", "target_device", "backend", "rollback", "artifact", "runtime",
              "options", "generation", "embedding", "owners"}
@@ -279,9 +287,10 @@ def load_profile(path: str | Path, base_dir: str | Path | None = None) -> Profil
     """Read and validate a profile file (or a built-in one, `<builtin>/NAME.toml`)."""
     p = Path(path)
     if p.parent == BUILTIN_DIR:
-        if p.name not in BUILTIN_PROFILES:
-            raise ProfileError(f"no built-in profile {p.name!r} (built in: {', '.join(BUILTIN_PROFILES)})")
-        return parse_profile(BUILTIN_PROFILES[p.name], p)
+        shipped = builtin_profiles()
+        if p.name not in shipped:
+            raise ProfileError(f"no built-in profile {p.name!r} (built in: {', '.join(sorted(shipped))})")
+        return parse_profile(shipped[p.name], p)
     if not p.is_file():
         raise ProfileError(f"profile not found: {p}")
     try:
