@@ -3,8 +3,9 @@
 `render_unit` (pure) writes the unit for one installation; the command fills it in for this one
 (the absolute path of this venv's `manualqa`), checks that the sandbox will not hide what the
 service needs, and prints the unit or writes it with the commands left to run. It never runs
-useradd or systemctl itself. deploy/manualqa.service is the rendering for a venv at /opt/manualqa
-(tests/test_service.py keeps them equal); docs/operations.md, "Running as a service", says the rest.
+useradd or systemctl itself. The unit's text is one template (manualqa.service.in beside this module,
+package data); `manualqa install-service --print` shows it rendered for this installation;
+docs/operations.md, "Running as a service", says the rest.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
+from string import Template
 
 import click
 
@@ -25,7 +28,9 @@ from gateway.config import ServerSettings
 from gateway.errors import GatewayError
 
 UNIT_NAME = "manualqa.service"
-EXAMPLE_COMMAND = "/opt/manualqa/bin/manualqa"  # the venv deploy/manualqa.service is rendered for
+# The unit with $placeholders, each line with the reason it is there: package data, one source.
+UNIT_TEMPLATE = Template((files("gateway.cli") / "manualqa.service.in").read_text(encoding="utf-8"))
+EXAMPLE_COMMAND = "/opt/manualqa/bin/manualqa"  # the venv docs/operations.md's example is rendered for
 # Where the unit's sandbox hides the host's files, and the line that hides them.
 HIDDEN = {"/home": "ProtectHome=yes", "/root": "ProtectHome=yes", "/run/user": "ProtectHome=yes",
           "/tmp": "PrivateTmp=yes", "/var/tmp": "PrivateTmp=yes"}
@@ -141,85 +146,11 @@ def render_unit(o: UnitOptions) -> str:
                 "AmbientCapabilities=CAP_NET_BIND_SERVICE\nCapabilityBoundingSet=CAP_NET_BIND_SERVICE\n")
     else:
         caps = "# No capabilities at all: the server needs none on a port above 1023.\nCapabilityBoundingSet=\n"
-    return f"""\
-# manualqa as a hardened systemd service, rendered by `manualqa install-service` for
-# {o.command.split()[0]}. Each line says why it is here; docs/operations.md, "Running as a service".
-
-[Unit]
-# What `systemctl status manualqa` shows.
-Description=manualqa: offline answers from equipment manuals, with citations
-# The API listens on the network: start once it is up.
-After=network-online.target
-Wants=network-online.target
-# At most 5 restarts in 5 minutes, then it stays failed for a person to look at.
-StartLimitIntervalSec=300
-StartLimitBurst=5
-
-[Service]
-# exec: `systemctl start` fails at once when the command cannot be run.
-Type=exec
-# A dedicated system user, not DynamicUser=: operators run `manualqa keys`, `ingest`, `backup` on the
-# same data as this user (sudo -u {o.user} ...), which needs a uid that exists and stays the same.
-User={o.user}
-Group={o.user}
-{storage}{config}# Where libraries write caches: a writable place of its own, not the (read-only) venv or home.
-CacheDirectory=manualqa
-Environment=XDG_CACHE_HOME=/var/cache/manualqa
-# Offline: the models are files in the venv's packages (read-only); nothing is downloaded.
-Environment=HF_HUB_OFFLINE=1
-Environment=TRANSFORMERS_OFFLINE=1
-# Set beside TimeoutStopSec so that the two agree (it overrides server.drain_timeout_s of the config).
-Environment=MANUALQA_SERVER__DRAIN_TIMEOUT_S={o.drain_timeout_s:g}
-# This installation's command, by absolute path: the venv with the code and the models.
-ExecStart={o.command} serve --host {o.host} --port {o.port}
-# Back after a crash or an out-of-memory kill, not after `systemctl stop`.
-Restart=on-failure
-RestartSec=5s
-
-# Graceful stop: SIGTERM to the server alone (KillMode=mixed). It stops accepting connections, lets
-# answers finish for the drain timeout, cancels the rest (each still logged), closes the answer log
-# and exits 0; its helpers (PDF parse workers) get SIGKILL once it is gone.
-KillSignal=SIGTERM
-KillMode=mixed
-# The drain, then {STOP_MARGIN_S} s for cancelled answers to log; after that systemd sends SIGKILL.
-TimeoutStopSec={o.drain_timeout_s + STOP_MARGIN_S:g}
-
-# A ceiling, so that a big PDF or model cannot take the whole board: the default profile (a small
-# GGUF model, the embedder, torch) with an ingest fits in 2G; raise it for bigger models. Past it
-# the kernel kills the service and Restart= brings it back.
-MemoryMax={o.memory_max}
-
-# Hardening: the server reads its venv and writes its data directory, nothing else.
-# No setuid or file capabilities can give a child more rights than the service has.
-NoNewPrivileges=yes
-# /usr, /etc, /boot and the venv are read-only; only the state, cache and listed paths are writable.
-ProtectSystem=strict
-# /home, /root and /run/user are hidden: keep the venv, the data and the config out of them.
-ProtectHome=yes
-# A private /tmp, emptied at each stop (the upload spool is in the data directory).
-PrivateTmp=yes
-{devices}{caps}# No kernel tunables, modules, kernel log, clock, hostname or cgroup changes, no namespaces.
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectClock=yes
-ProtectHostname=yes
-RestrictNamespaces=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-LockPersonality=yes
-SystemCallArchitectures=native
-# Local sockets and IP only.
-RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
-# Not MemoryDenyWriteExecute=yes: ctypes callbacks (the RKLLM binding) need writable+executable memory.
-# New files are not readable by others (signing keys are 0600 anyway).
-UMask=0027
-
-[Install]
-# Started at boot once enabled (systemctl enable).
-WantedBy=multi-user.target
-"""
+    return UNIT_TEMPLATE.substitute(
+        executable=o.command.split()[0], user=o.user, storage=storage, config=config, command=o.command,
+        host=o.host, port=o.port, drain_timeout_s=f"{o.drain_timeout_s:g}", stop_margin_s=STOP_MARGIN_S,
+        timeout_stop_s=f"{o.drain_timeout_s + STOP_MARGIN_S:g}", memory_max=o.memory_max, devices=devices,
+        caps=caps)
 
 
 def this_command() -> str:
