@@ -183,7 +183,7 @@ class Services:
             raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
         hits, timings = search_with_timings(self.store, self.embedder_for(version), query, k=k,
                                             manuals=manuals or None, version=version, reranker=self.reranker,
-                                            **self.settings.search.search_options())
+                                            params=self.settings.search)
         self.show_titles(hits)
         return Retrieved(hits, timings, version)
 

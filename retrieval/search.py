@@ -131,8 +131,18 @@ def search_with_timings(
     reranker: Any = None,
     rerank_pool: int = DEFAULTS.rerank_pool,
     rerank_weight: float = DEFAULTS.rerank_weight,
+    params: SearchParams | None = None,
 ) -> tuple[list[Hit], dict[str, float]]:
-    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, rerank_ms, total_ms."""
+    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, rerank_ms, total_ms.
+
+    `params`, when given, is the configured gateway's SearchParams whole: its fields replace the
+    keyword arguments of the same meaning (candidates, rrf_k, weights, page_share, rerank_pool,
+    rerank_weight); experiments pass those one by one instead.
+    """
+    if params is not None:
+        candidates, rrf_k, page_share = params.candidates, params.rrf_k, params.page_share
+        weights = (params.dense_weight, params.lexical_weight)
+        rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
     t_start = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
         raise RetrievalError("the question is empty")
@@ -233,6 +243,7 @@ def search(
     reranker: Any = None,
     rerank_pool: int = DEFAULTS.rerank_pool,
     rerank_weight: float = DEFAULTS.rerank_weight,
+    params: SearchParams | None = None,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
@@ -242,5 +253,6 @@ def search(
     hits, _timings = search_with_timings(store, embedder, query, k=k, manuals=manuals, version=version,
                                          candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
                                          mode=mode, weights=weights, page_share=page_share,
-                                         reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight)
+                                         reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight,
+                                         params=params)
     return hits

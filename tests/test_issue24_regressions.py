@@ -92,6 +92,11 @@ def test_search_without_options_fuses_with_the_configured_rrf_k(sample_data_dir:
     for h in hits:
         expected = sum(1 / (10 + r) for r in (h.dense_rank, h.lexical_rank) if r is not None)
         assert h.score == pytest.approx(expected * (0.5 if is_navigation(h.heading, h.text) else 1))
+    # SearchParams travels whole: the configured gateway's fields, not a second spelling of them
+    other = SearchParams(rrf_k=60, candidates=20)
+    assert search(store, embedder, question, k=5, params=other) == search(
+        store, embedder, question, k=5, **other.search_options())
+    assert [h.score for h in search(store, embedder, question, k=5, params=other)] != [h.score for h in hits]
 
 
 # -- 3. the error contract of docs/api.md ---------------------------------------------------------------
