@@ -63,15 +63,22 @@ class Services:
         self._sessions: SessionStore | None = None
         self._jobs: JobRunner | None = None
 
+    def _once(self, attr: str, build: Callable[[], Any]) -> Any:
+        """The part held in `attr`, built by `build` on first use (under the lock: built once)."""
+        with self._lock:
+            part = getattr(self, attr)
+            if part is None:
+                part = build()
+                setattr(self, attr, part)
+            return part
+
     # -- index ---------------------------------------------------------------------------------
     @property
     def store(self) -> IndexStore:
-        with self._lock:
-            if self._store is None:
-                from retrieval.versions import IndexStore
+        from retrieval.versions import IndexStore
 
-                self._store = IndexStore(self.settings.data_dir)
-            return self._store
+        store: IndexStore = self._once("_store", lambda: IndexStore(self.settings.data_dir))
+        return store
 
     @property
     def embedder(self) -> Embedder:
@@ -250,12 +257,10 @@ class Services:
     @property
     def queue(self) -> GenerationQueue:
         """The one generation queue of this process: web asks, CLI answers, replay and profile switches."""
-        with self._lock:
-            if self._queue is None:
-                from gateway.generation_queue import GenerationQueue
+        from gateway.generation_queue import GenerationQueue
 
-                self._queue = GenerationQueue(self.settings.server.queue_size)
-            return self._queue
+        queue: GenerationQueue = self._once("_queue", lambda: GenerationQueue(self.settings.server.queue_size))
+        return queue
 
     def turn(self, cancel: threading.Event | None = None) -> AbstractContextManager[bool]:
         """A turn at generation for a caller that reserved no place in the queue (CLI, replay, tests)."""
@@ -275,41 +280,34 @@ class Services:
     # -- answers (gateway.answer.pipeline, gateway.records.answers) -----------------------------
     @property
     def log(self) -> AnswerLog:
-        with self._lock:
-            if self._log is None:
-                from gateway.records.answers import AnswerLog
+        from gateway.records.answers import AnswerLog
 
-                self._log = AnswerLog(self.settings.db_path)
-            return self._log
+        log: AnswerLog = self._once("_log", lambda: AnswerLog(self.settings.db_path))
+        return log
 
     @property
     def keys(self) -> KeyStore:
-        with self._lock:
-            if self._keys is None:
-                from gateway.records.keys import KeyStore
+        from gateway.records.keys import KeyStore
 
-                self._keys = KeyStore(self.settings.db_path)
-            return self._keys
+        keys: KeyStore = self._once("_keys", lambda: KeyStore(self.settings.db_path))
+        return keys
 
     @property
     def sessions(self) -> SessionStore:
-        with self._lock:
-            if self._sessions is None:
-                from gateway.records.sessions import SessionStore
+        """Admin cookie sessions (rows of gateway.db, so a restart or a second process sees them)."""
+        from gateway.records.sessions import SessionStore
 
-                self._sessions = SessionStore(self.settings.db_path)
-            return self._sessions
+        sessions: SessionStore = self._once("_sessions", lambda: SessionStore(self.settings.db_path))
+        return sessions
 
     @property
     def jobs(self) -> JobRunner:
         """The background job runner (ingest after an upload); built by the server: it claims the data
         directory's jobs and first fails what a crashed server left unfinished."""
-        with self._lock:
-            if self._jobs is None:
-                from gateway.records.jobs import JobRunner
+        from gateway.records.jobs import JobRunner
 
-                self._jobs = JobRunner(self.settings.db_path)
-            return self._jobs
+        jobs: JobRunner = self._once("_jobs", lambda: JobRunner(self.settings.db_path))
+        return jobs
 
     def close(self) -> None:
         """Flush and close the answer log if this process opened it: a stop must not drop queued rows.
