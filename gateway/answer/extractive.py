@@ -12,6 +12,7 @@ import re
 
 from gateway.answer.citations import content_terms, sentence_spans
 from gateway.answer.ocr_text import doubtful_number
+from gateway.answer.quantities import asked_quantities, states
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400
@@ -25,10 +26,15 @@ def _clean(sentence: str) -> str:
 
 
 def pick_sentences(
-    question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3
+    question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3, value_bonus: float = 0.0
 ) -> list[tuple[int, str]]:
-    """[(passage number, sentence)] in answer order: best-scoring first, at most 2 per passage."""
+    """[(passage number, sentence)] in answer order: best-scoring first, at most 2 per passage.
+
+    value_bonus: added to a sentence that states a quantity of a kind the question asks for
+    (gateway.answer.quantities: "how heavy" and a number in kg).
+    """
     want = content_terms(question)
+    asked = asked_quantities(question) if value_bonus else []
     candidates: list[tuple[int, int, str, set[str]]] = []  # (passage n, position, sentence, terms)
     for n, hit in enumerate(hits[:max_passages], start=1):
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
@@ -50,7 +56,8 @@ def pick_sentences(
         n, pos, _, terms = item
         matched = sum(1.0 + math.log(total / df[t]) for t in terms & want)
         length_penalty = math.sqrt(max(len(terms), 4))
-        return matched / length_penalty + 0.6 / n + 0.05 / (pos + 1)
+        value = value_bonus if asked and any(states(item[2], kind) for kind in asked) else 0.0
+        return matched / length_penalty + 0.6 / n + 0.05 / (pos + 1) + value
 
     ranked = sorted(candidates, key=score, reverse=True)
     chosen: list[tuple[int, int, str, set[str]]] = []
@@ -70,10 +77,12 @@ def pick_sentences(
     return [(n, sentence) for n, _, sentence, _ in chosen]
 
 
-def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3) -> str:
+def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3,
+                      value_bonus: float = 0.0) -> str:
     """The answer text: each picked sentence followed by its citation, e.g. "Do X. [1]"."""
     parts = []
-    for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences):
+    for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
+                                      value_bonus=value_bonus):
         if sentence[-1:] not in ".!?…":
             sentence += "."
         parts.append(f"{sentence} [{n}]")
