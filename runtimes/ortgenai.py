@@ -20,6 +20,7 @@ from typing import Any
 from runtimes import ortgenai_log
 from runtimes.base import (
     ArtifactChain,
+    Environment,
     GateCheck,
     GenerationConfig,
     GenerationError,
@@ -49,6 +50,13 @@ class OrtGenAIRuntime(Runtime):
     native = True  # ONNX Runtime's C++ in our address space: runs in a supervised worker
     install_hint = GENAI_INSTALL_HINT
     distributions = {"onnxruntime_genai": "onnxruntime-genai", "onnxruntime": "onnxruntime"}
+
+    @classmethod
+    def probe_environment(cls, options: dict[str, Any]) -> Environment:
+        env = super().probe_environment(options)
+        if env.versions.get("onnxruntime_genai") is None:
+            env.missing.append(f"onnxruntime-genai is not installed; install it with: {GENAI_INSTALL_HINT}")
+        return env
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)
