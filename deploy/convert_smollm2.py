@@ -104,7 +104,10 @@ def convert(out: Path, gguf: Path, log: Any = sys.stderr) -> dict[str, Any]:
                          "torch (make install-dev)")
     gguf_sha = sha256_uncached(gguf)
     out.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    # GIT_DIR: the builder stamps model.onnx's producer_version with `git rev-parse HEAD` run beside its
+    # site-packages, which inside a venv in a git checkout is *this project's* commit (so every commit
+    # changed the artifact); with no git repository it falls back to its own package's commit.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_DIR": os.devnull}
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with tempfile.TemporaryDirectory(prefix="convert-smollm2-", dir=out.parent) as tmp:
         hf_dir, staged, cache = Path(tmp) / "hf-dequantized", Path(tmp) / "ortgenai", Path(tmp) / "builder-cache"

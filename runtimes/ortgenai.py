@@ -99,9 +99,10 @@ class OrtGenAIRuntime(Runtime):
                 config.append_provider(self.execution_provider)
             for key, value in self.provider_options.items():
                 config.set_provider_option(self.execution_provider, str(key), str(value))
-            # the session's verbose log says where each node went (gate 2); threads as the profile says
+            # the session's verbose log says where each node went (gate 2; runtimes.ortgenai_log); without
+            # memory patterns ORT logs nothing per run at that level; threads as the profile says
             config.overlay(json.dumps({"model": {"decoder": {"session_options": {
-                "log_severity_level": 0, "intra_op_num_threads": self.n_threads}}}}))
+                "log_severity_level": 0, "enable_mem_pattern": False, "intra_op_num_threads": self.n_threads}}}}))
         except Exception as exc:  # og raises RuntimeError for an unknown provider name
             raise RuntimeUnavailable(f"onnxruntime-genai refused execution provider "
                                      f"{self.execution_provider!r}: {exc}") from exc
