@@ -1,7 +1,7 @@
 # manualqa: `make run` and `make test` are the whole quick start.
 #
 # Every install comes from one lock (issue 22): requirements.lock (manualqa[llm,server]: run, bundle) and
-# requirements-dev.lock (the same pins plus [dev] and [st]: test), every package pinned with its sha256,
+# requirements-dev.lock (the same pins plus [dev], [st], [genai] and [genai-convert]: test), every package pinned with its sha256,
 # installed with `pip install --require-hashes --no-deps`. Regenerate both with `make lock` (deploy/lock.sh,
 # uv) after changing pyproject.toml's dependencies; tests/test_lock.py fails until you do.
 # `make run` installs no torch: the default embedder runs on onnxruntime. torch and sentence-transformers

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the locks (issue 22): requirements.lock (manualqa[llm,server], what `make run` and
-# `make bundle` install) and requirements-dev.lock (the same pins plus the [dev] and [st] extras, what
-# `make test` installs). `make lock` runs this; commit both files with the pyproject.toml change that needed them.
+# `make bundle` install) and requirements-dev.lock (the same pins plus the [dev], [st], [genai] and
+# [genai-convert] extras, what `make test` installs). `make lock` runs this; commit both files with the pyproject.toml change that needed them.
 #
 # Why: pyproject.toml gives ranges; a fresh machine resolving them next month gets other versions than
 # CI tested. The locks pin every package with the sha256 of every file PyPI has for that version, for
@@ -50,7 +50,7 @@ compile() {  # compile OUT [uv options...]: resolved for Python 3.10 and up, eve
 }
 
 # 1. Which packages only the CUDA build of torch pulls in (their names change between torch releases).
-compile "$tmp/probe.txt" --extra llm --extra server --extra dev --extra st
+compile "$tmp/probe.txt" --extra llm --extra server --extra dev --extra st --extra genai --extra genai-convert
 cuda=$(grep -oE '^(nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+|triton)==' "$tmp/probe.txt" | sed 's/==$//' | sort -u)
 skip=(--no-emit-package torch)
 for name in $cuda; do skip+=(--no-emit-package "$name"); done
@@ -92,9 +92,10 @@ compile "$tmp/runtime.txt" --extra llm --extra server --generate-hashes "${skip[
 { header "manualqa[llm,server]: every package that \`make run\` and \`make bundle\` install." requirements.lock \
     "# No torch: nothing here needs it (only the [st] extra does: sentence-transformers, in requirements-dev.lock)."
   cat "$tmp/runtime.txt"; } >requirements.lock
-compile "$tmp/dev.txt" --extra llm --extra server --extra dev --extra st --generate-hashes "${skip[@]}" \
+compile "$tmp/dev.txt" --extra llm --extra server --extra dev --extra st --extra genai --extra genai-convert \
+    --generate-hashes "${skip[@]}" \
     -c requirements.lock
-{ header "manualqa[llm,server,dev,st]: requirements.lock's pins plus the dev tools and sentence-transformers \`make test\` installs." \
+{ header "manualqa[llm,server,dev,st,genai,genai-convert]: requirements.lock's pins plus the dev tools, sentence-transformers and ONNX Runtime GenAI (backend and conversion tools) \`make test\` installs." \
     requirements-dev.lock \
     "# Not in this file: torch and the CUDA-only packages (nvidia-*, cuda-*, triton). The Makefile installs the
 # CPU build of torch first, from its own pin; this file was resolved against that version.

@@ -124,13 +124,17 @@ def _check_artifact(profile: Profile, found: _Loaded, problems: list[str]) -> No
         problems.append(str(exc))
         return
     info["path"] = path
-    if not os.path.isfile(path):
+    from runtimes.hashing import file_sha256, tree_sha256, tree_size
+
+    if os.path.isdir(path):  # a model folder (ortgenai): the digest of its files (runtimes.hashing.tree_sha256)
+        info["size_bytes"] = tree_size(path)
+        actual = info["sha256"] = tree_sha256(path)[0]
+    elif not os.path.isfile(path):
         problems.append(f"artifact not found: {path}")
         return
-    from runtimes.hashing import file_sha256
-
-    info["size_bytes"] = os.path.getsize(path)
-    actual = info["sha256"] = file_sha256(path)
+    else:
+        info["size_bytes"] = os.path.getsize(path)
+        actual = info["sha256"] = file_sha256(path)
     if not spec.sha256:
         problems.append(f"artifact.sha256 is not set in the profile; this file's sha256 is {actual}")
     elif actual != spec.sha256:

@@ -84,3 +84,31 @@ def file_sha256(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] 
         data[key] = {**stamp, "sha256": digest}
         _store(cache_file, data)
     return digest
+
+
+# Records about a model folder, not part of what the runtime loads: excluded from its digest.
+TREE_EXCLUDE = ("PROVENANCE.json",)
+
+
+def tree_files(folder: str | os.PathLike[str], exclude: tuple[str, ...] = TREE_EXCLUDE) -> list[Path]:
+    """The files of a model folder (recursively, sorted), without the excluded records."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).as_posix() not in exclude)
+
+
+def tree_sha256(folder: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None,
+                exclude: tuple[str, ...] = TREE_EXCLUDE) -> tuple[str, dict[str, str]]:
+    """A folder artifact's digest (sha256 of its sorted "sha256  relative/path" lines) and each file's sha256.
+
+    Why a manifest hash: an ORT GenAI model is a folder (graph, weights, tokenizer, config); changing any
+    file that the runtime reads changes the digest, and the per-file hashes say which one changed.
+    """
+    root = Path(folder)
+    files = {p.relative_to(root).as_posix(): file_sha256(p, cache_dir) for p in tree_files(root, exclude)}
+    manifest = "".join(f"{digest}  {name}\n" for name, digest in sorted(files.items()))
+    return hashlib.sha256(manifest.encode("utf-8")).hexdigest(), files
+
+
+def tree_size(folder: str | os.PathLike[str], exclude: tuple[str, ...] = TREE_EXCLUDE) -> int:
+    """Bytes of the files tree_sha256 covers."""
+    return sum(p.stat().st_size for p in tree_files(folder, exclude))

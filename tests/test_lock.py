@@ -24,7 +24,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
-LOCKS = {"requirements.lock": ("llm", "server"), "requirements-dev.lock": ("llm", "server", "dev", "st")}
+LOCKS = {"requirements.lock": ("llm", "server"),
+         "requirements-dev.lock": ("llm", "server", "dev", "st", "genai", "genai-convert")}
 # What the locks cover: the Pythons and machines manualqa runs on (uv resolves them all at once).
 TARGETS = [(py, machine) for py in ("3.10", "3.11", "3.12") for machine in ("x86_64", "aarch64")]
 # Kept out of the locks on purpose (make install-dev installs the CPU build of torch from its own pin).
