@@ -23,7 +23,13 @@ from bench.harness import REPO, tree_env, write_section
 MANUALQA = [sys.executable, "-m", "gateway"]
 
 
-def main() -> int:
+SAME_ARTIFACT = ("Both profiles run the same artifact (same chain id: the thread count is a runtime option, not "
+                 "part of the artifact chain), so no artifact note is printed; `--json` / `--output` carry each "
+                 "run's per-answer timings, the full chains and every recorded condition.")
+
+
+def main(argv: list[str] | None = None, *, module: str = "", title: str = "", note: str = SAME_ARTIFACT) -> int:
+    """Run `manualqa bench` and write its section (`module`: the section's script, this one by default)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="")
     ap.add_argument("--limit", type=int, default=3)
@@ -32,7 +38,7 @@ def main() -> int:
     ap.add_argument("--questions", default="sample_manuals/questions.jsonl")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--json-out", default="", help="also keep the command's full JSON here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     tmp = tempfile.TemporaryDirectory(prefix="manualqa-benchprofiles-")
     data = Path(args.data or tmp.name)
     env = tree_env(data)
@@ -51,7 +57,7 @@ def main() -> int:
     report = json.loads(out_json.read_text())
     c = report["conditions"]
     lines = [
-        "## Same-conditions comparison of deployment profiles (`manualqa bench`)",
+        title or "## Same-conditions comparison of deployment profiles (`manualqa bench`)",
         "",
         f"`{' '.join(cmd)}` on an index of the two sample manuals "
         f"({time.strftime('%Y-%m-%d', time.localtime(started))}, {time.time() - started:.0f} s wall).",
@@ -65,14 +71,12 @@ def main() -> int:
         proc.stdout.rstrip(),
         "```",
         "",
-        "Both profiles run the same artifact (same chain id: the thread count is a runtime option, not "
-        "part of the artifact chain), so no artifact note is printed; `--json` / `--output` carry each "
-        "run's per-answer timings, the full chains and every recorded condition.",
+        note,
     ]
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_write:
-        write_section(__spec__.name, text)
+        write_section(module or __spec__.name, text)
     return 0
 
 
