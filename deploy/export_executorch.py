@@ -75,6 +75,7 @@ def load_dequantized(gguf: Path) -> tuple[Any, Any]:
         tokenizer = AutoTokenizer.from_pretrained(tmp, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=gguf.name, dtype=torch.float32)
     model.eval()
+    model.requires_grad_(False)  # an inference graph: parameters that want gradients make a joint graph
     return model, tokenizer
 
 

@@ -17,6 +17,7 @@ BACKENDS: dict[str, str] = {
     "llamacpp": "runtimes.llamacpp:LlamaCppRuntime",
     "rkllm": "runtimes.rkllm.runtime:RKLLMRuntime",
     "openai": "runtimes.openai:OpenAIRuntime",
+    "executorch": "runtimes.executorch_rt:ExecuTorchRuntime",
 }
 
 def runtime_class(backend: str) -> type[Runtime]:
