@@ -84,9 +84,14 @@ def quantize(model: Any, group_size: int) -> str:
     import torch
     from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
     from torchao.quantization.granularity import PerAxis, PerGroup
+    from torchao.utils import unwrap_tensor_subclass
 
     granularity = PerGroup(group_size) if group_size > 0 else PerAxis(0)
-    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=granularity))
+    with torch.no_grad():
+        quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8,
+                                                               weight_granularity=granularity))
+        # plain tensors + parametrizations: what torch.export and the XNNPACK quantizer patterns expect
+        unwrap_tensor_subclass(model)
     return f"int8 weights ({'per-group ' + str(group_size) if group_size > 0 else 'per-channel'}), " \
            "int8 dynamic activations on every nn.Linear (torchao); embeddings float32"
 

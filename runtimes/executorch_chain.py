@@ -98,13 +98,13 @@ def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] 
     """source -> conversion -> quantization -> backend -> runtime -> tokenizer/template -> generation."""
     prov = provenance or {}
     pte = folder / PTE
-    return {
+    return {  # runtime first: doctor reads a locked version from the first key of that name
+        "runtime": runtime,
         "source": prov.get("source") or {"note": "no PROVENANCE.json beside the program: source unknown"},
         "conversion": prov.get("conversion") or {},
         "quantization": prov.get("quantization") or "unknown (no PROVENANCE.json)",
         "backend": "executorch",
         "delegate": {"expected": XNNPACK, "program": delegates},
-        "runtime": runtime,
         "tokenizer": {"file": TOKENIZER, "sha256": hashes.get(TOKENIZER), **(prov.get("tokenizer") or {})},
         "chat_template": {"file": TEMPLATE, "sha256": hashes.get(TEMPLATE), **(prov.get("chat_template") or {})},
         "program": prov.get("program") or {},

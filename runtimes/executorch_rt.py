@@ -244,7 +244,7 @@ class ExecuTorchRuntime(Runtime):
     # -- description and gate 2 ----------------------------------------------------------------
     def _runtime_facts(self) -> dict[str, Any]:
         registry = self._et.Runtime.get().backend_registry if self._et is not None else None
-        return {"library": "executorch", "version": distribution_version("executorch"),
+        return {"library": "executorch", "executorch": distribution_version("executorch"),
                 "torch": distribution_version("torch"), "n_threads": self.n_threads,
                 "registered_backends": sorted(registry.registered_backend_names) if registry else []}
 
