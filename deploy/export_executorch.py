@@ -111,7 +111,7 @@ def export(model: Any, max_seq_len: int, delegate: bool) -> tuple[bytes, dict[st
     with torch.no_grad():
         try:
             program = torch.export.export(
-                wrapped, args=(), kwargs=example, strict=False,
+                wrapped, args=(), kwargs=example, strict=True,
                 dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
             )
             prefill = "dynamic (one call reads the whole prompt)"
@@ -119,7 +119,7 @@ def export(model: Any, max_seq_len: int, delegate: bool) -> tuple[bytes, dict[st
             print(f"dynamic-length export failed ({exc}); exporting a one-token graph", file=sys.stderr)
             example = {"input_ids": torch.tensor([[1]], dtype=torch.long),
                        "cache_position": torch.tensor([0], dtype=torch.long)}
-            program = torch.export.export(wrapped, args=(), kwargs=example, strict=False)
+            program = torch.export.export(wrapped, args=(), kwargs=example, strict=True)
             prefill = "one token per call"
     partitioners = []
     if delegate:
