@@ -108,6 +108,9 @@ def export(model: Any, max_seq_len: int, delegate: bool) -> tuple[bytes, dict[st
     seq = torch.export.Dim("seq_len", min=1, max=max_seq_len - 1)
     example = {"input_ids": torch.tensor([[1, 2, 3]], dtype=torch.long),
                "cache_position": torch.arange(3, dtype=torch.long)}
+    # strict (dynamo) export: a non-strict one drops the KV cache's buffer mutations from the graph
+    # signature with torch 2.13, and executorch's run_decompositions then fails ("expected compiled_fn
+    # to be GraphModule").
     with torch.no_grad():
         try:
             program = torch.export.export(
