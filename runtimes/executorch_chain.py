@@ -113,3 +113,37 @@ def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] 
         "artifact": {"path": str(pte), "sha256": hashes.get(PTE), "size_bytes": pte.stat().st_size,
                      "files": hashes},
     }
+
+
+def etdump_evidence(et_runtime: Any, torch: Any, pte: Path, workdir: Path) -> dict[str, Any]:
+    """One profiled forward of the program: what ExecuTorch's own event trace says ran where.
+
+    The program is loaded a second time with ETDump on (the serving copy stays unprofiled), one
+    token goes through it, and the trace is read back: DELEGATE_CALL events and the operator names
+    XNNPACK reports (e.g. "Fully Connected (NC, QD8, F32, QC8W) GEMM") against portable kernel calls.
+    """
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    program = et_runtime.Runtime.get().load_program(pte, enable_etdump=True, debug_buffer_size=0)
+    method = program.load_method("forward")
+    method.execute([torch.tensor([[0]], dtype=torch.long), torch.tensor([0], dtype=torch.long)])
+    trace, debug = workdir / "forward.etdump", workdir / "forward.debug"
+    program.write_etdump_result_to_file(str(trace), str(debug))
+    dump = deserialize_from_etdump_flatcc(trace.read_bytes())
+    delegate_calls = kernel_calls = 0
+    delegate_ops: dict[str, int] = {}
+    for run in dump.run_data:
+        for event in run.events or []:
+            profile = event.profile_event
+            if profile is None:
+                continue
+            if profile.name == "DELEGATE_CALL":
+                delegate_calls += 1
+            elif profile.name and profile.name.startswith("native_call_"):
+                kernel_calls += 1
+            elif profile.name is None and profile.delegate_debug_id_str:
+                op = profile.delegate_debug_id_str.split(" #")[0]
+                delegate_ops[op] = delegate_ops.get(op, 0) + 1
+    return {"delegate_calls": delegate_calls, "portable_kernel_calls": kernel_calls,
+            "delegate_operators": dict(sorted(delegate_ops.items(), key=lambda kv: -kv[1])[:12]),
+            "delegate_operator_events": sum(delegate_ops.values())}

@@ -265,8 +265,10 @@ class ExecuTorchRuntime(Runtime):
             return GateCheck(2, False, "the executorch runtime is not loaded")
         forward = self.delegates.get("forward", {})
         available = bool(self._et.Runtime.get().backend_registry.is_available(chain.XNNPACK))
-        evidence = {"program": self.delegates, "xnnpack_registered": available,
-                    "forward_calls_since_load": self.forward_calls, "runtime": self._runtime_facts()}
+        evidence: dict[str, Any] = {"program": self.delegates, "xnnpack_registered": available,
+                                    "forward_calls_since_load": self.forward_calls, "runtime": self._runtime_facts()}
+        traced = self._trace()
+        evidence["etdump"] = traced
         if chain.XNNPACK not in forward.get("delegates", []) or not forward.get("delegate_calls"):
             return GateCheck(2, False, "the program delegates nothing to XNNPACK: every operator runs on "
                              f"ExecuTorch's portable kernels ({forward.get('kernel_calls', 0)} kernel calls)",
@@ -275,6 +277,25 @@ class ExecuTorchRuntime(Runtime):
             return GateCheck(2, False, "this executorch build has no XnnpackBackend registered", evidence)
         if self.forward_calls == 0:
             return GateCheck(2, False, "the program has not run since load (no smoke generation)", evidence)
-        return GateCheck(2, True, f"XNNPACK delegate: {forward['delegate_calls']} delegate calls, "
-                         f"{forward['kernel_calls']} portable kernel calls per forward; "
-                         f"{self.forward_calls} forwards ran", evidence)
+        if "error" in traced:
+            return GateCheck(2, False, f"ExecuTorch's event trace could not be read: {traced['error']}", evidence)
+        if not traced.get("delegate_calls") or not traced.get("delegate_operator_events"):
+            return GateCheck(2, False, "the event trace of a forward shows no XNNPACK work "
+                             f"({traced.get('portable_kernel_calls', 0)} portable kernel calls)", evidence)
+        top = ", ".join(list(traced["delegate_operators"])[:3])
+        return GateCheck(2, True, f"XNNPACK delegate ran: {traced['delegate_calls']} delegate calls, "
+                         f"{traced['delegate_operator_events']} XNNPACK operator events ({top}) and "
+                         f"{traced['portable_kernel_calls']} portable kernel calls in a traced forward; "
+                         f"{self.forward_calls} forwards served", evidence)
+
+    def _trace(self) -> dict[str, Any]:
+        """ETDump of one forward (runtimes.executorch_chain.etdump_evidence); an error is evidence too."""
+        import tempfile
+
+        if self.folder is None:
+            return {"error": "not loaded"}
+        try:
+            with tempfile.TemporaryDirectory(prefix="manualqa-etdump-") as tmp:
+                return chain.etdump_evidence(self._et, self._torch, self.folder / chain.PTE, Path(tmp))
+        except Exception as exc:  # noqa: BLE001 - a build without ETDump support: gate 2 says so
+            return {"error": f"{type(exc).__name__}: {exc}"}

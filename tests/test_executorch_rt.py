@@ -136,6 +136,9 @@ def test_gate_two_passes_after_a_generation(rt: ExecuTorchRuntime) -> None:
     check = rt.verify_backend()
     assert check.passed, check.detail
     assert check.evidence["program"]["forward"]["delegate_calls"] > 0 and check.evidence["xnnpack_registered"]
+    traced = check.evidence["etdump"]  # read from ExecuTorch's event trace of a forward, not from the export
+    assert traced["delegate_calls"] > 0 and traced["delegate_operator_events"] > 0
+    assert any("GEMM" in op or "Fully Connected" in op for op in traced["delegate_operators"]), traced
 
 
 def test_runs_in_the_supervised_worker(et_artifact: Path) -> None:
