@@ -157,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_dequantized(gguf)
-    quantization = quantize(model, args.group_size)
+    # the portable kernels have no out-variants of torchao's quantize ops: a no-delegate program stays float32
+    quantization = ("none: float32 (a program without the XNNPACK delegate, for gate-2 tests)"
+                    if args.no_delegate else quantize(model, args.group_size))
     pte, facts = export(model, args.max_seq_len, delegate=not args.no_delegate)
     (out / "model.pte").write_bytes(pte)
     with tempfile.TemporaryDirectory() as tmp:
