@@ -267,7 +267,7 @@ class ExecuTorchRuntime(Runtime):
         available = bool(self._et.Runtime.get().backend_registry.is_available(chain.XNNPACK))
         evidence: dict[str, Any] = {"program": self.delegates, "xnnpack_registered": available,
                                     "forward_calls_since_load": self.forward_calls, "runtime": self._runtime_facts()}
-        traced = self._trace()
+        traced = chain.traced_forward(self._et, self._torch, self.folder / chain.PTE) if self.folder else {}
         evidence["etdump"] = traced
         if chain.XNNPACK not in forward.get("delegates", []) or not forward.get("delegate_calls"):
             return GateCheck(2, False, "the program delegates nothing to XNNPACK: every operator runs on "
@@ -287,15 +287,3 @@ class ExecuTorchRuntime(Runtime):
                          f"{traced['delegate_operator_events']} XNNPACK operator events ({top}) and "
                          f"{traced['portable_kernel_calls']} portable kernel calls in a traced forward; "
                          f"{self.forward_calls} forwards served", evidence)
-
-    def _trace(self) -> dict[str, Any]:
-        """ETDump of one forward (runtimes.executorch_chain.etdump_evidence); an error is evidence too."""
-        import tempfile
-
-        if self.folder is None:
-            return {"error": "not loaded"}
-        try:
-            with tempfile.TemporaryDirectory(prefix="manualqa-etdump-") as tmp:
-                return chain.etdump_evidence(self._et, self._torch, self.folder / chain.PTE, Path(tmp))
-        except Exception as exc:  # noqa: BLE001 - a build without ETDump support: gate 2 says so
-            return {"error": f"{type(exc).__name__}: {exc}"}
