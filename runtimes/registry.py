@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "rkllm": "runtimes.rkllm.runtime:RKLLMRuntime",
     "openai": "runtimes.openai:OpenAIRuntime",
     "ortgenai": "runtimes.ortgenai:OrtGenAIRuntime",
+    "executorch": "runtimes.executorch_rt:ExecuTorchRuntime",
 }
 
 def runtime_class(backend: str) -> type[Runtime]:

@@ -270,8 +270,8 @@ def test_sha256_cache_survives_unwritable_dir(tmp_path):
 
 
 def test_registry_names_and_errors():
-    assert set(BACKENDS) == {"llamacpp", "rkllm", "openai", "ortgenai"}
-    known = "unknown backend 'vulkan'.*known backends: llamacpp, openai, ortgenai, rkllm"
+    assert set(BACKENDS) == {"llamacpp", "rkllm", "openai", "ortgenai", "executorch"}
+    known = "unknown backend 'vulkan'.*known backends: executorch, llamacpp, openai, ortgenai, rkllm"
     with pytest.raises(RuntimeUnavailable, match=known):
         create_runtime("vulkan", "x")
     with pytest.raises(RuntimeUnavailable, match="cannot be imported"):
