@@ -122,11 +122,16 @@ class Runtime(ABC):
     install_hint: ClassVar[str] = "check that the backend's module and its native library are installed"
     # [runtime] lock keys this backend's Python distributions answer (key -> distribution name)
     distributions: ClassVar[dict[str, str]] = {}
+    requires: ClassVar[str] = ""  # a key of distributions without which the backend cannot run at all
 
     @classmethod
     def probe_environment(cls, options: dict[str, Any]) -> Environment:
         """Versions and missing pieces readable without loading an artifact (no network)."""
-        return Environment(versions={key: distribution_version(dist) for key, dist in cls.distributions.items()})
+        env = Environment(versions={key: distribution_version(dist) for key, dist in cls.distributions.items()})
+        if cls.requires and env.versions.get(cls.requires) is None:
+            missing = cls.distributions[cls.requires]
+            env.missing.append(f"{missing} is not installed; install it with: {cls.install_hint}")
+        return env
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         self.artifact = artifact

@@ -20,7 +20,6 @@ from typing import Any
 from runtimes import executorch_chain as chain
 from runtimes.base import (
     ArtifactChain,
-    Environment,
     GateCheck,
     GenerationConfig,
     GenerationError,
@@ -50,14 +49,9 @@ class ExecuTorchRuntime(Runtime):
     backend = "executorch"
     native = True  # the ExecuTorch and XNNPACK C++ in our address space: runs in a supervised worker
     install_hint = ET_INSTALL_HINT
+    requires = "executorch"  # probe_environment: missing when this one is not installed
     distributions = {"executorch": "executorch", "torch": "torch"}
 
-    @classmethod
-    def probe_environment(cls, options: dict[str, Any]) -> Environment:
-        env = super().probe_environment(options)
-        if env.versions.get("executorch") is None:
-            env.missing.append(f"executorch is not installed; install it with: {ET_INSTALL_HINT}")
-        return env
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)

@@ -20,7 +20,6 @@ from typing import Any
 from runtimes import ortgenai_log
 from runtimes.base import (
     ArtifactChain,
-    Environment,
     GateCheck,
     GenerationConfig,
     GenerationError,
@@ -49,14 +48,9 @@ class OrtGenAIRuntime(Runtime):
     backend = "ortgenai"
     native = True  # ONNX Runtime's C++ in our address space: runs in a supervised worker
     install_hint = GENAI_INSTALL_HINT
+    requires = "onnxruntime_genai"  # probe_environment: missing when this one is not installed
     distributions = {"onnxruntime_genai": "onnxruntime-genai", "onnxruntime": "onnxruntime"}
 
-    @classmethod
-    def probe_environment(cls, options: dict[str, Any]) -> Environment:
-        env = super().probe_environment(options)
-        if env.versions.get("onnxruntime_genai") is None:
-            env.missing.append(f"onnxruntime-genai is not installed; install it with: {GENAI_INSTALL_HINT}")
-        return env
 
     def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(artifact, options)
