@@ -175,6 +175,13 @@ def test_matching_chains_print_the_table_without_a_note_and_tokenizer_difference
     assert len(notes) == 1 and "differ in tokenizer (gpt2 vocab 1 vs llama vocab 2)" in notes[0]
     prof[1]["chain"]["tokenizer"] = dict(prof[0]["chain"]["tokenizer"])
     assert artifact_notes(prof) == []
+    # a GGUF's metadata vs. a tokenizer.json with the same vocabulary and template: no note; another template: one
+    gguf = {"model": "gpt2", "pre": "smollm", "vocab_size": 49152, "chat_template_sha256": "872be49d"}
+    folder = {"file": "tokenizer.json", "sha256": "ab12", "vocab_size": 49152, "chat_template_sha256": "872be49d"}
+    prof[0]["chain"]["tokenizer"], prof[1]["chain"]["tokenizer"] = gguf, folder
+    assert artifact_notes(prof) == []
+    prof[1]["chain"]["tokenizer"] = {**folder, "chat_template_sha256": "0000aaaa"}
+    assert len(artifact_notes(prof)) == 1
 
 
 def test_missing_profile_file_is_a_clear_error(data_dir: Path, qfile: Path, tmp_path: Path) -> None:

@@ -16,6 +16,11 @@ from gateway.answer.quantities import asked_quantities, states
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400
+# A list item: a bullet or "Step 3" opening the sentence, or a bare "3." / "(3)" just before it (the
+# sentence splitter cuts a step's number off as a fragment of its own). A procedure's steps are quoted
+# in their own order, never best step first.
+_ITEM_RE = re.compile(r"^(?:step\s+\d|[•◆▪‣*-]\s)", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
 
 
 def _clean(sentence: str) -> str:
@@ -25,20 +30,51 @@ def _clean(sentence: str) -> str:
     return sentence
 
 
+def trim_to_window(sentence: str, want: set[str], words: int) -> str:
+    """The `words`-word stretch of an over-long "sentence" (a table row run, a spec list) that holds
+    the most question terms, marked with "…" where it was cut; shorter sentences as they are."""
+    tokens = sentence.split()
+    if words <= 0 or len(tokens) <= words:
+        return sentence
+    hits = [1 if content_terms(t) & want else 0 for t in tokens]
+    best, start = sum(hits[:words]), 0
+    run = best
+    for i in range(1, len(tokens) - words + 1):
+        run += hits[i + words - 1] - hits[i - 1]
+        if run > best:
+            best, start = run, i
+    first = next(i for i in range(start, start + words) if hits[i]) if best else start
+    start = max(0, min(first - 2, len(tokens) - words))  # the terms lead, the value after them stays in
+    window = " ".join(tokens[start:start + words])
+    return ("… " if start else "") + window.rstrip(" …") + (" …" if start + words < len(tokens) else "")
+
+
 def pick_sentences(
-    question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3, value_bonus: float = 0.0
+    question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3, value_bonus: float = 0.0,
+    min_ratio: float = 0.0, best_first: bool = True, window: int = 0,
 ) -> list[tuple[int, str]]:
     """[(passage number, sentence)] in answer order: best-scoring first, at most 2 per passage.
 
     value_bonus: added to a sentence that states a quantity of a kind the question asks for
-    (gateway.answer.quantities: "how heavy" and a number in kg).
+    (gateway.answer.quantities: "how heavy" and a number in kg). min_ratio: a sentence after the
+    first joins only with at least this share of the best one's score. best_first: the best sentence
+    leads even when another of its passage comes before it, unless it is a numbered step or a bullet
+    (the gold value in the first sentence: eval/dev 0.21 -> 0.27, eval/test 0.14 -> 0.15). window:
+    over-long sentences are cut to this many words around the question's terms (0: kept whole, up to
+    MAX_SENTENCE_CHARS). A floor and a window both lowered correctness on eval/dev, so they are off
+    (bench/experiments/extractive_trim.py).
     """
     want = content_terms(question)
     asked = asked_quantities(question) if value_bonus else []
     candidates: list[tuple[int, int, str, set[str]]] = []  # (passage n, position, sentence, terms)
+    steps: set[tuple[int, int]] = set()  # (passage n, position) of list items
     for n, hit in enumerate(hits[:max_passages], start=1):
+        before = ""
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
             sentence = _clean(hit.text[s:e])
+            if _ITEM_RE.match(sentence) or _NUMBER_RE.match(before):
+                steps.add((n, pos))
+            before = sentence
             if len(sentence.split()) < 4:  # headings, page numbers, fragments
                 continue
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
@@ -60,10 +96,11 @@ def pick_sentences(
         return matched / length_penalty + 0.6 / n + 0.05 / (pos + 1) + value
 
     ranked = sorted(candidates, key=score, reverse=True)
+    top = score(ranked[0])
     chosen: list[tuple[int, int, str, set[str]]] = []
     per_passage: dict[int, int] = {}
     for item in ranked:
-        if len(chosen) >= max_sentences:
+        if len(chosen) >= max_sentences or chosen and score(item) < min_ratio * top:
             break
         if per_passage.get(item[0], 0) >= 2 or any(item[2] == c[2] for c in chosen):
             continue
@@ -73,16 +110,22 @@ def pick_sentences(
         per_passage[item[0]] = per_passage.get(item[0], 0) + 1
     # Passages in order of their best sentence; within one, reading order (steps stay in order).
     order = {n: i for i, n in enumerate(dict.fromkeys(c[0] for c in chosen))}
+    lead = chosen[0] if chosen else None
     chosen.sort(key=lambda c: (order[c[0]], c[1]))
-    return [(n, sentence) for n, _, sentence, _ in chosen]
+    if best_first and lead is not None and (lead[0], lead[1]) not in steps:
+        chosen.remove(lead)
+        chosen.insert(0, lead)
+    return [(n, trim_to_window(sentence, want, window)) for n, _, sentence, _ in chosen]
 
 
 def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3,
-                      value_bonus: float = 0.0) -> str:
-    """The answer text: each picked sentence followed by its citation, e.g. "Do X. [1]"."""
+                      value_bonus: float = 0.0, **choice: float | bool | int) -> str:
+    """The answer text: each picked sentence followed by its citation, e.g. "Do X. [1]".
+
+    choice: pick_sentences' min_ratio, best_first and window."""
     parts = []
     for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
-                                      value_bonus=value_bonus):
+                                      value_bonus=value_bonus, **choice):  # type: ignore[arg-type]
         if sentence[-1:] not in ".!?…":
             sentence += "."
         parts.append(f"{sentence} [{n}]")

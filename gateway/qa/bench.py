@@ -264,7 +264,11 @@ def tokenizer_of(p: dict[str, Any]) -> tuple[str, str] | None:
         return None
     if not isinstance(tok, dict):
         return str(tok), str(tok)
-    fingerprint = hashlib.sha256(json.dumps(tok, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    # Backends record their tokenizer differently (GGUF metadata vs. a tokenizer.json and its hash): where
+    # both give the vocabulary size and chat template, those decide; else the whole record does.
+    decisive = {k: tok.get(k) for k in ("vocab_size", "chat_template_sha256") if tok.get(k)}
+    basis = decisive if len(decisive) == 2 else tok
+    fingerprint = hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:12]
     bits = [str(tok[k]) for k in ("model", "pre") if tok.get(k)]
     if tok.get("vocab_size"):
         bits.append(f"vocab {tok['vocab_size']}")

@@ -1,0 +1,59 @@
+"""The extractive answer's order (issue 27: "the one that answers first"): the sentence that answers
+leads, a procedure keeps its own order, and filler with none of the question's words is left out."""
+
+from __future__ import annotations
+
+from gateway.answer.extractive import extractive_answer, pick_sentences, trim_to_window
+from retrieval.types import Hit
+
+
+def hit(text: str, page: int = 1) -> Hit:
+    return Hit(chunk_id=f"c{page}", manual="m.pdf", title="M", manual_sha256="0" * 64, page=page,
+               heading="", text=text, score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.5)
+
+
+PASSAGE = ("The controller board is mounted under the bed of the printer. "
+           "The supported firmware version for the controller board is Marlin 2.1.2 on every unit. "
+           "Keep the manual with the printer.")
+
+
+def test_the_sentence_that_answers_leads_even_when_its_passage_says_something_first() -> None:
+    picked = pick_sentences("Which firmware version does the controller board support?", [hit(PASSAGE)])
+    assert picked[0] == (1, "The supported firmware version for the controller board is Marlin 2.1.2 on every unit.")
+    # the other sentence of the passage that touches the question still follows; the filler does not
+    assert [s for _, s in picked] == [
+        "The supported firmware version for the controller board is Marlin 2.1.2 on every unit.",
+        "The controller board is mounted under the bed of the printer."]
+    # reading order is what the answer had before
+    old = pick_sentences("Which firmware version does the controller board support?", [hit(PASSAGE)],
+                         best_first=False)
+    assert old[0][1].startswith("The controller board is mounted")
+
+
+def test_numbered_steps_keep_the_procedures_order() -> None:
+    steps = ("1. Switch off the printer and unplug the power cable. "
+             "2. Unplug the stepper motor cable from the board while the printer is unplugged. "
+             "3. Plug the stepper motor cable back in before power is restored.")
+    question = "How do I plug the stepper motor cable back in?"
+    answer = extractive_answer(question, [hit(steps)], max_sentences=3)
+    # step 3 scores best, but a procedure reads in order
+    assert pick_sentences(question, [hit(steps)], best_first=False)[1][1].startswith("Plug the stepper")
+    assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
+    bullets = steps.replace("1. ", "• ").replace("2. ", "\n• ").replace("3. ", "\n• ")
+    answer = extractive_answer(question, [hit(bullets)], max_sentences=3)
+    assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
+
+
+def test_passages_follow_their_best_sentence_and_citations_name_them() -> None:
+    weak = hit("Motors are described in chapter four of this guide for the printer.", page=3)
+    strong = hit("The stepper motor current is 0.8 A for the X and Y stepper motor drivers.", page=7)
+    answer = extractive_answer("What is the stepper motor current?", [weak, strong])
+    assert answer.startswith("The stepper motor current is 0.8 A") and answer.split(".")[0].count("[") == 0
+    assert answer.index("[2]") < answer.index("[1]")
+
+
+def test_a_long_run_is_cut_to_the_stretch_that_holds_the_question_words() -> None:
+    run = " ".join(["filler"] * 40 + ["working", "area", "600", "x", "400", "mm"] + ["tail"] * 40)
+    cut = trim_to_window(run, {"working", "area"}, 10)
+    assert cut.startswith("… ") and cut.endswith(" …") and "working area 600 x 400" in cut
+    assert trim_to_window("short sentence here", {"short"}, 10) == "short sentence here"
