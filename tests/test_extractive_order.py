@@ -30,18 +30,31 @@ def test_the_sentence_that_answers_leads_even_when_its_passage_says_something_fi
     assert old[0][1].startswith("The controller board is mounted")
 
 
+STEPS = ("1. Switch off the printer and unplug the power cable. "
+         "2. Unplug the stepper motor cable from the board while the printer is unplugged. "
+         "3. Plug the stepper motor cable back in before power is restored.")
+
+
 def test_numbered_steps_keep_the_procedures_order() -> None:
-    steps = ("1. Switch off the printer and unplug the power cable. "
-             "2. Unplug the stepper motor cable from the board while the printer is unplugged. "
-             "3. Plug the stepper motor cable back in before power is restored.")
-    question = "How do I plug the stepper motor cable back in?"
-    answer = extractive_answer(question, [hit(steps)], max_sentences=3)
-    # step 3 scores best, but a procedure reads in order
-    assert pick_sentences(question, [hit(steps)], best_first=False)[1][1].startswith("Plug the stepper")
-    assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
-    bullets = steps.replace("1. ", "• ").replace("2. ", "\n• ").replace("3. ", "\n• ")
-    answer = extractive_answer(question, [hit(bullets)], max_sentences=3)
-    assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
+    question = "When does the stepper motor cable go back in?"
+    # step 3 scores best (picked alone), but with step 2 beside it a procedure reads in order
+    assert pick_sentences(question, [hit(STEPS)], max_sentences=1)[0][1].startswith("Plug the stepper")
+    for text in (STEPS, STEPS.replace("1. ", "• ").replace("2. ", "\n• ").replace("3. ", "\n• ")):
+        answer = extractive_answer(question, [hit(text)], max_sentences=3)
+        assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
+
+
+def test_a_how_to_question_gets_the_lists_steps_in_order() -> None:
+    glued = "Installing the board\n•Switch off the printer.\n•Open the case and remove the old board.\n" \
+            "•Fit the new board and close the case.\n•Switch the printer on."
+    for text in (STEPS, glued):
+        answer = extractive_answer("How do I fit the new board?" if text is glued else
+                                   "How do I plug the stepper motor cable back in?", [hit(text)])
+        steps = [part for part in answer.split(" [1]") if part.strip()]
+        assert len(steps) >= 3, answer  # more steps than the 2 sentences a passage gives otherwise
+        assert steps == sorted(steps, key=lambda part: text.index(part.strip().rstrip(".").lstrip("•")[:20]))
+    # a glued bullet is its own sentence, not one run with the title and the next items
+    assert "Installing the board" not in extractive_answer("How do I fit the new board?", [hit(glued)])
 
 
 def test_passages_follow_their_best_sentence_and_citations_name_them() -> None:

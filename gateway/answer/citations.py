@@ -22,7 +22,7 @@ _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-_.]*[a-z0-9]|[a-z0-9]")
 # before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.".
 _SENTENCE_END_RE = re.compile(
     r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?](?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
-    r"|\n\s*\n|\n(?=\s*(?:[•\-*]|\d+[.)])\s)"
+    r"|\n\s*\n|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
 )
 STOPWORDS = frozenset(
     "a an the and or of to in on at for with by from is are was were be been it its this that these "
