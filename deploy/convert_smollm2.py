@@ -14,8 +14,9 @@ Needs the [genai-convert] extra and torch (`make install-dev` installs both). Ab
 
     .venv/bin/python deploy/convert_smollm2.py [OUT_DIR] [--gguf FILE]
 
-OUT_DIR defaults to ~/.cache/manualqa/artifacts/smollm2-135m-instruct-ortgenai-int4-cpu (what
-profiles/x86-cpu-ortgenai.toml names); it is written beside, then renamed into place: never half-built.
+OUT_DIR defaults to $XDG_CACHE_HOME (else ~/.cache)/manualqa/artifacts/smollm2-135m-instruct-ortgenai-int4-cpu
+(what profiles/x86-cpu-ortgenai.toml names as "cache:artifacts/..."); it is written beside, then renamed
+into place: never half-built.
 """
 
 from __future__ import annotations

@@ -94,8 +94,11 @@ def program_delegates(pte: Path) -> dict[str, Any]:
 
 def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] | None,
                runtime: dict[str, Any], delegates: dict[str, Any], generation: dict[str, Any] | None,
-               context: int) -> dict[str, Any]:
-    """source -> conversion -> quantization -> backend -> runtime -> tokenizer/template -> generation."""
+               context: int, vocab_size: int | None = None) -> dict[str, Any]:
+    """source -> conversion -> quantization -> backend -> runtime -> tokenizer/template -> generation.
+
+    The tokenizer record names its vocabulary size and chat template hash as the other backends' do,
+    so that `manualqa bench` compares tokenizers on what decides the tokens, not on file layout."""
     prov = provenance or {}
     pte = folder / PTE
     return {  # runtime first: doctor reads a locked version from the first key of that name
@@ -105,7 +108,8 @@ def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] 
         "quantization": prov.get("quantization") or "unknown (no PROVENANCE.json)",
         "backend": "executorch",
         "delegate": {"expected": XNNPACK, "program": delegates},
-        "tokenizer": {"file": TOKENIZER, "sha256": hashes.get(TOKENIZER), **(prov.get("tokenizer") or {})},
+        "tokenizer": {"file": TOKENIZER, "sha256": hashes.get(TOKENIZER), **(prov.get("tokenizer") or {}),
+                      "vocab_size": vocab_size, "chat_template_sha256": hashes.get(TEMPLATE)},
         "chat_template": {"file": TEMPLATE, "sha256": hashes.get(TEMPLATE), **(prov.get("chat_template") or {})},
         "program": prov.get("program") or {},
         "context": {"n_ctx": context},

@@ -82,13 +82,16 @@ class ExecuTorchRuntime(Runtime):
         self.hashes, self.provenance = chain.check_folder(folder, self.cache_dir)
         self._load_tokenizer(folder)
         started = time.perf_counter()
+        # Before the program loads: the XNNPACK delegate keeps the pool it finds at init, and a reset
+        # under a loaded method freed that pool beneath it (bench: "malloc(): mismatching next->prev_size",
+        # SIGABRT while loading, in 1 of 2 loads).
+        self._set_threads()
         try:
             self.delegates = chain.program_delegates(folder / chain.PTE)
             program = et_runtime.Runtime.get().load_program(folder / chain.PTE)
             method = program.load_method("forward")
         except Exception as exc:  # a corrupt program, or one needing a backend this build lacks
             raise RuntimeUnavailable(f"ExecuTorch could not load {folder / chain.PTE}: {exc}") from exc
-        self._set_threads()
         program_facts = (self.provenance or {}).get("program") or {}
         self.max_seq_len = int(program_facts.get("max_seq_len") or self.options.get("n_ctx") or 2048)
         self.prefill_whole = str(program_facts.get("prefill", "")).startswith("dynamic")
@@ -250,7 +253,8 @@ class ExecuTorchRuntime(Runtime):
         generation = self.options.get("generation")
         data = chain.chain_data(self.folder, self.hashes, self.provenance, self._runtime_facts(),
                                 self.delegates, GenerationConfig.from_dict(generation).to_dict()
-                                if generation else None, self.context_length)
+                                if generation else None, self.context_length,
+                                vocab_size=self._tokenizer.get_vocab_size(with_added_tokens=True))
         self._chain = ArtifactChain(data)
         return self._chain
 

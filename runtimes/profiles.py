@@ -18,6 +18,8 @@ from runtimes.answer_bar import AnswerBar, AnswerBarError, parse_answer_bar
 from runtimes.base import GenerationConfig
 from runtimes.registry import BACKENDS, is_remote
 
+CACHE_PREFIX = "cache:"
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -105,6 +107,12 @@ class Profile:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
     def _resolve(self, value: str) -> Path:
+        """Absolute, "~/...", relative to the profile, or "cache:REST": REST under this user's cache
+        folder ($XDG_CACHE_HOME/manualqa, else ~/.cache/manualqa), where deploy/'s build scripts write."""
+        if value.startswith(CACHE_PREFIX):
+            from runtimes.hashing import default_cache_dir
+
+            return default_cache_dir() / value[len(CACHE_PREFIX):].lstrip("/")
         p = Path(value).expanduser()
         if p.is_absolute():
             return p

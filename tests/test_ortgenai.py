@@ -190,7 +190,7 @@ def test_it_runs_in_the_supervised_worker(artifact: Path, loaded: Runtime) -> No
 
 def test_doctor_passes_gates_1_and_2_on_the_shipped_profile(artifact: Path, tmp_path: Path) -> None:
     text = PROFILE.read_text().replace(
-        'path = "~/.cache/manualqa/artifacts/smollm2-135m-instruct-ortgenai-int4-cpu"', f'path = "{artifact}"')
+        'path = "cache:artifacts/smollm2-135m-instruct-ortgenai-int4-cpu"', f'path = "{artifact}"')
     profile = tmp_path / "p.toml"
     profile.write_text(text.replace('rollback = "x86-cpu.toml"', f'rollback = "{PROFILE.parent / "x86-cpu.toml"}"'))
     report = run_doctor(load_profile(profile), load_rollback=False)

@@ -86,6 +86,16 @@ def test_every_shipped_profile_is_valid_and_its_rollback_exists(path: Path) -> N
         assert "rollback = \"\"  #" in path.read_text(encoding="utf-8")
 
 
+def test_cache_artifact_follows_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # deploy/'s build scripts write under $XDG_CACHE_HOME/manualqa; a "cache:" path finds them there
+    prof = load_profile(write(tmp_path, "c.toml", artifact="cache:artifacts/x/model.pte"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert prof.artifact_path() == str(tmp_path / "xdg" / "manualqa" / "artifacts" / "x" / "model.pte")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert prof.artifact_path() == str(tmp_path / "home" / ".cache" / "manualqa" / "artifacts" / "x" / "model.pte")
+
+
 def test_relative_artifact_resolves_next_to_the_profile(tmp_path: Path) -> None:
     sub = tmp_path / "conf"
     sub.mkdir()

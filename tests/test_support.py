@@ -79,6 +79,9 @@ def test_only_supported_sentences_are_kept() -> None:
     checks = check_answer(answer, [PUMP])
     assert [c.supported for c in checks] == [True, False]
     assert supported_text(answer, checks) == "Tighten to 85 N·m in a cross pattern [1]."
+    # a sentence the model wrote twice is shown once (SmolLM2 on ExecuTorch repeated a supported one)
+    twice = "Tighten to 85 N·m in a cross pattern [1]. Tighten to 85 N·m in a cross pattern [1]."
+    assert supported_text(twice, check_answer(twice, [PUMP])) == "Tighten to 85 N·m in a cross pattern [1]."
 
 
 def test_decline() -> None:
@@ -115,6 +118,11 @@ def test_sentences_about_the_passages_are_not_answers() -> None:
     assert not meta.supported and meta.reason == "meta"
     [real] = check_answer("The manual says to use Cura 15.04.6 with the VORON profile [1].", passages)
     assert real.supported  # "the manual says ..." reports what it says: that is an answer
+    # SmolLM2 on ExecuTorch, for "is it OK to unplug a stepper motor while powered?" (bench, generate mode)
+    motors = ["Disabling motors: when something goes wrong with the printer, disable the motors with M84."]
+    [last] = check_answer("The last passage in the manual refers to disabling motors when something goes wrong "
+                          "with the printer. [1]", motors)
+    assert not last.supported and last.reason == "meta"
 
 
 def test_grammar_cannot_end_a_sentence_without_a_citation() -> None:

@@ -16,7 +16,6 @@ table names every difference in the chains (conversion, quantization, backend, r
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,15 +40,14 @@ WITHOUT_EXECUTORCH = ("The ExecuTorch artifact is not in this run: the [executor
 
 
 def _pte_path() -> Path:
-    for line in (REPO / EXECUTORCH).read_text().splitlines():
-        if line.startswith("path = "):
-            return Path(os.path.expanduser(line.split('"')[1]))
-    raise SystemExit(f"{EXECUTORCH}: no artifact path")
+    from runtimes.profiles import load_profile
+    return Path(load_profile(REPO / EXECUTORCH).artifact_path())
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    subprocess.run([sys.executable, "deploy/convert_smollm2.py"], cwd=REPO, check=True)  # kept when built
+    # rebuilt each run (about 30 s); reproducible: the folder digest the profile pins
+    subprocess.run([sys.executable, "deploy/convert_smollm2.py"], cwd=REPO, check=True)
     profiles, note = list(PROFILES), NOTE
     if importlib.util.find_spec("executorch") is not None:
         pte = _pte_path()

@@ -78,7 +78,8 @@ def overlap_terms(text: str) -> set[str]:
 
 
 _META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
-                      r"(?:(?:above|following|given|provided|cited|quoted|previous|preceding|first|second)\s+)?"
+                      r"(?:(?:above|following|given|provided|cited|quoted|previous|preceding|first|second|third|fourth|"
+                      r"fifth|last|final|next|other)\s+)?"
                       r"(?:passages?|manuals?|documents?|guides?|"
                       r"texts?|sections?|pages?|sources?)\b(?!\s+(?:says?|states?|recommends?|requires?)\b)",
                       re.IGNORECASE)
@@ -309,13 +310,15 @@ def is_decline(answer: str) -> bool:
 
 
 def supported_text(answer: str, checks: list[SentenceCheck]) -> str:
-    """The answer made of its supported sentences only; an inferred citation is written out."""
-    parts = []
+    """The answer made of its supported sentences only, each once (a small model repeats itself); an
+    inferred citation is written out."""
+    parts: list[str] = []
     for c in checks:
         if not c.supported:
             continue
         text = c.text.strip()
         if c.inferred:
             text = text.rstrip() + f" [{c.supported_by[0]}]"
-        parts.append(text)
+        if text not in parts:
+            parts.append(text)
     return " ".join(parts)
