@@ -70,3 +70,17 @@ def test_a_long_run_is_cut_to_the_stretch_that_holds_the_question_words() -> Non
     cut = trim_to_window(run, {"working", "area"}, 10)
     assert cut.startswith("… ") and cut.endswith(" …") and "working area 600 x 400" in cut
     assert trim_to_window("short sentence here", {"short"}, 10) == "short sentence here"
+
+
+def test_titles_are_not_quoted_but_values_and_sentences_are() -> None:
+    from gateway.answer.extractive import is_heading
+    assert is_heading("INSTALLING THE WATER CHILLER")
+    assert is_heading("Klipper InstallationReferences: Klipper Installation Instructions SKR Installation "
+                      "Instructions Installing Klipper Firmware on your SKR Mini E3 Board")
+    for line in ("Machine Depth Y (mm): 230", "Thermal Protection Fuse (120°C)", "Keep The Printer Dry.",
+                 "• Original Design By OLIMEX Ltd", "the water level of the chiller must be checked"):
+        assert not is_heading(line), line
+    passage = hit("INSTALLING THE WATER CHILLER\nFill the water chiller with 8 litres of distilled water. "
+                  "Check the water chiller for leaks after five minutes.")
+    answer = extractive_answer("How much water goes in the water chiller?", [passage])
+    assert "INSTALLING" not in answer and answer.startswith("Fill the water chiller with 8 litres")

@@ -9,7 +9,9 @@ tester used: a 390x844 touch phone and a 1280x900 desk.
 3. Stop takes Ask's place: nothing in the form moves;
 4. one note about an answer, not two saying the same thing;
 5. the manual table's Rename / Remove (and a key's Revoke) are on screen on a phone, no sideways scroll;
-6. doctor's gate 1 says the smoke prompt was answered (tokens, time), not what the model wrote.
+6. doctor's gate 1 says the smoke prompt was answered (tokens, time), not what the model wrote;
+7. a Quick answer to a how-to question quotes the procedure's steps in order, and no section title as a
+   sentence.
 
 The scripted runtime (tests/support/scripted.py) stands in for the model; its profile names a real
 artifact file with its sha256, so that doctor's gate 1 passes and shows its smoke reply.
@@ -269,3 +271,31 @@ def test_gate_one_says_the_smoke_prompt_was_answered_not_what_the_model_wrote(de
     pg.wait_for_function("document.querySelector('#gates tbody tr td:nth-child(2)')?.textContent === 'PASS'")
     gate1 = pg.locator("#gates tbody tr").first.inner_text()
     assert "BED_SCREWS" not in gate1 and re.search(r"\d+ tokens? in", gate1), gate1
+
+
+# -- 7. a Quick answer quotes a procedure as its steps -----------------------------------------------
+@pytest.mark.parametrize("size", ["desk", "phone"])
+def test_a_quick_how_to_answer_is_the_procedure_in_order(request: pytest.FixtureRequest, server: GatewayServer,
+                                                          size: str) -> None:
+    pg = request.getfixturevalue(size)
+    pg.goto(server.url + "/")
+    pg.fill("#question", "How do I install Klipper on the Raspberry Pi?")
+    pg.select_option("#mode", "extractive")
+    pg.click("#ask")
+    pg.wait_for_function(FINAL)
+    answer = words_of(pg.inner_text("#answer"))
+    # the sample's install steps (bullets glued to their text in the PDF), in the manual's order
+    steps = ["Install OctoPi on your Raspberry Pi", "ssh in to your Raspberry Pi", "Enter password",
+             "git clone https://github.com/KevinOConnor/klipper"]
+    at = [answer.find(step) for step in steps]
+    assert -1 not in at and at == sorted(at), (at, answer)
+    assert "InstallationReferences" not in answer  # the section's title run is not quoted as a sentence
+    # and the flash question no longer opens on the contents/title run of page 5
+    pg.goto(server.url + "/")
+    pg.fill("#question", "How do I flash the Klipper firmware onto the SKR Mini E3?")
+    pg.select_option("#mode", "extractive")
+    pg.click("#ask")
+    pg.wait_for_function(FINAL)
+    first = words_of(pg.inner_text("#answer"))
+    assert "Klipper Installation Instructions SKR Installation Instructions" not in first, first
+    assert "klipper.bin" in first and "microSD" in first, first

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
               "The order ships: correctness does not see it, but the sentence a technician reads first holds "
               "the asked value more often on both halves (column first), so the best sentence now leads unless "
               "it is a numbered step or a bullet, which keep the procedure's order. Titles (a capitalised line "
-              "without a digit or closing punctuation: 'INSTALLING THE WATER CHILLER') are no longer quoted as "
+              "without a number or closing punctuation: 'INSTALLING THE WATER CHILLER') are no longer quoted as "
               "sentences: no loss on either half. A how-to question whose best sentence is a list item gets that "
               "list's steps in order; it fires on none of eval's how-to questions, so it is unmeasured here "
               "(the sample manual's Klipper install reads as its five bullets). Every row splits a bullet glued "

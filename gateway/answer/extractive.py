@@ -22,6 +22,7 @@ MAX_SENTENCE_CHARS = 400
 _ITEM_RE = re.compile(r"^(?:step\s+\d|[•●◆▪◦‣]|[*-]\s)", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+_VALUE_RE = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*(?![A-Za-z\d])")  # a number, not a code's digits (E3)
 _HOW_TO_RE = re.compile(r"^\s*(?:how (?:do|can|should|would|to)\b|what are the steps\b|steps? (?:to|for)\b)", re.I)
 
 
@@ -34,13 +35,25 @@ def _clean(sentence: str) -> str:
 
 def is_heading(raw: str) -> bool:
     """A title or a run of titles ("INSTALLING THE WATER CHILLER", "Klipper InstallationReferences: Klipper
-    Installation Instructions ..."): capitalised words, no digit, no closing punctuation. It names a
-    section (the card shows it); quoted as an answer sentence it says nothing."""
+    Installation Instructions ..."): capitalised words, no number (a code like "E3" may be there), no
+    closing punctuation. It names a section (the card shows it); quoted as an answer it says nothing."""
     text = raw.strip()
-    if not text or text[-1] in ".!?;)\"”" or any(ch.isdigit() for ch in text) or _ITEM_RE.match(text):
+    if not text or text[-1] in ".!?;)\"”" or _VALUE_RE.search(text) or _ITEM_RE.match(text):
         return False
     words = _WORD_RE.findall(text)
     return len(words) >= 2 and sum(w[0].isupper() for w in words) >= 0.7 * len(words)
+
+
+def _past_title_lines(text: str, s: int, e: int) -> int:
+    """Where the sentence text[s:e] starts once title lines glued before it are passed ("INSTALLING THE
+    WATER CHILLER\nFill the chiller ..." is one span to the sentence splitter)."""
+    while True:
+        cut = text.find("\n", s, e)
+        if cut < 0 or not is_heading(text[s:cut]) or not text[cut:e].strip():
+            return s
+        s = cut + 1
+        while s < e and text[s].isspace():
+            s += 1
 
 
 def trim_to_window(sentence: str, want: set[str], words: int) -> str:
@@ -87,6 +100,9 @@ def pick_sentences(
     for n, hit in enumerate(hits[:max_passages], start=1):
         before = ""
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
+            scored = hit.text[s:e]  # a glued title still tells what the sentence is about: it scores
+            if drop_headings:
+                s = _past_title_lines(hit.text, s, e)
             sentence = _clean(hit.text[s:e])
             if _ITEM_RE.match(sentence) or _NUMBER_RE.match(before):
                 steps.add((n, pos))
@@ -95,7 +111,7 @@ def pick_sentences(
                 continue
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
-            candidates.append((n, pos, sentence, content_terms(sentence)))
+            candidates.append((n, pos, sentence, content_terms(scored)))
     if not candidates:
         return [(1, _clean(hits[0].text))] if hits else []
     df: dict[str, int] = {}
