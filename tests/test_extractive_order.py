@@ -52,7 +52,9 @@ def test_a_how_to_question_gets_the_lists_steps_in_order() -> None:
                                    "How do I plug the stepper motor cable back in?", [hit(text)])
         steps = [part for part in answer.split(" [1]") if part.strip()]
         assert len(steps) >= 3, answer  # more steps than the 2 sentences a passage gives otherwise
-        assert steps == sorted(steps, key=lambda part: text.index(part.strip().rstrip(".").lstrip("•")[:20]))
+        assert steps == sorted(steps, key=lambda part: text.index(part.strip().lstrip("•").strip()[:20]))
+        if text is glued:  # bulleted items are lines of their own, "• " + the item: the page shows a list
+            assert answer.startswith("• ") and answer.count("\n• ") == len(steps) - 1, answer
     # a glued bullet is its own sentence, not one run with the title and the next items
     assert "Installing the board" not in extractive_answer("How do I fit the new board?", [hit(glued)])
 

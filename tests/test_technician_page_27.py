@@ -30,7 +30,7 @@ import pytest
 from runtimes.hashing import file_sha256
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_admin_browser import login
-from tests.test_browser import QUESTION, SCRIPT, UNANSWERABLE, ask
+from tests.test_browser import QUESTION, SCRIPT, UNANSWERABLE, ask, shot
 from tests.test_viewer import PHONE, rendered
 from ui.vendor_pdfjs import DEST, VERSION, is_current
 
@@ -290,6 +290,8 @@ def test_a_quick_how_to_answer_is_the_procedure_in_order(request: pytest.Fixture
     at = [answer.find(step) for step in steps]
     assert -1 not in at and at == sorted(at), (at, answer)
     assert "InstallationReferences" not in answer  # the section's title run is not quoted as a sentence
+    assert pg.locator("#answer ul > li").count() >= len(steps)  # shown as a list, one step per item
+    shot(pg, f"technician-quick-procedure-{size}.png")
     # and the flash question no longer opens on the contents/title run of page 5
     pg.goto(server.url + "/")
     pg.fill("#question", "How do I flash the Klipper firmware onto the SKR Mini E3?")

@@ -20,6 +20,7 @@ MAX_SENTENCE_CHARS = 400
 # sentence splitter cuts a step's number off as a fragment of its own). A procedure's steps are quoted
 # in their own order, never best step first.
 _ITEM_RE = re.compile(r"^(?:step\s+\d|[•●◆▪◦‣]|[*-]\s)", re.IGNORECASE)
+_BULLET_RE = re.compile(r"^[•●◆▪◦‣]\s*")
 _NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
 _VALUE_RE = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*(?![A-Za-z\d])")  # a number, not a code's digits (E3)
@@ -172,13 +173,17 @@ def _procedure(lead: tuple[int, int, str, set[str]], items: list[tuple[int, int,
 
 def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3,
                       value_bonus: float = 0.0, **choice: float | bool | int) -> str:
-    """The answer text: each picked sentence followed by its citation, e.g. "Do X. [1]".
+    """The answer text: each picked sentence followed by its citation, e.g. "Do X. [1]"; a bulleted
+    item on a line of its own as "• Do X. [1]", so that the page shows a procedure as a list.
 
-    choice: pick_sentences' min_ratio, best_first and window."""
-    parts = []
+    choice: pick_sentences' min_ratio, best_first, window, procedure and drop_headings."""
+    text, was_item = "", False
     for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
                                       value_bonus=value_bonus, **choice):  # type: ignore[arg-type]
         if sentence[-1:] not in ".!?…":
             sentence += "."
-        parts.append(f"{sentence} [{n}]")
-    return " ".join(parts)
+        bullet = _BULLET_RE.match(sentence)
+        part = f"• {sentence[bullet.end():]} [{n}]" if bullet else f"{sentence} [{n}]"
+        text += ("\n" if text and (bullet or was_item) else " " if text else "") + part
+        was_item = bool(bullet)
+    return text
