@@ -125,6 +125,22 @@ def test_sentences_about_the_passages_are_not_answers() -> None:
     assert not last.supported and last.reason == "meta"
 
 
+def test_a_sentence_announcing_a_list_that_never_comes_is_not_an_answer() -> None:
+    # SmolLM2 (llama.cpp) on a sample question, gate 4: green before, nothing in it
+    passages = ["Shell commands: help lists the basic commands of the piston board shell.",
+                "The following commands are available in the shell.", "Commands control the piston board."]
+    draft = ("The full list of commands is: [1]\nThis includes the following commands: [2]\n"
+             "These are all commands that can be used to control the piston board. [3]")
+    checks = check_answer(draft, passages)
+    assert [c.reason for c in checks][:2] == ["dangling", "dangling"] and checks[2].supported
+    # two of its three claims back nothing: the pipeline's "mostly unsupported" rule then shows evidence
+    assert 2 * sum(c.supported for c in checks) < len(checks)
+    # a list that does come keeps its items; only the bare announcement goes
+    listed = "Set these options: [1]\n- help lists the basic commands [1]"
+    checks = check_answer(listed, passages[:1])
+    assert checks[0].reason != "dangling" and checks[1].supported
+
+
 def test_grammar_cannot_end_a_sentence_without_a_citation() -> None:
     g = citation_grammar(2)
     assert r"[^\[\]\n<>.!?]" in g  # a bare full stop is not sentence text: only "[n]" ends one

@@ -23,6 +23,7 @@ _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-_.]*[a-z0-9]|[a-z0-9]")
 _SENTENCE_END_RE = re.compile(
     r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?](?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
     r"|\n\s*\n|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
+    r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
 )
 STOPWORDS = frozenset(
     "a an the and or of to in on at for with by from is are was were be been it its this that these "

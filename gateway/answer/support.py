@@ -12,7 +12,8 @@ Each sentence is held against its cited passage(s):
   question count too (leaving them out let wrong answers through on eval/dev),
 * it must say it the same way round as the passage sentence it rests on: "Never unplug anything
   while powered" does not back "Unplugging while powered is safe" (a negation on one side only),
-* and it must not be degenerate (the same word over and over).
+* and it must not be degenerate (the same word over and over), nor announce a list that never comes
+  ("The full list of commands is: [1]").
 
 A sentence with no citation is held against every passage given; if one supports it, that passage
 is attached as an inferred citation (flagged, so QA can count them). Only supported sentences are
@@ -88,6 +89,11 @@ _META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
 def about_the_text(sentence: str) -> bool:
     """A sentence about the passages themselves ("The passage on Cura is from ..."), not the machine."""
     return bool(_META_RE.match(_LIST_MARK_RE.sub("", sentence)))
+
+
+def dangling(sentence: str, following: str) -> bool:
+    """A sentence that announces what follows ("The full list of commands is:") with no list after it."""
+    return CITATION_RE.sub("", sentence).rstrip().endswith(":") and not _LIST_MARK_RE.match(following)
 
 
 def degenerate(sentence: str) -> bool:
@@ -239,7 +245,8 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
     ignore = frozenset(overlap_terms(titles))
     groups = parse_citation_groups(answer)
     checks: list[SentenceCheck] = []
-    for s, e in sentence_spans(answer):
+    spans = sentence_spans(answer)
+    for i, (s, e) in enumerate(spans):
         text = answer[s:e]
         if not CITATION_RE.sub("", text).strip(" .;:,-"):
             continue  # a stray citation on its own line: it belongs to the sentence before
@@ -250,6 +257,10 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
         check = SentenceCheck(text=text, start=s, end=e, cited=cited)
         if degenerate(text) or about_the_text(text) or (question and echoes(text, question)):
             check.reason = "degenerate" if degenerate(text) else "meta" if about_the_text(text) else "echo"
+            checks.append(check)
+            continue
+        if dangling(text, answer[spans[i + 1][0]:spans[i + 1][1]] if i + 1 < len(spans) else ""):
+            check.reason = "dangling"  # "The full list of commands is: [1]" and no list: it claims nothing
             checks.append(check)
             continue
         candidates = cited or list(range(1, len(passages) + 1))
