@@ -21,3 +21,13 @@ def test_an_abbreviation_does_not_end_the_sentence(abbr: str) -> None:
 def test_ordinary_sentence_ends_still_split() -> None:
     assert split("Power it off. Then 12 V goes in. Done! Next? Yes.") == [
         "Power it off.", "Then 12 V goes in.", "Done!", "Next?", "Yes."]
+
+
+def test_a_pin_or_part_number_after_its_abbreviation_stays_in_the_sentence() -> None:
+    # AgonLight2's manual: "Pin. 2 is 5V ... if the USB-C is not connected." was cut after "Pin.", so the
+    # support check's polarity test never saw "pin" beside the "not" it must agree with
+    text = "Pin.1 is the battery. Pin. 2 is 5V power, usable if the USB-C is not connected. Use part No. 12 here."
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Pin.1 is the battery.", "Pin. 2 is 5V power, usable if the USB-C is not connected.", "Use part No. 12 here."]
+    text = "The answer is no. Then stop."
+    assert [text[s:e] for s, e in sentence_spans(text)] == ["The answer is no.", "Then stop."]

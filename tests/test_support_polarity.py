@@ -46,3 +46,13 @@ def test_the_answer_keeps_only_the_sentence_the_passage_backs() -> None:
     checks = check_answer("Do not wear gloves when operating the printer [1]. "
                           "It is safe to unplug a device while the printer is powered [1].", [PASSAGE])
     assert [c.supported for c in checks] == [True, False] and checks[1].reason == "polarity"
+
+
+def test_sentences_sharing_as_many_words_must_all_agree_on_not() -> None:
+    from gateway.answer.support import same_polarity
+    passage = ("The programmer connects to the board through the header. "
+               "USB does not connect the programmer board.")
+    claim = "The programmer can connect to the board through USB."
+    # two passage sentences share as many words with the claim; one says it the other way round
+    assert not same_polarity(claim, passage)
+    assert same_polarity("The programmer connects to the board through the header.", passage)

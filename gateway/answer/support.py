@@ -132,7 +132,7 @@ def negated(text: str) -> bool:
 
 
 def same_polarity(claim: str, passage: str) -> bool:
-    """Does the passage sentence sharing most words with the claim agree with it on "not"?
+    """Do the passage sentences sharing most words with the claim agree with it on "not"?
 
     Word overlap cannot tell "never unplug while powered" from "unplugging while powered is safe";
     a negation on one side only turns the passage's instruction around, so such a claim is not
@@ -140,12 +140,15 @@ def same_polarity(claim: str, passage: str) -> bool:
     exceed 36 V" -> "stay below 36 V") is rejected too, and the evidence is shown instead.
     """
     want = overlap_terms(claim)
-    best, said = 0, ""
+    best, said = 0, []
     for s, e in sentence_spans(passage):
         shared = len(want & overlap_terms(passage[s:e]))
         if shared > best:
-            best, said = shared, passage[s:e]
-    return not said or negated(claim) == negated(said)
+            best, said = shared, [passage[s:e]]
+        elif shared == best and shared:
+            said.append(passage[s:e])
+    # sentences that share as many words are as much what the claim rests on: each must agree
+    return all(negated(claim) == negated(one) for one in said)
 
 
 # Units and counting words: they say what kind a number is, not what it is about.
