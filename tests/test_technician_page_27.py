@@ -274,16 +274,21 @@ def test_gate_one_says_the_smoke_prompt_was_answered_not_what_the_model_wrote(de
 
 
 # -- 7. a Quick answer quotes a procedure as its steps -----------------------------------------------
+def quick_answer(pg: Any, server: GatewayServer, question: str) -> str:
+    """Ask in Quick (extractive) mode and return the answer's words once it is final."""
+    pg.goto(server.url + "/")
+    pg.fill("#question", question)
+    pg.select_option("#mode", "extractive")
+    pg.click("#ask")
+    pg.wait_for_function(FINAL)
+    return words_of(pg.inner_text("#answer"))
+
+
 @pytest.mark.parametrize("size", ["desk", "phone"])
 def test_a_quick_how_to_answer_is_the_procedure_in_order(request: pytest.FixtureRequest, server: GatewayServer,
                                                           size: str) -> None:
     pg = request.getfixturevalue(size)
-    pg.goto(server.url + "/")
-    pg.fill("#question", "How do I install Klipper on the Raspberry Pi?")
-    pg.select_option("#mode", "extractive")
-    pg.click("#ask")
-    pg.wait_for_function(FINAL)
-    answer = words_of(pg.inner_text("#answer"))
+    answer = quick_answer(pg, server, "How do I install Klipper on the Raspberry Pi?")
     # the sample's install steps (bullets glued to their text in the PDF), in the manual's order
     steps = ["Install OctoPi on your Raspberry Pi", "ssh in to your Raspberry Pi", "Enter password",
              "git clone https://github.com/KevinOConnor/klipper"]
@@ -293,11 +298,6 @@ def test_a_quick_how_to_answer_is_the_procedure_in_order(request: pytest.Fixture
     assert pg.locator("#answer ul > li").count() >= len(steps)  # shown as a list, one step per item
     shot(pg, f"technician-quick-procedure-{size}.png")
     # and the flash question no longer opens on the contents/title run of page 5
-    pg.goto(server.url + "/")
-    pg.fill("#question", "How do I flash the Klipper firmware onto the SKR Mini E3?")
-    pg.select_option("#mode", "extractive")
-    pg.click("#ask")
-    pg.wait_for_function(FINAL)
-    first = words_of(pg.inner_text("#answer"))
+    first = quick_answer(pg, server, "How do I flash the Klipper firmware onto the SKR Mini E3?")
     assert "Klipper Installation Instructions SKR Installation Instructions" not in first, first
     assert "klipper.bin" in first and "microSD" in first, first
