@@ -1,0 +1,201 @@
+"""The index half of the composition root (gateway.services.Services): the index store, the
+embedders that search each version, the reranker, search with display titles, renames and diffs.
+
+A mixin so that the CLI, the app and tests keep calling these on the one root; the state it reads
+(settings, the lock, the held parts) is set by Services.__init__.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.config import Settings
+from ingest.models import ChunkParams, ParseLimits
+from retrieval.types import Hit
+
+if TYPE_CHECKING:
+    from gateway.answer.deps import Retrieved
+    from retrieval.embedders import Embedder
+    from retrieval.versions import IndexStore
+
+
+class IndexParts:
+    """Index, embedders and search of one gateway; each part built once, on first use."""
+
+    settings: Settings
+    _lock: threading.RLock
+    _store: IndexStore | None
+    _embedder: Embedder | None
+    _other_embedders: dict[str, Embedder]  # models of versions built before a change
+    _reranker: Any
+    _reranker_loaded: bool
+
+    def _once(self, attr: str, build: Callable[[], Any]) -> Any:
+        """The part held in `attr`, built by `build` on first use (under the lock: built once)."""
+        with self._lock:
+            part = getattr(self, attr)
+            if part is None:
+                part = build()
+                setattr(self, attr, part)
+            return part
+
+    @property
+    def store(self) -> IndexStore:
+        from retrieval.versions import IndexStore
+
+        store: IndexStore = self._once("_store", lambda: IndexStore(self.settings.data_dir))
+        return store
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                from retrieval.embedders import load_embedder
+
+                e = self.settings.embedding
+                self._embedder = load_embedder(e.model, batch_size=e.batch_size)
+            return self._embedder
+
+    @property
+    def reranker(self) -> Any:
+        """The cross-encoder search.rerank names (retrieval.rerank), or None when it is "off"."""
+        with self._lock:
+            if not self._reranker_loaded:
+                from retrieval.rerank import load_reranker
+
+                self._reranker = load_reranker(self.settings.search.rerank)
+                self._reranker_loaded = True
+            return self._reranker
+
+    def retrieval_facts(self) -> dict[str, Any]:
+        """The embedder and reranker this gateway searches with, by id and hash (index show, doctor)."""
+        from retrieval.types import RetrievalError
+
+        s = self.settings.search
+        facts: dict[str, Any] = {"embedding": {"model": self.settings.embedding.model}}
+        try:
+            e = self.embedder
+            facts["embedding"].update(model_id=e.model_id, model_hash=e.model_hash)
+        except RetrievalError as exc:
+            facts["embedding"]["error"] = str(exc)
+        try:
+            rr = self.reranker
+        except RetrievalError as exc:
+            facts["reranker"] = {"setting": s.rerank, "error": str(exc)}
+        else:
+            facts["reranker"] = ({"setting": s.rerank} if rr is None else
+                                 {"setting": s.rerank, **rr.describe(), "pool": s.rerank_pool,
+                                  "weight": s.rerank_weight})
+        return facts
+
+    def embedder_for(self, version: str | None = None) -> Embedder:
+        """The embedder that searches this index version (the active one by default).
+
+        Normally the configured one. A version built with another model (before an upgrade changed
+        the default, or rolled back to) is searched with the model it records, when that model is
+        installed with the same weights: an upgrade or a rollback never leaves a gateway unable to
+        search. The next `manualqa ingest` re-embeds with the configured model.
+        """
+        configured = self.embedder
+        ver = self.store.open(version)
+        recorded = (ver.manifest or {}).get("embedding") or {}
+        if recorded.get("model_id") in (None, configured.model_id):
+            return configured
+        key = f"{recorded.get('model_id')}#{recorded.get('model_hash')}"
+        with self._lock:
+            cached = self._other_embedders.get(key)
+        if cached is not None:
+            return cached
+        from retrieval.embedders import MissingExtraError, load_embedder, spec_of
+
+        spec = spec_of(recorded)
+        if spec is None:
+            return configured  # search says plainly that the models differ
+        try:
+            other = load_embedder(spec, batch_size=self.settings.embedding.batch_size)
+            if other.model_id != recorded.get("model_id") or other.model_hash != recorded.get("model_hash"):
+                return configured
+        except MissingExtraError as exc:  # its backend is an extra left out here: say how to install it
+            raise exc.about(f"index version {ver.id} was built with {recorded.get('model_id')}") from exc
+        except Exception:  # noqa: BLE001 - not installed here: the same plain refusal
+            return configured
+        import logging
+
+        logging.getLogger("manualqa").warning(
+            "index version %s was built with %s; searching it with that model (the configured one is %s); "
+            "`manualqa ingest` re-embeds with the configured model", ver.id, other.model_id, configured.model_id)
+        with self._lock:
+            return self._other_embedders.setdefault(key, other)
+
+    @property
+    def chunk_params(self) -> ChunkParams:
+        return self.settings.chunking
+
+    @property
+    def parse_limits(self) -> ParseLimits:
+        return self.settings.ingest
+
+    def ingest(self, paths: Sequence[str | Path], progress: Callable[..., None] | None = None) -> Any:
+        return self.store.ingest(list(paths), self.embedder, self.chunk_params, self.parse_limits,
+                                 progress=progress)
+
+    def search(self, query: str, k: int | None = None, manuals: Sequence[str] | None = None,
+               version: str | None = None) -> list[Hit]:
+        return self.retrieve(query, k or self.settings.search.k, manuals, version).hits
+
+    def retrieve(self, query: str, k: int, manuals: Sequence[str] | None = None,
+                 version: str | None = None) -> Retrieved:
+        """Hits from one pinned index version (activation meanwhile cannot mix versions), searched with
+        the embedder that version was built with, re-ranked as configured, with the display titles."""
+        from gateway.answer.deps import Retrieved  # noqa: F811 - at run time too: it is built here
+        from retrieval.search import search_with_timings
+        from retrieval.types import NoIndexError
+
+        version = version or self.store.active_id()  # once: the embedder and the search see one version
+        if not version:
+            raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
+        hits, timings = search_with_timings(self.store, self.embedder_for(version), query, k=k,
+                                            manuals=manuals or None, version=version, reranker=self.reranker,
+                                            params=self.settings.search)
+        self.show_titles(hits)
+        return Retrieved(hits, timings, version)
+
+    def show_titles(self, items: Sequence[Any]) -> None:
+        """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""
+        from gateway.records.titles import apply_titles, current_titles
+
+        apply_titles(items, current_titles(self.settings.db_path))
+
+    def index_diff(self, a: str, b: str) -> dict[str, Any]:
+        """IndexStore.diff with the display titles an admin gave: a renamed manual is named as it is
+        shown everywhere else (its `pdf_title` the version's own); a changed one by its new sha256."""
+        from gateway.records.titles import apply_titles, current_titles
+
+        d = self.store.diff(a, b)
+        titles = current_titles(self.settings.db_path)
+        apply_titles(d["added"] + d["removed"], titles, sha_key="sha256")
+        apply_titles(d["changed"], titles, sha_key="new_sha256")
+        return d
+
+    def rename_manual(self, manual: str, title: str | None) -> dict[str, Any]:
+        """Give a manual of the active index a display title (None: show the PDF's own again)."""
+        from gateway.records.titles import DisplayTitles
+        from retrieval.search import resolve_manuals
+
+        known = self.store.open().chunks.manuals()
+        shas = resolve_manuals(known, [manual])
+        if len(shas) != 1:
+            from retrieval.types import RetrievalError
+
+            raise RetrievalError(f"{manual!r} names {len(shas)} manuals; use a file name or a sha256 prefix")
+        row = next(m for m in known if m["sha256"] == shas[0])
+        titles = DisplayTitles(self.settings.db_path)
+        if title is None:
+            titles.clear(row["sha256"])
+            shown = row["title"]
+        else:
+            shown = titles.set(row["sha256"], title)
+        return {"sha256": row["sha256"], "file_name": row["file_name"], "title": shown, "pdf_title": row["title"]}
