@@ -56,3 +56,21 @@ def test_sentences_sharing_as_many_words_must_all_agree_on_not() -> None:
     # two passage sentences share as many words with the claim; one says it the other way round
     assert not same_polarity(claim, passage)
     assert same_polarity("The programmer connects to the board through the header.", passage)
+
+
+GPIO = ("AgonLight2 User Manual\nGPIO connector\nGPIO connector\nPin.1 is connected to the Li-Po battery PLUS "
+        "you can connect external battery on this pin.\nPin. 2 is 5V power supply connected to USB-C +5V signal, "
+        "you can power the board from this signal if the\nUSB-C is not connected. It must be regulated 5V power "
+        "supply.")
+
+
+def test_the_title_glued_to_the_first_sentence_does_not_outweigh_a_not() -> None:
+    # 'AgonLight2' of the title line made the pin 1 sentence the one the claim rests on, so the "not" of
+    # the pin 2 sentence was never consulted and "Yes, you can connect the USB-C" went green
+    claim = "Yes, you can connect the USB-C to power AgonLight2 through GPIO pin 2. [1]"
+    [check] = check_answer(claim, [GPIO], question="Powering the Agon through GPIO pin 2 - can the USB-C stay "
+                           "connected?", titles="AgonLight2 User Manual")
+    assert not check.supported and check.reason == "polarity"
+    [fine] = check_answer("You can power the board from pin 2 if the USB-C is not connected. [1]", [GPIO],
+                          titles="AgonLight2 User Manual")
+    assert fine.supported

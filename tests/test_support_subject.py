@@ -94,3 +94,19 @@ def test_the_title_names_the_equipment_but_binds_no_value() -> None:
     assert not check.supported and check.reason == "subject"
     [fine] = check_answer("The Fabulaser Mini supply needs 220 V [1].", [passage], titles="Fabulaser Mini")
     assert fine.supported
+
+
+CHILLER = ("13. MAINTENANCE\n• Check the status of the filter; if it is black it is required to change at "
+           "least the prefilter\n• The linear guides need lubrication (once in 3 month), lithium grease can be "
+           "applied with a napkin.\n• Change the water of the chiller after one year of normal use, or 6 months "
+           "of intensive usage")
+
+
+def test_the_bullet_before_a_value_does_not_bind_it() -> None:
+    # 'change ... the prefilter' in one bullet bound 'once in 3 month' of the next to the chiller's coolant
+    assert unbound_numbers("The coolant change interval for the chiller is 3 months.", CHILLER) == ["3"]
+    [check] = check_answer("The coolant change interval for the chiller is 3 months. [1]", [CHILLER],
+                           question="coolant change interval for the chiller")
+    assert not check.supported and check.reason == "subject"
+    # the value of the chiller's own bullet is bound to it
+    assert unbound_numbers("Change the chiller water after 6 months of intensive use.", CHILLER) == []

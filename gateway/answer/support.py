@@ -40,6 +40,7 @@ _URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|htm
 _COMMON_CAPS = frozenset({"OK", "ON", "OFF", "AND", "OR", "NOT", "THE", "NOTE", "USB", "PC", "LED", "AC",
                           "DC", "ID", "PDF", "FAQ", "I", "A"})
 _LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}[.)]|[•\-*])\s+")
+_BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
 _DECLINE = "The manuals do not cover this."
 
 
@@ -131,15 +132,17 @@ def negated(text: str) -> bool:
     return bool(_NEGATION_RE.search(_fold(text)))
 
 
-def same_polarity(claim: str, passage: str) -> bool:
+def same_polarity(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> bool:
     """Do the passage sentences sharing most words with the claim agree with it on "not"?
 
     Word overlap cannot tell "never unplug while powered" from "unplugging while powered is safe";
     a negation on one side only turns the passage's instruction around, so such a claim is not
     backed. Conservative on purpose: a paraphrase that trades a negation for an antonym ("do not
     exceed 36 V" -> "stay below 36 V") is rejected too, and the evidence is shown instead.
+    The manual's title words (`ignore`) count for no sentence: the title line is glued to the
+    passage's first sentence, and "AgonLight2" made it outweigh the "not" of the pin 2 sentence.
     """
-    want = overlap_terms(claim)
+    want = overlap_terms(claim) - ignore
     best, said = 0, []
     for s, e in sentence_spans(passage):
         shared = len(want & overlap_terms(passage[s:e]))
@@ -179,8 +182,11 @@ def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset
         for i, (s, e) in enumerate(spans):
             if n not in numbers_of(passage[s:e]):
                 continue
-            before = passage[spans[i - 1][0]:spans[i - 1][1]] if i else ""
-            if subject & overlap_terms(before + "\n" + passage[s:e]):
+            own = passage[s:e]
+            # a bulleted item is its own statement: the bullet before it labels nothing ("change
+            # the prefilter" in one bullet bound "once in 3 month" of the next to a coolant change)
+            before = passage[spans[i - 1][0]:spans[i - 1][1]] if i and not _BULLET_RE.match(own) else ""
+            if subject & overlap_terms(before + "\n" + own):
                 bound = True
                 break
         if not bound:
@@ -217,7 +223,7 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     overlap = len(want & overlap_terms(passage)) / len(want)
     if overlap < min_overlap:
         return False, round(overlap, 3), [], "overlap"
-    if not same_polarity(claim, passage):
+    if not same_polarity(claim, passage, ignore):
         return False, round(overlap, 3), [], "polarity"
     return True, round(overlap, 3), [], ""
 
