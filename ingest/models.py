@@ -12,6 +12,12 @@ class IngestError(Exception):
     code = "ingest_error"
 
 
+# Mean word confidence (Tesseract, 0-100) under which OCR text is doubtful: its numbers back no
+# claim (ingest.ocr_min_confidence) and search ranks its chunks as it ranks navigation pages
+# (retrieval.types.SearchParams.ocr_doubt).
+OCR_MIN_CONFIDENCE = 80.0
+
+
 @dataclass(frozen=True)
 class PageText:
     number: int  # 1-based PDF page index
@@ -91,7 +97,7 @@ class ParseLimits:
     ocr_dpi: int = 300  # the resolution pages are rendered at for Tesseract
     ocr_page_timeout_s: float = 60.0  # CPU-seconds per page, for rendering and for recognition each
     ocr_max_pixels: int = 60_000_000  # a page is rendered at a lower dpi rather than bigger than this
-    ocr_min_confidence: float = 80.0  # words read below this are "doubtful" (their numbers support nothing)
+    ocr_min_confidence: float = OCR_MIN_CONFIDENCE  # words read below this are "doubtful": their numbers back nothing
 
     def __post_init__(self) -> None:
         if self.ocr not in ("auto", "off", "always"):

@@ -132,17 +132,19 @@ def search_with_timings(
     rerank_pool: int = DEFAULTS.rerank_pool,
     rerank_weight: float = DEFAULTS.rerank_weight,
     params: SearchParams | None = None,
+    ocr_doubt: float = DEFAULTS.ocr_doubt,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, rerank_ms, total_ms.
 
     `params`, when given, is the configured gateway's SearchParams whole: its fields replace the
     keyword arguments of the same meaning (candidates, rrf_k, weights, page_share, rerank_pool,
-    rerank_weight); experiments pass those one by one instead.
+    rerank_weight, ocr_doubt); experiments pass those one by one instead.
     """
     if params is not None:
         candidates, rrf_k, page_share = params.candidates, params.rrf_k, params.page_share
         weights = (params.dense_weight, params.lexical_weight)
         rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
+        ocr_doubt = params.ocr_doubt
     t_start = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
         raise RetrievalError("the question is empty")
@@ -183,6 +185,8 @@ def search_with_timings(
     # Navigation pages (table of contents, index) match every topic but answer none: they are
     # ranked after real passages with the same fused score, by halving it. Looked at among the top
     # 3k only (all candidates when pages pool their scores), so that it costs one small fetch.
+    # OCR text read with a mean word confidence under ocr_doubt (a schematic, a wiring diagram) is
+    # ranked the same way: its noise shares a word with any question.
     pool = max(k, int(rerank_pool)) if reranker is not None else k
     if page_share > 0:
         shortlist = list(fused)
@@ -191,7 +195,8 @@ def search_with_timings(
     rows = {c["row"]: c for c in ver.chunks.get_rows(shortlist)}
     fused = page_pool(fused, {r: (c["manual_sha256"], c["page"]) for r, c in rows.items()}, page_share)
     for row, c in rows.items():
-        if is_navigation(c["heading"], c["text"]):
+        confidence = c.get("ocr_confidence")
+        if is_navigation(c["heading"], c["text"]) or (confidence is not None and confidence < ocr_doubt):
             fused[row] *= 0.5
     order = sorted(shortlist, key=lambda r: (-fused[r], -cos[r], r))[:pool]
     fuse_ms = (time.perf_counter() - t) * 1000
@@ -244,6 +249,7 @@ def search(
     rerank_pool: int = DEFAULTS.rerank_pool,
     rerank_weight: float = DEFAULTS.rerank_weight,
     params: SearchParams | None = None,
+    ocr_doubt: float = DEFAULTS.ocr_doubt,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
@@ -254,5 +260,5 @@ def search(
                                          candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
                                          mode=mode, weights=weights, page_share=page_share,
                                          reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight,
-                                         params=params)
+                                         params=params, ocr_doubt=ocr_doubt)
     return hits

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ingest.models import OCR_MIN_CONFIDENCE
+
 # The default `embedding.model`, written once: all-MiniLM-L6-v2 quantized to int8, built into manualqa
 # (retrieval/models/minilm_l6_int8) and run on onnxruntime, no torch (retrieval.embedders.onnx). Here, in
 # this light module, so that gateway.config takes its default from it without importing numpy;
@@ -82,9 +84,13 @@ class SearchParams:
     rerank: str = "off"
     rerank_pool: int = 10
     rerank_weight: float = 4.0
+    # A chunk read by OCR whose mean word confidence is under this ranks at half its fused score, as a
+    # contents page does: OCR of a schematic or a wiring diagram is mostly noise that matches anything
+    # (docs/bench/experiments/ocr_rank.md). 0 ranks OCR text like any other.
+    ocr_doubt: float = OCR_MIN_CONFIDENCE
 
     def search_options(self) -> dict[str, Any]:
         """The keyword arguments retrieval.search.search takes besides k (and the reranker object)."""
         return {"candidates": self.candidates, "rrf_k": self.rrf_k,
                 "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share,
-                "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight}
+                "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight, "ocr_doubt": self.ocr_doubt}

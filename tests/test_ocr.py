@@ -112,6 +112,27 @@ def test_scanned_page_is_found_by_search_and_cited_as_ocr(ingested: tuple[Any, A
     assert version.chunks.ocr_page(sha, 1) is None
 
 
+def test_doubtful_ocr_text_ranks_at_half_its_score(ingested: tuple[Any, Any], embedder: Any) -> None:
+    """search.ocr_doubt: OCR read less surely than the bar (a schematic's noise) is ranked like a
+    contents page, at half its fused score; text read surely, and text-layer text, keep theirs."""
+    from ingest.models import OCR_MIN_CONFIDENCE
+    from retrieval.search import search
+    from retrieval.types import SearchParams
+
+    assert SearchParams().ocr_doubt == OCR_MIN_CONFIDENCE == ParseLimits().ocr_min_confidence
+    store, _report = ingested
+    question = "How often is the impeller seal replaced?"
+    plain = search(store, embedder, question, k=3, ocr_doubt=0.0)
+    top = plain[0]
+    assert top.source == "ocr" and top.ocr_confidence is not None
+    sure = search(store, embedder, question, k=3, ocr_doubt=top.ocr_confidence - 1)
+    assert sure[0].chunk_id == top.chunk_id and sure[0].score == pytest.approx(top.score)
+    doubted = {h.chunk_id: h for h in search(store, embedder, question, k=3, ocr_doubt=top.ocr_confidence + 1)}
+    assert doubted[top.chunk_id].score == pytest.approx(top.score / 2)
+    text = [h for h in plain if h.source == "text"]
+    assert text and all(doubted[h.chunk_id].score == pytest.approx(h.score) for h in text if h.chunk_id in doubted)
+
+
 def test_hostile_page_image_fails_alone_with_a_clear_message(ingested: tuple[Any, Any], folder: Path) -> None:
     from ingest.sandbox import parse_pdf
 
