@@ -128,7 +128,8 @@ def test_response_structs_mirror_the_library_dicts_key_for_key_in_order(tmp_path
     from gateway.answer.pipeline import AnswerResult
     from gateway.records.answers import AnswerLog
     from gateway.records.jobs import JobRunner
-    from gateway.web.responses import AnswerDetail, AnswerOut, AnswerRow, CitationOut, IngestReportOut, Job
+    from gateway.web.responses import AnswerDetail, AnswerOut, AnswerRow, CitationOut
+    from gateway.web.responses_admin import IngestReportOut, Job
     from retrieval.builder import IngestReport
 
     assert struct_fields(AnswerOut) == [f.name for f in fields(AnswerResult)]

@@ -29,7 +29,7 @@ from gateway.records.deployments import DoctorRun, run_and_record
 from gateway.records.log_export import MEDIA_TYPES, export_chunks, export_file_name
 from gateway.services import Services
 from gateway.web.errors import ApiError
-from gateway.web.responses import AnswerModeOut, DoctorRunOut
+from gateway.web.responses_admin import AnswerModeOut, DoctorRunOut
 from gateway.web.routes_answers import OUTCOME_PATTERN
 from gateway.web.schemas import AnswerModeRequest
 from gateway.web.security import admin_guard

@@ -38,7 +38,7 @@ from gateway.fleet.archive import export_version, import_archive
 from gateway.records.jobs import UPLOADS_DIR
 from gateway.services import Services
 from gateway.web.errors import ApiError
-from gateway.web.responses import ImportedVersion
+from gateway.web.responses_admin import ImportedVersion
 from gateway.web.security import admin_guard
 from gateway.web.uploads import FLUSH_BYTES, UPLOADS
 

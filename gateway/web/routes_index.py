@@ -11,7 +11,7 @@ from litestar.params import FromPath, FromQuery, QueryParameter
 
 from gateway.services import Services
 from gateway.web.errors import ApiError
-from gateway.web.responses import Activated, IndexDiff, RolledBack, VersionList
+from gateway.web.responses_admin import Activated, IndexDiff, RolledBack, VersionList
 from gateway.web.security import admin_guard, reader_guard
 from retrieval.types import RetrievalError
 

@@ -20,7 +20,7 @@ from litestar.params import FromPath, JSONBody
 from gateway.records.keys import KeyStore
 from gateway.services import Services
 from gateway.web.errors import ApiError
-from gateway.web.responses import KeyCreated, KeyList, KeyOut, KeyRevoked
+from gateway.web.responses_admin import KeyCreated, KeyList, KeyOut, KeyRevoked
 from gateway.web.schemas import KeyCreateRequest
 from gateway.web.security import admin_guard, principal_of
 

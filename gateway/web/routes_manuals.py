@@ -23,7 +23,7 @@ from gateway.records.jobs import JobRunner
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.ranges import pdf_response
-from gateway.web.responses import IngestReportOut, Job, ManualList, ManualTitle, OcrWord, PageText, UploadAccepted
+from gateway.web.responses_admin import IngestReportOut, Job, ManualList, ManualTitle, OcrWord, PageText, UploadAccepted
 from gateway.web.schemas import TitleRequest
 from gateway.web.security import admin_guard, reader_guard
 from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload

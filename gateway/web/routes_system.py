@@ -11,7 +11,7 @@ from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
 
 from gateway.services import Services
-from gateway.web.responses import Deployment, Health, ProfileSwitch
+from gateway.web.responses_admin import Deployment, Health, ProfileSwitch
 from gateway.web.security import admin_guard, reader_guard
 
 
