@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.answer.claim_terms import codes_of, numbers_of
 from gateway.answer.grammar import DECLINE, citation_grammar
-from gateway.answer.support import (
-    addresses_question,
-    check_answer,
-    codes_of,
-    degenerate,
-    is_decline,
-    numbers_of,
-    supported_text,
-)
+from gateway.answer.support import addresses_question, check_answer, degenerate, is_decline, supported_text
 
 PUMP = ("Tighten the pump head bolts in a cross pattern to 85 N·m. Use only the O-ring kit P/N 4471-B; "
         "other seals swell in diesel.")

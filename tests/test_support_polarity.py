@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.answer.support import check_against, check_answer, negated
+from gateway.answer.binding import negated
+from gateway.answer.support import check_against, check_answer
 
 PASSAGE = ("Damage Risk. Never plug or unplug any device (high or low voltage) while the printer is powered. "
            "Stepper drivers are easily damaged. Do not wear gloves when operating the printer. "
@@ -49,7 +50,7 @@ def test_the_answer_keeps_only_the_sentence_the_passage_backs() -> None:
 
 
 def test_sentences_sharing_as_many_words_must_all_agree_on_not() -> None:
-    from gateway.answer.support import same_polarity
+    from gateway.answer.binding import same_polarity
     passage = ("The programmer connects to the board through the header. "
                "USB does not connect the programmer board.")
     claim = "The programmer can connect to the board through USB."

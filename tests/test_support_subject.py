@@ -8,9 +8,10 @@ a fragment left of a mostly unsupported draft is not an answer.
 
 from __future__ import annotations
 
+from gateway.answer.binding import unbound_numbers
 from gateway.answer.generation import Generation
 from gateway.answer.outcome import DECLINED_TEXT, check_support, decide_outcome
-from gateway.answer.support import check_answer, unbound_numbers
+from gateway.answer.support import check_answer
 from retrieval.types import Hit
 
 MAINTENANCE = ("Clean the nozzle every 50 hours of printing. Check the belt tension once a month and "

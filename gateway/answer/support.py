@@ -23,60 +23,18 @@ shown as the answer; the pipeline turns an answer with none into ``evidence_only
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gateway.answer.citations import CITATION_RE, content_terms, parse_citation_groups, sentence_spans
+from gateway.answer.binding import same_polarity, unbound_numbers
+from gateway.answer.citations import CITATION_RE, parse_citation_groups, sentence_spans
+from gateway.answer.claim_terms import UNIT_GLUE_RE, codes_of, fold, numbers_of, overlap_terms
 
 DEFAULT_MIN_OVERLAP = 0.6
-_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*")
-# Tokens with letters and digits mixed, or short all-caps words: part numbers, pins, model names.
-_CODE_RE = re.compile(r"\b(?=[A-Za-z0-9_\-/]*\d)(?=[A-Za-z0-9_\-/]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-/]*\b"
-                      r"|\b[A-Z]{2,}[A-Z0-9]*\b")
 _URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|html?)\b", re.IGNORECASE)
-# Acronyms so common in manuals' prose that a model may use them without quoting one passage.
-_COMMON_CAPS = frozenset({"OK", "ON", "OFF", "AND", "OR", "NOT", "THE", "NOTE", "USB", "PC", "LED", "AC",
-                          "DC", "ID", "PDF", "FAQ", "I", "A"})
 _LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}[.)]|[•\-*])\s+")
-_BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
 _DECLINE = "The manuals do not cover this."
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).lower()
-    return text.replace("\u00b7", "").replace("\u2022", " ").replace("\u2013", "-").replace("\u2014", "-")
-
-
-def numbers_of(text: str) -> set[str]:
-    """Numbers as written, without thousands separators or trailing zeros ("1,000" -> "1000", "2.50" -> "2.5")."""
-    out = set()
-    for raw in _NUMBER_RE.findall(_fold(text)):
-        value = raw.lstrip("+-")
-        if re.fullmatch(r"\d{1,3}(,\d{3})+", value):
-            value = value.replace(",", "")
-        value = value.replace(",", ".")
-        if "." in value:
-            value = value.rstrip("0").rstrip(".")
-        out.add(value.lstrip("0") or "0")
-    return out
-
-
-def codes_of(text: str) -> set[str]:
-    return {m.lower() for m in _CODE_RE.findall(unicodedata.normalize("NFKC", text))
-            if m.upper() not in _COMMON_CAPS and not m.isdigit()}
-
-
-_UNIT_GLUE_RE = re.compile(r"(?<=\d)(?=[^\W\d_])")
-
-
-def overlap_terms(text: str) -> set[str]:
-    """Content words for the overlap test: "36V" and "36 V", "piston-board" and "piston board" alike;
-    numbers are left to the number test."""
-    text = _UNIT_GLUE_RE.sub(" ", unicodedata.normalize("NFKC", text))
-    terms = content_terms(re.sub(r"[-_/]", " ", text))  # "Piston-board" holds "piston" and "board"
-    return {t for t in terms if len(t) > 1 and not t.replace(".", "").isdigit()}
 
 
 _META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
@@ -125,75 +83,6 @@ class SentenceCheck:
         return {**asdict(self), "supported": self.supported}
 
 
-_NEGATION_RE = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|avoid)\b|n't\b|n’t\b")
-
-
-def negated(text: str) -> bool:
-    return bool(_NEGATION_RE.search(_fold(text)))
-
-
-def same_polarity(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> bool:
-    """Do the passage sentences sharing most words with the claim agree with it on "not"?
-
-    Word overlap cannot tell "never unplug while powered" from "unplugging while powered is safe";
-    a negation on one side only turns the passage's instruction around, so such a claim is not
-    backed. Conservative on purpose: a paraphrase that trades a negation for an antonym ("do not
-    exceed 36 V" -> "stay below 36 V") is rejected too, and the evidence is shown instead.
-    The manual's title words (`ignore`) count for no sentence: the title line is glued to the
-    passage's first sentence, and "AgonLight2" made it outweigh the "not" of the pin 2 sentence.
-    """
-    want = overlap_terms(claim) - ignore
-    best, said = 0, []
-    for s, e in sentence_spans(passage):
-        shared = len(want & overlap_terms(passage[s:e]))
-        if shared > best:
-            best, said = shared, [passage[s:e]]
-        elif shared == best and shared:
-            said.append(passage[s:e])
-    # sentences that share as many words are as much what the claim rests on: each must agree
-    return all(negated(claim) == negated(one) for one in said)
-
-
-# Units and counting words: they say what kind a number is, not what it is about.
-_UNITS = frozenset("""v vac vdc mv kv a ma ua µa amp amps ampere amperes w kw mw watt watts va c f °c °f deg degree
-degrees mm cm m km in inch inches ft foot feet meter meters metre metres kg g lb lbs pound pounds gram grams
-s sec second seconds ms min minute minutes h hr hrs hour hours day days week weeks month months year years
-hz khz mhz ghz rpm nm n bar psi kpa mpa pa hpa awg mb gb kb tb mbps kbps bps baud dpi ppm pcs pc x
-percent number numbers value values times time total approximately about around up least most maximum
-minimum max min every each per once twice after before within""".split())
-
-
-def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> list[str]:
-    """Numbers the passage states, but never beside anything the claim says they are about.
-
-    "Replace the belt every 50 hours" is not backed by "clean the nozzle every 50 hours": the value
-    and its unit are there, its subject is not. A number counts as bound when a passage sentence
-    holding it (or the line before, a table's row label) shares a word with the claim other than
-    units and the manual's title words (`ignore`: "the Fabulaser Mini takes 220 V" is about nothing
-    the title does not already say). A claim made of a number and units only has nothing to bind.
-    """
-    subject = {t for t in overlap_terms(claim) if t not in _UNITS and t not in ignore}
-    if not subject:
-        return []
-    spans = sentence_spans(passage)
-    unbound = []
-    for n in numbers_of(claim):
-        bound = False
-        for i, (s, e) in enumerate(spans):
-            if n not in numbers_of(passage[s:e]):
-                continue
-            own = passage[s:e]
-            # a bulleted item is its own statement: the bullet before it labels nothing ("change
-            # the prefilter" in one bullet bound "once in 3 month" of the next to a coolant change)
-            before = passage[spans[i - 1][0]:spans[i - 1][1]] if i and not _BULLET_RE.match(own) else ""
-            if subject & overlap_terms(before + "\n" + own):
-                bound = True
-                break
-        if not bound:
-            unbound.append(n)
-    return sorted(unbound)
-
-
 def check_against(sentence: str, passage: str, min_overlap: float,
                   ignore: frozenset[str] = frozenset()) -> tuple[bool, float, list[str], str]:
     """(supported, overlap, missing tokens, reason) for one sentence against one passage.
@@ -204,13 +93,13 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     while no right one gained (docs/bench/model_answers.md): it is not done.
     """
     claim = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
-    folded = _fold(passage)
+    folded = fold(passage)
     missing = sorted(n for n in numbers_of(claim) if n not in numbers_of(passage))
     if missing:
         return False, 0.0, missing, "number"
     words = r"[a-z0-9_\-/]+"  # "18AWG" in the passage holds the code "AWG" of "18 AWG"
     have_codes = (codes_of(passage) | set(re.findall(words, folded))
-                  | set(re.findall(words, _UNIT_GLUE_RE.sub(" ", folded))))
+                  | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded))))
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
@@ -326,7 +215,7 @@ def addresses_question(question: str, answer: str, title: str = "") -> bool:
 
 
 def is_decline(answer: str) -> bool:
-    return _fold(answer).strip().startswith(_fold(_DECLINE)[:-1])
+    return fold(answer).strip().startswith(fold(_DECLINE)[:-1])
 
 
 def supported_text(answer: str, checks: list[SentenceCheck]) -> str:

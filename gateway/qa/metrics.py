@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway.answer.citations import CITATION_RE, content_terms
-from gateway.answer.support import numbers_of
+from gateway.answer.claim_terms import numbers_of
 from gateway.records.answers import Outcome
 
 

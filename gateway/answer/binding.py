@@ -1,0 +1,83 @@
+"""Does the passage say it about the same thing, the same way round? Two checks word overlap cannot make.
+
+A number the claim and the passage share may be stated there about something else ("every 50 hours"
+for the nozzle, not the belt); a claim with all of a passage's words may turn its instruction around
+("never unplug while powered" against "unplugging while powered is safe").
+"""
+
+from __future__ import annotations
+
+import re
+
+from gateway.answer.citations import sentence_spans
+from gateway.answer.claim_terms import fold, numbers_of, overlap_terms
+
+_BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
+
+_NEGATION_RE = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|avoid)\b|n't\b|n’t\b")
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATION_RE.search(fold(text)))
+
+
+def same_polarity(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> bool:
+    """Do the passage sentences sharing most words with the claim agree with it on "not"?
+
+    Word overlap cannot tell "never unplug while powered" from "unplugging while powered is safe";
+    a negation on one side only turns the passage's instruction around, so such a claim is not
+    backed. Conservative on purpose: a paraphrase that trades a negation for an antonym ("do not
+    exceed 36 V" -> "stay below 36 V") is rejected too, and the evidence is shown instead.
+    The manual's title words (`ignore`) count for no sentence: the title line is glued to the
+    passage's first sentence, and "AgonLight2" made it outweigh the "not" of the pin 2 sentence.
+    """
+    want = overlap_terms(claim) - ignore
+    best, said = 0, []
+    for s, e in sentence_spans(passage):
+        shared = len(want & overlap_terms(passage[s:e]))
+        if shared > best:
+            best, said = shared, [passage[s:e]]
+        elif shared == best and shared:
+            said.append(passage[s:e])
+    # sentences that share as many words are as much what the claim rests on: each must agree
+    return all(negated(claim) == negated(one) for one in said)
+
+
+# Units and counting words: they say what kind a number is, not what it is about.
+_UNITS = frozenset("""v vac vdc mv kv a ma ua µa amp amps ampere amperes w kw mw watt watts va c f °c °f deg degree
+degrees mm cm m km in inch inches ft foot feet meter meters metre metres kg g lb lbs pound pounds gram grams
+s sec second seconds ms min minute minutes h hr hrs hour hours day days week weeks month months year years
+hz khz mhz ghz rpm nm n bar psi kpa mpa pa hpa awg mb gb kb tb mbps kbps bps baud dpi ppm pcs pc x
+percent number numbers value values times time total approximately about around up least most maximum
+minimum max min every each per once twice after before within""".split())
+
+
+def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """Numbers the passage states, but never beside anything the claim says they are about.
+
+    "Replace the belt every 50 hours" is not backed by "clean the nozzle every 50 hours": the value
+    and its unit are there, its subject is not. A number counts as bound when a passage sentence
+    holding it (or the line before, a table's row label) shares a word with the claim other than
+    units and the manual's title words (`ignore`: "the Fabulaser Mini takes 220 V" is about nothing
+    the title does not already say). A claim made of a number and units only has nothing to bind.
+    """
+    subject = {t for t in overlap_terms(claim) if t not in _UNITS and t not in ignore}
+    if not subject:
+        return []
+    spans = sentence_spans(passage)
+    unbound = []
+    for n in numbers_of(claim):
+        bound = False
+        for i, (s, e) in enumerate(spans):
+            if n not in numbers_of(passage[s:e]):
+                continue
+            own = passage[s:e]
+            # a bulleted item is its own statement: the bullet before it labels nothing ("change
+            # the prefilter" in one bullet bound "once in 3 month" of the next to a coolant change)
+            before = passage[spans[i - 1][0]:spans[i - 1][1]] if i and not _BULLET_RE.match(own) else ""
+            if subject & overlap_terms(before + "\n" + own):
+                bound = True
+                break
+        if not bound:
+            unbound.append(n)
+    return sorted(unbound)
