@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gateway.records import db as gdb
-from gateway.records.answers import AnswerLog, LogError
+from gateway.records.answer_rows import LogError
+from gateway.records.answers import AnswerLog
 from gateway.records.keys import KeyExistsError, KeyStore, KeyStoreError
 from gateway.records.log_export import export_chunks, export_file_name
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from gateway.records import db as gdb
-from gateway.records.answers import OUTCOMES, AnswerLog, LogError, parse_since
+from gateway.records.answer_rows import OUTCOMES, LogError, parse_since
+from gateway.records.answers import AnswerLog
 
 
 def make_row(i: int, outcome: str = "answered", client: str = "cli", chain_id: str | None = "chainA") -> dict:

@@ -15,7 +15,7 @@ from gateway.errors import GatewayError, is_user_error
 from gateway.qa.bench import BenchError
 from gateway.qa.compare import GateError
 from gateway.qa.replay import ReplayError
-from gateway.records.answers import LogError
+from gateway.records.answer_rows import LogError
 from gateway.records.keys import KeyStoreError
 from ingest.models import IngestError
 from retrieval.types import NoIndexError, RetrievalError

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 
 from gateway.cli import main
 from gateway.config import Settings
-from gateway.records.answers import CLIENTS, AnswerLog, LogError
+from gateway.records.answer_rows import CLIENTS, LogError
+from gateway.records.answers import AnswerLog
 from gateway.services import Services
 from retrieval.types import SearchParams
 

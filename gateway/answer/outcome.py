@@ -36,7 +36,7 @@ from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
-from gateway.records.answers import Outcome
+from gateway.records.answer_rows import Outcome
 from retrieval.types import Hit
 
 log = logging.getLogger("gateway.answer.pipeline")

@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.answer.citations import Citation, resolve
 from gateway.errors import GatewayError
-from gateway.records.answers import Outcome
+from gateway.records.answer_rows import Outcome
 from retrieval.types import Hit
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from gateway.answer.citations import CITATION_RE, content_terms
 from gateway.answer.claim_terms import numbers_of
-from gateway.records.answers import Outcome
+from gateway.records.answer_rows import Outcome
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from gateway.records.answers import COLUMNS, LogError, from_row
+from gateway.records.answer_rows import COLUMNS, LogError, from_row
 
 if TYPE_CHECKING:
     from gateway.records.answers import AnswerLog

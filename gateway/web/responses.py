@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from gateway.records.answers import Outcome
+from gateway.records.answer_rows import Outcome
 
 
 # -- answers -----------------------------------------------------------------------------------
