@@ -1,5 +1,6 @@
-"""Reading an index archive as hostile input: headers checked before data, reads capped, the signed
-manifest checked against every member, the whole file hashed before anything is written.
+"""Reading an index archive as hostile input: headers checked before data and reads capped
+(gateway.fleet.tar_guard), the signed manifest checked against every member, the whole file hashed
+before anything is written.
 """
 
 from __future__ import annotations
@@ -8,11 +9,8 @@ import gzip
 import hashlib
 import json
 import os
-import re
 import tarfile
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,8 +23,6 @@ from gateway.fleet.format import (
     MANIFEST_NAME,
     MANUAL_RE,
     MAX_MANIFEST_BYTES,
-    MAX_READ,
-    OTHER_COMPRESSION,
     SHA_RE,
     SIGNATURE_BYTES,
     SIGNATURE_NAME,
@@ -35,91 +31,8 @@ from gateway.fleet.format import (
     VERSION_RE,
 )
 from gateway.fleet.signing import verify_signature
+from gateway.fleet.tar_guard import Overrun, check_header, opened, read_exact
 from retrieval.manifest import MANIFEST
-
-
-# -- reading a hostile archive -------------------------------------------------------------------
-class _Overrun(Exception):
-    """The tar stream asked for more than the caps allow (raised inside tarfile, turned into FleetError)."""
-
-
-class _Capped:
-    """The (decompressed) tar stream, refusing any read or seek past `limit` and any huge single read."""
-
-    def __init__(self, raw: IO[bytes], limit: int) -> None:
-        self._raw = raw
-        self._limit = limit
-
-    def tell(self) -> int:
-        return self._raw.tell()
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        target = offset if whence == 0 else self._raw.tell() + offset if whence == 1 else None
-        if target is None or target > self._limit:
-            raise _Overrun(f"the tar stream runs past {self._limit} bytes")
-        return self._raw.seek(target)
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0 or n > MAX_READ:
-            raise _Overrun(f"a header asks for a {n}-byte read (more than {MAX_READ})")
-        if self._raw.tell() + n > self._limit:
-            raise _Overrun(f"the tar stream runs past {self._limit} bytes")
-        return self._raw.read(n)
-
-
-@contextmanager
-def _opened(path: Path, limit: int) -> Iterator[tarfile.TarFile]:
-    """The archive as a TarFile over a capped stream; only plain tar and gzip are accepted."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise FleetError(f"cannot read archive {path}: {exc.strerror or exc}") from exc
-    with fh:
-        head = fh.read(8)
-        fh.seek(0)
-        for magic, kind in OTHER_COMPRESSION.items():
-            if head.startswith(magic):
-                raise FleetError(f"{path.name} is a {kind} file; an index archive is a plain tar or a tar.gz")
-        size = os.fstat(fh.fileno()).st_size
-        gzipped = head.startswith(b"\x1f\x8b")
-        if not gzipped and size > limit:
-            raise FleetError(f"{path.name} is {size} bytes, over this gateway's import cap of {limit} bytes "
-                             "(raise it with --max-size if this is expected)")
-        stream: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="rb") if gzipped else fh
-        try:
-            try:
-                tf = tarfile.open(fileobj=_Capped(stream, limit), mode="r:")  # type: ignore[call-overload]
-            except _Overrun as exc:
-                raise FleetError(f"{path.name}: refused before reading further: {exc} (a tar/zip bomb?)") from exc
-            except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                raise FleetError(f"{path.name} is not a manualqa index archive (a tar or tar.gz file): "
-                                 f"{exc}") from exc
-            with tf:
-                yield tf
-        finally:
-            if gzipped:
-                stream.close()
-
-
-def _kind(m: tarfile.TarInfo) -> str:
-    for test, kind in ((m.issym, "a symbolic link"), (m.islnk, "a hard link"), (m.isdir, "a directory"),
-                       (m.ischr, "a character device"), (m.isblk, "a block device"), (m.isfifo, "a FIFO")):
-        if test():
-            return kind
-    return f"of tar type {m.type!r}"
-
-
-def _check_header(m: tarfile.TarInfo) -> None:
-    """Refuse a member by its header alone: before its data is read, and long before anything is written."""
-    name = m.name
-    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
-        raise FleetError(f"archive member {name!r} has an absolute path; refusing the archive")
-    if ".." in re.split(r"[/\\]", name):
-        raise FleetError(f"archive member {name!r} contains '..' (path traversal); refusing the archive")
-    if any(ord(c) < 32 for c in name):
-        raise FleetError(f"archive member {name!r} has control characters in its name; refusing the archive")
-    if not m.isreg():
-        raise FleetError(f"archive member {name!r} is {_kind(m)}; an index archive holds regular files only")
 
 
 def _validate_manifest(manifest: Any, max_bytes: int) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -181,15 +94,6 @@ class Walked:
     inner: dict[str, Any] = field(default_factory=dict)
 
 
-def read_exact(tf: tarfile.TarFile, m: tarfile.TarInfo) -> bytes:
-    fh = tf.extractfile(m)
-    assert fh is not None  # a regular file (checked)
-    data = fh.read(m.size)
-    if len(data) != m.size:
-        raise tarfile.ReadError("unexpected end of data")
-    return data
-
-
 def walk(path: Path, data_dir: Path, max_bytes: int, model: tuple[str, str],
           sink: Path | None = None) -> Walked:
     """Read the whole archive once, checking everything; with `sink`, also write the payload there.
@@ -201,10 +105,10 @@ def walk(path: Path, data_dir: Path, max_bytes: int, model: tuple[str, str],
     body = b""
     limit = max_bytes + STREAM_SLACK
     try:
-        with _opened(path, limit) as tf:
+        with opened(path, limit) as tf:
             position = 0
             while (m := tf.next()) is not None:
-                _check_header(m)
+                check_header(m)
                 if position == 0:
                     if m.name != MANIFEST_NAME:
                         raise FleetError(f"archive starts with {m.name!r}, not {MANIFEST_NAME}: "
@@ -249,7 +153,7 @@ def walk(path: Path, data_dir: Path, max_bytes: int, model: tuple[str, str],
                     if keep:
                         walked.inner = parse_inner(kept, m.name)
                 position += 1
-    except _Overrun as exc:
+    except Overrun as exc:
         raise FleetError(f"{path.name}: refused before reading further: {exc} (a tar/zip bomb?)") from exc
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise FleetError(f"{path.name} is truncated or damaged ({exc})") from exc
