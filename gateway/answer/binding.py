@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.answer.citations import sentence_spans
+from gateway.answer.citations import CITATION_RE, sentence_spans
 from gateway.answer.claim_terms import fold, numbers_of, overlap_terms
 
 _BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
@@ -81,3 +81,29 @@ def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset
         if not bound:
             unbound.append(n)
     return sorted(unbound)
+
+
+_YES_RE = re.compile(r"^\W*yes\b", re.IGNORECASE)
+
+
+def yes_contradicted(question: str, answer: str, backed: list[str], ignore: frozenset[str] = frozenset()) -> bool:
+    """An answer that opens "Yes" while the backed sentences touching the question most all say "not".
+
+    "Yes, [1] ... Do not use materials such as PVC [1]" to "PVC signs on the laser, ok?": every sentence
+    is backed, and the verdict that decides what the technician does is the one claim no passage
+    backs. The verdict is held to the polarity of the backed sentences sharing most of the question's
+    words (the manual's title words aside). Only "Yes" is held: it permits what the manual may forbid,
+    and a "No" is often followed by the positive alternative ("No, it needs 48 V").
+    """
+    if not _YES_RE.match(CITATION_RE.sub(" ", answer)):
+        return False
+    focus = overlap_terms(question) - ignore
+    best, said = 0, []
+    for sentence in backed:
+        body = _YES_RE.sub("", CITATION_RE.sub(" ", sentence), count=1)
+        shared = len(focus & overlap_terms(body))
+        if shared > best:
+            best, said = shared, [body]
+        elif shared == best and shared:
+            said.append(body)
+    return bool(said) and all(negated(s) for s in said)

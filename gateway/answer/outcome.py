@@ -31,7 +31,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from gateway.answer.binding import yes_contradicted
 from gateway.answer.citations import Citation, parse_citations, resolve, validate
+from gateway.answer.claim_terms import overlap_terms
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
 from gateway.answer.result import AnswerResult, use_evidence
@@ -114,6 +116,9 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
         flags.append("mostly_unsupported")
         return found
     shown = supported_text(answer, checks)
+    if yes_contradicted(question, answer, [c.text for c in checks if c.supported], frozenset(overlap_terms(titles))):
+        flags.append("yes_contradicted")  # "Yes" to what the backed sentences say not to do
+        return found
     if require_question_terms and not addresses_question(question, shown, titles):
         flags.append("answer_off_question")
         return found

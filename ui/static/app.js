@@ -181,6 +181,7 @@ const FLAG_NOTES = {
   model_declined: "The model found no answer in these passages; the closest evidence is shown.",
   citations_inferred: "",
   answer_off_question: "The model's sentences did not address the question; the evidence is shown instead.",
+  yes_contradicted: "The model said yes, but the passages it quoted say not to; the evidence is shown instead.",
   dropped_invalid_citations: "Some citations did not match a passage and were removed.",
   timeout: "The answer was cut off by the time limit.",
   cut_at_max_tokens: "The answer reached its length limit and may be unfinished.",
