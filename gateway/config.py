@@ -69,14 +69,15 @@ class AnswerSettings:
     # What the model reads: the top prompt_passages of them (0: all max_passages), each as its excerpt
     # of about excerpt_chars characters for the question (0: whole passages; gateway.answer.prompting).
     # Prefill is most of the wait on a CPU: five whole passages are ~1,600 tokens, a minute for a 1.5B
-    # model on 2 cores (docs/bench/model_answers.md). 3 x 400 against 4 x 500 on eval/dev with the 1.5B
-    # instrument: prompt tokens p50 667 -> 517, TTFT p50 0.72x, the same answer correctness (0.403).
+    # model on 2 cores (docs/bench/model_answers.md). 3 x 400 was tried against 4 x 500 with the 1.5B
+    # instrument: on eval/dev prompt tokens p50 667 -> 517, TTFT p50 0.72x, answer correctness 0.403 both;
+    # eval/test disagreed (correctness 0.350 -> 0.303, answered precision 4 of 6 -> 4 of 8): not shipped.
     # A model that says the passages do not answer: "not_found" (a refusal, the passages listed),
     # "evidence" (the quoted evidence, as before issue 25), or "auto" (evidence when it touches the
     # question, else not_found). Chosen on eval/dev (docs/bench/model_answers.md).
     decline: str = "evidence"
-    prompt_passages: int = 3
-    excerpt_chars: int = 400
+    prompt_passages: int = 4
+    excerpt_chars: int = 500
     # Cited sentences shown as the evidence before (and without) the model's answer.
     evidence_sentences: int = 3
     # Constrain generation so every sentence ends with a citation of a given passage (backends that

@@ -181,7 +181,7 @@ def test_model_that_declines_shows_the_evidence_or_not_found_as_configured(gw: S
 
 
 def test_tiny_context_drops_lowest_ranked_passages_and_never_overflows(gw: Services) -> None:
-    rt = scripted(script="Run make flash [1].", context_length=450)
+    rt = scripted(script="Run make flash [1].", context_length=700)
     gw.runtime = rt
     res = gw.answer(FLASH_Q)
     given = [p for p in res.passages if p["given"]]
