@@ -21,6 +21,18 @@ def negated(text: str) -> bool:
     return bool(_NEGATION_RE.search(fold(text)))
 
 
+def closest(want: set[str], sentences: list[str]) -> list[str]:
+    """The sentences sharing the most of `want` (all of them on a tie; none when none shares a word)."""
+    best, said = 0, []
+    for sentence in sentences:
+        shared = len(want & overlap_terms(sentence))
+        if shared > best:
+            best, said = shared, [sentence]
+        elif shared == best and shared:
+            said.append(sentence)
+    return said
+
+
 def same_polarity(claim: str, passage: str, ignore: frozenset[str] = frozenset()) -> bool:
     """Do the passage sentences sharing most words with the claim agree with it on "not"?
 
@@ -31,14 +43,7 @@ def same_polarity(claim: str, passage: str, ignore: frozenset[str] = frozenset()
     The manual's title words (`ignore`) count for no sentence: the title line is glued to the
     passage's first sentence, and "AgonLight2" made it outweigh the "not" of the pin 2 sentence.
     """
-    want = overlap_terms(claim) - ignore
-    best, said = 0, []
-    for s, e in sentence_spans(passage):
-        shared = len(want & overlap_terms(passage[s:e]))
-        if shared > best:
-            best, said = shared, [passage[s:e]]
-        elif shared == best and shared:
-            said.append(passage[s:e])
+    said = closest(overlap_terms(claim) - ignore, [passage[s:e] for s, e in sentence_spans(passage)])
     # sentences that share as many words are as much what the claim rests on: each must agree
     return all(negated(claim) == negated(one) for one in said)
 
@@ -97,13 +102,6 @@ def yes_contradicted(question: str, answer: str, backed: list[str], ignore: froz
     """
     if not _YES_RE.match(CITATION_RE.sub(" ", answer)):
         return False
-    focus = overlap_terms(question) - ignore
-    best, said = 0, []
-    for sentence in backed:
-        body = _YES_RE.sub("", CITATION_RE.sub(" ", sentence), count=1)
-        shared = len(focus & overlap_terms(body))
-        if shared > best:
-            best, said = shared, [body]
-        elif shared == best and shared:
-            said.append(body)
+    bodies = [_YES_RE.sub("", CITATION_RE.sub(" ", sentence), count=1) for sentence in backed]
+    said = closest(overlap_terms(question) - ignore, bodies)
     return bool(said) and all(negated(s) for s in said)
