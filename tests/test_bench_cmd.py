@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from gateway.qa.bench import artifact_notes, spread, thermal_readings
+from gateway.qa.bench import artifact_notes, spread
+from gateway.qa.conditions import thermal_readings
 
 REPO = Path(__file__).resolve().parent.parent
 MANUALQA = [str(Path(sys.executable).parent / "manualqa")]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -28,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import GatewayError
+from gateway.qa.conditions import machine_conditions, max_temperature, thermal_readings
 from gateway.qa.metrics import names
 from gateway.records.db import utcnow
 from ingest.discover import sha256_file
 from runtimes.profiles import Profile
 
-NOT_AVAILABLE = "not available"
 # Figures summarised per profile over its runs: key in a run -> higher is better.
 RUN_FIGURES = {"cold_start_ms": False, "ttft_ms_median": False, "runtime_ttft_ms_median": False,
                "decode_tps": True, "total_ms_median": False, "peak_rss_mb": False,
@@ -43,58 +42,6 @@ QUALITY = names("quality")
 
 class BenchError(GatewayError):
     """A benchmark that cannot start (no index, no usable question, bad profile)."""
-
-
-# -- conditions -------------------------------------------------------------------------------
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def thermal_readings(root: str = "/sys/class/thermal") -> dict[str, float] | str:
-    """Every thermal zone's temperature in °C ("type/zoneN" -> value), or "not available"."""
-    out: dict[str, float] = {}
-    for zone in sorted(Path(root).glob("thermal_zone*")):
-        raw = _read(zone / "temp")
-        if raw.lstrip("-").isdigit():
-            out[f"{_read(zone / 'type') or 'zone'}/{zone.name}"] = int(raw) / 1000.0
-    return out or NOT_AVAILABLE
-
-
-def power_readings(root: str = "/sys/class/power_supply") -> dict[str, dict[str, str]] | str:
-    """Each supply's type, status and power figures as the kernel reports them, or "not available"."""
-    keys = ("type", "online", "status", "capacity", "power_now", "voltage_now", "current_now")
-    out = {}
-    for supply in sorted(Path(root).glob("*")):
-        values = {k: v for k in keys if (v := _read(supply / k))}
-        if values:
-            out[supply.name] = values
-    return out or NOT_AVAILABLE
-
-
-def max_temperature(readings: dict[str, float] | str) -> float | None:
-    return max(readings.values()) if isinstance(readings, dict) and readings else None
-
-
-def cores_available() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def machine_conditions() -> dict[str, Any]:
-    from runtimes.device_info import cpu_model
-
-    governor = _read(Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"))
-    return {
-        "device": platform.machine(), "system": f"{platform.system()} {platform.release()}",
-        "cpu_model": cpu_model(), "cpu_count": os.cpu_count() or 0, "cores_available": cores_available(),
-        "cpu_governor": governor or NOT_AVAILABLE, "load_average": list(os.getloadavg()),
-        "thermal_c": thermal_readings(), "power": power_readings(), "python": platform.python_version(),
-    }
 
 
 # -- the plan and its runs --------------------------------------------------------------------
