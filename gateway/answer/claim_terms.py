@@ -39,6 +39,16 @@ def numbers_of(text: str) -> set[str]:
     return out
 
 
+_SPELLED = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_SPELLED_RE = re.compile(r"\b(" + "|".join(_SPELLED) + r")\b")
+
+
+def stated_numbers(passage: str) -> set[str]:
+    """The numbers a passage states, in digits or spelled out ("after one year of normal use")."""
+    return numbers_of(passage) | {_SPELLED[w] for w in _SPELLED_RE.findall(fold(passage))}
+
+
 def codes_of(text: str) -> set[str]:
     return {m.lower() for m in _CODE_RE.findall(unicodedata.normalize("NFKC", text))
             if m.upper() not in _COMMON_CAPS and not m.isdigit()}

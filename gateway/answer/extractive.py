@@ -12,7 +12,7 @@ import re
 
 from gateway.answer.citations import content_terms, sentence_spans
 from gateway.answer.ocr_text import doubtful_number
-from gateway.answer.quantities import asked_quantities, states
+from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400
@@ -24,7 +24,6 @@ _BULLET_RE = re.compile(r"^[•●◆▪◦‣]\s*")
 _NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
 _VALUE_RE = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*(?![A-Za-z\d])")  # a number, not a code's digits (E3)
-_HOW_TO_RE = re.compile(r"^\s*(?:how (?:do|can|should|would|to)\b|what are the steps\b|steps? (?:to|for)\b)", re.I)
 
 
 def _clean(sentence: str) -> str:
@@ -141,7 +140,7 @@ def pick_sentences(
             break
         chosen.append(item)
         per_passage[item[0]] = per_passage.get(item[0], 0) + 1
-    if procedure and (ranked[0][0], ranked[0][1]) in steps and _HOW_TO_RE.match(question):
+    if procedure and (ranked[0][0], ranked[0][1]) in steps and asks_how_to(question):
         return _procedure(ranked[0], [c for c in candidates if (c[0], c[1]) in steps], procedure)
     # Passages in order of their best sentence; within one, reading order (steps stay in order).
     order = {n: i for i, n in enumerate(dict.fromkeys(c[0] for c in chosen))}

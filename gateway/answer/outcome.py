@@ -17,6 +17,8 @@ The rules, in order:
     failed after some text                 -> error, with that text
     the model says the passages do not
       answer, and wrote nothing they back  -> not_found (a notice and the passages)
+    nothing the passages back, and every
+      value it wrote is in none of them    -> not_found (a notice and the passages)
     nothing the passages back,
       or an answer off the question        -> evidence_only
     otherwise                              -> answered: the supported sentences
@@ -32,10 +34,11 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from gateway.answer.binding import yes_contradicted
-from gateway.answer.citations import Citation, parse_citations, resolve, validate
-from gateway.answer.claim_terms import overlap_terms
+from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, validate
+from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
+from gateway.answer.quantities import asks_how_to
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.records.answer_rows import Outcome
@@ -54,6 +57,10 @@ _DECLINE_RE = re.compile(
 DECLINED_TEXT = ("The closest passages in the manuals do not answer this question, as far as the model could "
                  "read them. They are listed below; check them.")
 
+# The model stated a value that none of the passages it was given states (and nothing else it wrote is backed).
+INVENTED_TEXT = ("The manuals, as searched, do not state the value asked for: the model gave one that none of the "
+                 "closest passages contains. They are listed below; check them.")
+
 
 class Weak(NamedTuple):
     """Why the evidence is not shown as an answer: the notice the technician reads, and the log's flag."""
@@ -71,6 +78,7 @@ class SupportCheck:
     checks: list[dict[str, object]] = field(default_factory=list)  # one per sentence
     citations: list[Citation] = field(default_factory=list)
     declined: bool = False  # the model said the passages do not answer (and wrote nothing they back)
+    invented: bool = False  # nothing backed, and every value it wrote is in none of the passages
 
 
 def check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
@@ -81,7 +89,31 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     if found.declined and (decline == "evidence" or (decline == "auto" and evidence and addresses_question(
             question, evidence, " ".join(sorted({h.title for h in hits}))))):
         found.declined = False  # the quoted evidence touches the question: shown, not a refusal
+    if found.shown is None and not found.declined and not any(c.get("supported") for c in found.checks) \
+            and invented_values(question, answer, hits):
+        found.invented = True
+        found.flags.append("values_not_in_passages")
     return found
+
+
+def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
+    """Does the draft state values (beyond the question's own) of which no given passage states any?
+
+    "The VGA output is 320x240 pixels [1]" for a manual that gives no resolution, "Vref 3.3 V, 0.6 A"
+    for a board the manual never sets up: an unanswerable question answered with a number from
+    nowhere. Shown as evidence it reads as "the answer is somewhere in here"; it is not. A value
+    stated in some passage, even under a wrong citation or about something else, does not count:
+    that draft misread what is there, and the evidence is shown as before.
+    """
+    if asks_how_to(question):
+        return False  # a procedure's steps carry numbers of their own; its evidence is shown as before
+    claimed = numbers_of(CITATION_RE.sub(" ", answer)) - numbers_of(question)
+    if not claimed:
+        return False
+    stated: set[str] = set()
+    for h in hits:
+        stated |= stated_numbers(f"{h.title}\n{h.heading}\n{support_text(h)}")
+    return not claimed & stated
 
 
 def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
@@ -170,6 +202,8 @@ def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, 
         return Decision("error", "model", error=g.failure)
     if support is not None and support.declined:
         return Decision("not_found", "notice", DECLINED_TEXT)
+    if support is not None and support.invented:
+        return Decision("not_found", "notice", INVENTED_TEXT)
     if support is None or support.shown is None:
         return Decision("evidence_only", "evidence")
     return Decision("answered", "model")

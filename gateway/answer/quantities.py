@@ -53,6 +53,14 @@ _ASKED = {kind: re.compile(q) for kind, (q, _s) in KINDS.items()}
 _STATED = {kind: re.compile(s) for kind, (_q, s) in KINDS.items()}
 
 
+_HOW_TO_RE = re.compile(r"^\s*(?:how (?:do|can|should|would|to)\b|what are the steps\b|steps? (?:to|for)\b)", re.I)
+
+
+def asks_how_to(question: str) -> bool:
+    """A question asking for a procedure ("How do I flash ...", "steps to ..."), not for a value or a fact."""
+    return _HOW_TO_RE.match(question) is not None
+
+
 def asked_quantities(question: str) -> list[str]:
     """The kinds of quantity the question plainly asks for ("how heavy" -> mass)."""
     low = question.lower()

@@ -196,6 +196,11 @@ _QUANTITY_RE = re.compile(
     re.IGNORECASE)
 
 
+def asks_quantity(question: str) -> bool:
+    """"How much ...", "what is the voltage ...": a question a sentence without a number does not answer."""
+    return _QUANTITY_RE.search(question) is not None
+
+
 def addresses_question(question: str, answer: str, title: str = "") -> bool:
     """Does the answer touch what the question asks about, beyond naming the equipment?
 
@@ -206,7 +211,7 @@ def addresses_question(question: str, answer: str, title: str = "") -> bool:
     and a question asking for a quantity ("how much current", "what voltage") needs a number.
     """
     answer = CITATION_RE.sub(" ", answer)
-    if _QUANTITY_RE.search(question) and not numbers_of(answer):
+    if asks_quantity(question) and not numbers_of(answer):
         return False
     focus = overlap_terms(question) - overlap_terms(title) - _VAGUE
     if not focus:

@@ -188,11 +188,14 @@ const FLAG_NOTES = {
   runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
   backend_crashed: "The model's process crashed while answering (the gateway restarts it); the evidence is shown.",
   consumer_closed: "", weak_evidence: "", quantity_not_in_evidence: "",  // the answer text names what is missing
+  values_not_in_passages: "",
   max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
 };
 // Notes about edits to the model's text: moot when the evidence is shown instead of that text.
 const ABOUT_THE_DRAFT = new Set(["unsupported_sentences_removed", "dropped_invalid_citations", "no_valid_citation",
   "cut_at_max_tokens"]);
+// A not-found answer shows no model text and no evidence as an answer: the banner says why.
+const NOT_SHOWN_DRAFT = new Set([...ABOUT_THE_DRAFT, "no_supported_sentence", "mostly_unsupported"]);
 function flagName(flag) { return String(flag).split(":")[0]; }
 function flagNote(flag) {
   const name = flagName(flag);
@@ -204,8 +207,9 @@ function flagNote(flag) {
 function answerNotes(r) {
   const flags = r.flags || [];
   const crashed = flags.includes("backend_crashed");
+  const moot = r.outcome === "not_found" ? NOT_SHOWN_DRAFT : r.outcome === "evidence_only" ? ABOUT_THE_DRAFT : null;
   const shown = flags.filter((f) => !(crashed && f === "runtime_failed"))
-    .filter((f) => r.outcome !== "evidence_only" || !ABOUT_THE_DRAFT.has(flagName(f)));
+    .filter((f) => !moot || !moot.has(flagName(f)));
   return [...new Set(shown.map(flagNote).filter(Boolean))];
 }
 
@@ -258,8 +262,11 @@ function showFinal(r) {
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
     $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
-    // The quantity check names what the passages lack ("do not state a humidity"): say that instead.
-    if ((r.flags || []).some((f) => String(f).startsWith("quantity_not_in_evidence"))) $("notfound-why").textContent = r.answer;
+    // The quantity check names what the passages lack ("do not state a humidity"), and a value the model
+    // gave from none of them is said so: the answer text says it instead.
+    if ((r.flags || []).some((f) => /^(quantity_not_in_evidence|values_not_in_passages)/.test(String(f)))) {
+      $("notfound-why").textContent = r.answer;
+    }
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
   } else {
     for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? "Closest passage:" : `[${c.n}]`));
