@@ -398,8 +398,8 @@ def test_quantity_no_passage_states_is_not_found_without_the_model(gw: Services)
     # A quantity the passages do state goes on to the model as before.
     res = gw.answer("What input voltage range does the piston board accept?")
     assert len(rt.received) == 1 and not any(f.startswith("quantity_not") for f in res.flags)
-    # ...and its "0 to 95 %", which no passage states, is a value from nowhere: not shown as evidence
-    assert res.outcome == "not_found" and "values_not_in_passages" in res.flags
+    # ...and its "0 to 95 %" is stated by no passage, but the quoted evidence gives the voltage: shown
+    assert res.outcome == "evidence_only" and "values_not_in_passages" not in res.flags
     gw.settings.answer.quantity_check = False  # the operator's switch
     try:
         res = gw.answer("What operating humidity range is the piston board rated for?")

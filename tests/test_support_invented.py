@@ -73,3 +73,18 @@ def test_a_how_to_question_is_never_refused_for_its_numbers() -> None:
     assert not invented_values("How do I reset the RVPC?", answer, hits)
     outcome, _, flags = _decide("How do I reset the RVPC?", answer, hits)
     assert outcome == "evidence_only" and "values_not_in_passages" not in flags
+
+
+AGON = ("Pin. 2 is 5V power supply connected to USB-C +5V signal, you can power the board from this signal "
+        "if the USB-C is not connected.")
+
+
+def test_numbers_in_sentences_off_the_question_are_babble_not_claims() -> None:
+    # SmolLM2 on eval/dev: "MagSafe 2019 ... Premium 500" for a question the quoted evidence answers
+    question = "Powering the Agon through GPIO pin 2 - can the USB-C stay connected?"
+    babble = "The AgonLight2 user manual can be summarized as follows. MagSafe 2019 [1] Premium 500 [1]"
+    assert not invented_values(question, babble, [_hit(AGON)])
+    outcome, _, flags = _decide(question, babble, [_hit(AGON)])
+    assert outcome == "evidence_only" and "values_not_in_passages" not in flags
+    # the same values, said as the answer to the question, are claims
+    assert invented_values(question, "The USB-C can stay connected up to 2019 mA. [1]", [_hit(AGON)])

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from gateway.answer.binding import yes_contradicted
-from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, validate
+from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, sentence_spans, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
@@ -86,8 +86,9 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     """Keep the sentences the cited passages back; with none left (or an answer that does not touch
     the question) the evidence is shown instead; a decline is not_found (see answer.decline)."""
     found = _check_support(question, answer, hits, min_overlap, require_question_terms)
+    titles = " ".join(sorted({h.title for h in hits}))
     if found.declined and (decline == "evidence" or (decline == "auto" and evidence and addresses_question(
-            question, evidence, " ".join(sorted({h.title for h in hits}))))):
+            question, evidence, titles))):
         found.declined = False  # the quoted evidence touches the question: shown, not a refusal
     if found.shown is None and not found.declined and not any(c.get("supported") for c in found.checks) \
             and invented_values(question, answer, hits):
@@ -97,7 +98,7 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
 
 
 def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
-    """Does the draft state values (beyond the question's own) of which no given passage states any?
+    """Does the draft answer the question with values (beyond its own) of which no given passage states any?
 
     "The VGA output is 320x240 pixels [1]" for a manual that gives no resolution, "Vref 3.3 V, 0.6 A"
     for a board the manual never sets up: an unanswerable question answered with a number from
@@ -107,7 +108,13 @@ def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
     """
     if asks_how_to(question):
         return False  # a procedure's steps carry numbers of their own; its evidence is shown as before
-    claimed = numbers_of(CITATION_RE.sub(" ", answer)) - numbers_of(question)
+    titles = " ".join(sorted({h.title for h in hits}))
+    claimed: set[str] = set()
+    for start, end in sentence_spans(answer):
+        sentence = CITATION_RE.sub(" ", answer[start:end])
+        if addresses_question(question, sentence, titles):  # "MagSafe 2019" next to the question is babble
+            claimed |= numbers_of(sentence)
+    claimed -= numbers_of(question)
     if not claimed:
         return False
     stated: set[str] = set()
