@@ -116,6 +116,12 @@ def test_sentences_about_the_passages_are_not_answers() -> None:
     [last] = check_answer("The last passage in the manual refers to disabling motors when something goes wrong "
                           "with the printer. [1]", motors)
     assert not last.supported and last.reason == "meta"
+    # SmolLM2 on eval/dev, for "the laser never fires": a green answer made of this sentence alone
+    laser = ["Laser head: set it up with the focus tool before the first job."]
+    [user] = check_answer("The user manual is about the laser head and how to set it up. [1]", laser)
+    assert not user.supported and user.reason == "meta"
+    [says] = check_answer("The user manual says to set up the laser head with the focus tool. [1]", laser)
+    assert says.supported
 
 
 def test_a_sentence_announcing_a_list_that_never_comes_is_not_an_answer() -> None:

@@ -40,6 +40,7 @@ _DECLINE = "The manuals do not cover this."
 _META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
                       r"(?:(?:above|following|given|provided|cited|quoted|previous|preceding|first|second|third|fourth|"
                       r"fifth|last|final|next|other)\s+)?"
+                      r"(?:(?:user|user's|owner's|operator's|instruction|service|installation|quick\s+start)\s+)?"
                       r"(?:passages?|manuals?|documents?|guides?|"
                       r"texts?|sections?|pages?|sources?)\b(?!\s+(?:says?|states?|recommends?|requires?)\b)",
                       re.IGNORECASE)
