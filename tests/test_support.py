@@ -188,3 +188,12 @@ def test_talk_about_the_passages_with_the_question_words_is_not_an_answer() -> N
     [answer] = check_answer("Flash the firmware with the MSP-FET Flash Emulation Tool and run make flash [1].",
                             [passage], question=q)
     assert answer.supported
+
+
+def test_a_number_with_its_minus_sign_dropped_is_not_backed() -> None:
+    passage = "Decrease the stimulus power so that the input power into any port does not rise above −10 dBm."
+    [dropped] = check_answer("The input power into any port must not rise above 10 dBm. [1]", [passage])
+    assert not dropped.supported
+    [kept] = check_answer("The input power into any port must not rise above -10 dBm. [1]", [passage])
+    assert kept.supported, kept
+    assert numbers_of("6-42 V, 6 - 42 V") == {"6", "42"}  # a hyphen after a digit is a range, not a sign

@@ -88,3 +88,16 @@ def test_numbers_in_sentences_off_the_question_are_babble_not_claims() -> None:
     assert outcome == "evidence_only" and "values_not_in_passages" not in flags
     # the same values, said as the answer to the question, are claims
     assert invented_values(question, "The USB-C can stay connected up to 2019 mA. [1]", [_hit(AGON)])
+
+
+def test_a_value_with_its_sign_dropped_is_a_misread_not_an_invention() -> None:
+    # Qwen2.5-Coder-0.5B: "up to 10 dBm" where the manual says "above −10 dBm"; not green, not "not stated"
+    vna = _hit("To stay in the linear range, decrease the stimulus power so that the input power into any port "
+               "does not rise above −10 dBm.")
+    question = "How much signal can reach the ports and still stay linear?"
+    draft = "The LibreVNA can take up to 10 dBm at the ports and still stay linear. [1]"
+    assert not invented_values(question, draft, [vna])
+    outcome, _, flags = _decide(question, draft, [vna])
+    assert outcome == "evidence_only" and "values_not_in_passages" not in flags
+    right = "To stay in the linear range the input power into any port must not rise above −10 dBm. [1]"
+    assert _decide(question, right, [vna])[0] == "answered"  # the same value with its sign is backed

@@ -89,6 +89,12 @@ def unbound_numbers(claim: str, passage: str, ignore: frozenset[str] = frozenset
 
 
 _YES_RE = re.compile(r"^\W*yes\b", re.IGNORECASE)
+_NO_RE = re.compile(r"^\W*no\b", re.IGNORECASE)
+# "Can the USB-C stay connected?", "... - is it safe to ...?", "PVC signs on the laser, ok?"
+_YES_NO_RE = re.compile(
+    r"(?:^|[-–—,:;]\s*)(?:can|could|is|are|does|do|did|should|shall|may|might|will|would|must)\s+"
+    r"(?:i|it|we|you|they|the|my|our|this|that|these|those|a|an)\b|\b(?:ok|okay|allowed|safe)\s*\?\s*$",
+    re.IGNORECASE)
 
 
 def yes_contradicted(question: str, answer: str, backed: list[str], ignore: frozenset[str] = frozenset()) -> bool:
@@ -104,4 +110,26 @@ def yes_contradicted(question: str, answer: str, backed: list[str], ignore: froz
         return False
     bodies = [_YES_RE.sub("", CITATION_RE.sub(" ", sentence), count=1) for sentence in backed]
     said = closest(overlap_terms(question) - ignore, bodies)
+    return bool(said) and all(negated(s) for s in said)
+
+
+def affirms(question: str, answer: str) -> bool:
+    """Does the answer say yes to a yes/no question, in words ("Yes, ...") or by restating it without a "not"?"""
+    first = CITATION_RE.sub(" ", answer[slice(*sentence_spans(answer)[0])]) if answer.strip() else ""
+    if _YES_RE.match(first):
+        return True
+    return bool(_YES_NO_RE.search(question)) and bool(first.strip()) and not _NO_RE.match(first) \
+        and not negated(first)
+
+
+def passage_says_not(question: str, passages: list[str], ignore: frozenset[str] = frozenset()) -> bool:
+    """Do the cited passages' sentences touching the question most all say "not"?
+
+    "The USB-C can stay connected if the Li-Po battery is connected [2]" to "powering the Agon through
+    GPIO pin 2 - can the USB-C stay connected?": every word is in passage 2, whose sentence on pin 2
+    and the USB says "you should not have the USB cable attached". A yes that the passage answers
+    with a no is not shown as an answer.
+    """
+    sentences = [p[s:e] for p in passages for s, e in sentence_spans(p)]
+    said = closest(overlap_terms(question) - ignore, sentences)
     return bool(said) and all(negated(s) for s in said)

@@ -22,20 +22,27 @@ _COMMON_CAPS = frozenset({"OK", "ON", "OFF", "AND", "OR", "NOT", "THE", "NOTE", 
 
 def fold(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
-    return text.replace("\u00b7", "").replace("\u2022", " ").replace("\u2013", "-").replace("\u2014", "-")
+    return (text.replace("\u00b7", "").replace("\u2022", " ").replace("\u2013", "-").replace("\u2014", "-")
+            .replace("\u2212", "-"))
 
 
 def numbers_of(text: str) -> set[str]:
-    """Numbers as written, without thousands separators or trailing zeros ("1,000" -> "1000", "2.50" -> "2.5")."""
+    """Numbers as written, without thousands separators or trailing zeros ("1,000" -> "1000", "2.50" -> "2.5").
+
+    A minus sign is kept: "up to 10 dBm" is not what "above −10 dBm" says (a hyphen after a digit,
+    as in "6-42 V", is a range and no sign).
+    """
     out = set()
     for raw in _NUMBER_RE.findall(fold(text)):
+        sign = "-" if raw.startswith("-") else ""
         value = raw.lstrip("+-")
         if re.fullmatch(r"\d{1,3}(,\d{3})+", value):
             value = value.replace(",", "")
         value = value.replace(",", ".")
         if "." in value:
             value = value.rstrip("0").rstrip(".")
-        out.add(value.lstrip("0") or "0")
+        value = value.lstrip("0") or "0"
+        out.add(sign + value if value != "0" else value)
     return out
 
 

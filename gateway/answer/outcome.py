@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from gateway.answer.binding import yes_contradicted
+from gateway.answer.binding import affirms, passage_says_not, yes_contradicted
 from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, sentence_spans, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers
 from gateway.answer.generation import Generation
@@ -120,7 +120,8 @@ def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
     stated: set[str] = set()
     for h in hits:
         stated |= stated_numbers(f"{h.title}\n{h.heading}\n{support_text(h)}")
-    return not claimed & stated
+    # "10 dBm" where a passage says "-10 dBm" is a misread of a stated value, not one from nowhere
+    return not {c.lstrip("-") for c in claimed} & {n.lstrip("-") for n in stated}
 
 
 def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
@@ -155,8 +156,11 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
         flags.append("mostly_unsupported")
         return found
     shown = supported_text(answer, checks)
-    if yes_contradicted(question, answer, [c.text for c in checks if c.supported], frozenset(overlap_terms(titles))):
-        flags.append("yes_contradicted")  # "Yes" to what the backed sentences say not to do
+    ignore = frozenset(overlap_terms(titles))
+    backing = [support_text(hits[n - 1]) for n in sorted({n for c in checks for n in c.supported_by})]
+    if yes_contradicted(question, answer, [c.text for c in checks if c.supported], ignore) \
+            or (affirms(question, answer) and passage_says_not(question, backing, ignore)):
+        flags.append("yes_contradicted")  # "Yes" to what the backed sentences (or their passages) say not to do
         return found
     if require_question_terms and not addresses_question(question, shown, titles):
         flags.append("answer_off_question")
