@@ -55,6 +55,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def cpu_id() -> str:
+    """The model name with family, model and clock: "AMD EPYC" alone names several generations."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return cpu_model()
+    extra = ", ".join(f"{k} {fields[k]}" for k in ("cpu family", "model") if k in fields)
+    if "cpu MHz" in fields:
+        extra += f", {float(fields['cpu MHz']):.0f} MHz"
+    return f"{cpu_model()} ({extra})" if extra else cpu_model()
+
+
 def mem_total_gib() -> str:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

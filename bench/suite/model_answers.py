@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.harness import REPO, load_avg, revision, source_tree, write_section
+from bench.harness import REPO, cores_available, cpu_id, load_avg, revision, source_tree, write_section
 
 WORK = Path(os.environ.get("MANUALQA_MODEL_ANSWERS_WORK", "/tmp/manualqa-model-answers"))
 INSTRUMENTS = Path(os.environ.get("MANUALQA_INSTRUMENTS", str(WORK / "instruments")))
@@ -230,7 +230,8 @@ def score(split: str, model: str, label: str, scored: list[dict[str, Any]], note
     unans = [it for it in scored if not it["question"].get("answerable")]
     m["false_answers"] = f"{sum(1 for it in unans if it['result'].get('outcome') == 'answered')} of {len(unans)}"
     return {"split": split, "model": model, "label": label, "questions": len(scored), "note": note,
-            "load": load_avg(), "metrics": {k: m.get(k) for k, _ in COLUMNS} | {"outcomes": m["outcomes"]}}
+            "load": load_avg(), "machine": f"{cpu_id()}, {cores_available()} cores",
+            "metrics": {k: m.get(k) for k, _ in COLUMNS} | {"outcomes": m["outcomes"]}}
 
 
 def record(entry: dict[str, Any]) -> None:
@@ -264,13 +265,15 @@ def report() -> str:
              "`+recheck` row decides the drafts of the run it names again with this checkout's support check "
              "and outcome rules (same model text, no regeneration). Timings on 2 shared cores: the load "
              "average at the end of each run is given.", "",
-             "| half | model | run | questions | " + " | ".join(h for _, h in COLUMNS) + " | outcomes | load | how |",
-             "|---|---|---|---|" + "---|" * (len(COLUMNS) + 3)]
+             "| half | model | run | questions | " + " | ".join(h for _, h in COLUMNS)
+             + " | outcomes | load | machine | how |",
+             "|---|---|---|---|" + "---|" * (len(COLUMNS) + 4)]
     for r in rows:
         m = r["metrics"]
         lines.append(f"| {r['split']} | {r['model']} | {r['label']} | {r['questions']} | "
                      + " | ".join(_cell(m.get(k)) for k, _ in COLUMNS)
-                     + f" | {json.dumps(m['outcomes'])} | {r['load']} | {r.get('note', '')} |")
+                     + f" | {json.dumps(m['outcomes'])} | {r['load']} | {r.get('machine', '-')}"
+                     + f" | {r.get('note', '')} |")
     legend = [f"- `{k}`: {v}" for k, v in RUNS.items()]
     text = "\n".join([*lines, "", *legend])
     write_section(__spec__.name, text, argv=["report"],
