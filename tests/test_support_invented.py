@@ -101,3 +101,13 @@ def test_a_value_with_its_sign_dropped_is_a_misread_not_an_invention() -> None:
     assert outcome == "evidence_only" and "values_not_in_passages" not in flags
     right = "To stay in the linear range the input power into any port must not rise above −10 dBm. [1]"
     assert _decide(question, right, [vna])[0] == "answered"  # the same value with its sign is backed
+
+
+def test_a_page_or_section_the_model_names_is_not_a_value() -> None:
+    # Qwen2.5-Coder-1.5B: "... dummy load) [1] (page 9)." -- the evidence answered; "9" is where it read it
+    tune = _hit("Always have a suitable load connected to the transmitter (matched antenna or dummy load) before "
+                "entering TUNE mode.")
+    question = "Anything to hook up before hitting TUNE?"
+    assert not invented_values(question, "Before hitting TUNE, connect a dummy load [1] (page 9).", [tune])
+    assert not invented_values(question, "See section 4.1.2: connect a dummy load before TUNE. [1]", [tune])
+    assert invented_values(question, "Before hitting TUNE, connect a 9 ohm dummy load. [1]", [tune])

@@ -97,6 +97,11 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     return found
 
 
+# "(page 9)", "section 4.1.1.2", "step 3": where the model read it, not a value it claims
+_REFERENCE_RE = re.compile(r"\b(?:pages?|pp?\.|sections?|chapters?|figures?|fig\.|tables?|steps?)\s*\d+(?:[.\-–]\d+)*",
+                           re.IGNORECASE)
+
+
 def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
     """Does the draft answer the question with values (beyond its own) of which no given passage states any?
 
@@ -111,7 +116,7 @@ def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
     titles = " ".join(sorted({h.title for h in hits}))
     claimed: set[str] = set()
     for start, end in sentence_spans(answer):
-        sentence = CITATION_RE.sub(" ", answer[start:end])
+        sentence = _REFERENCE_RE.sub(" ", CITATION_RE.sub(" ", answer[start:end]))
         if addresses_question(question, sentence, titles):  # "MagSafe 2019" next to the question is babble
             claimed |= numbers_of(sentence)
     claimed -= numbers_of(question)
