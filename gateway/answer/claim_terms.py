@@ -70,3 +70,12 @@ def overlap_terms(text: str) -> set[str]:
     text = UNIT_GLUE_RE.sub(" ", unicodedata.normalize("NFKC", text))
     terms = content_terms(re.sub(r"[-_/]", " ", text))  # "Piston-board" holds "piston" and "board"
     return {t for t in terms if len(t) > 1 and not t.replace(".", "").isdigit()}
+
+
+# "(page 9)", "section 4.1.1.2", "step 3": where the model read it, not a value it claims
+_REFERENCE_RE = re.compile(r"\b(?:pages?|pp?\.|sections?|chapters?|figures?|fig\.|tables?|steps?)\s*\d+(?:[.\-–]\d+)*",
+                           re.IGNORECASE)
+
+
+def without_references(text: str) -> str:
+    return _REFERENCE_RE.sub(" ", text)

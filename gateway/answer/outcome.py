@@ -35,7 +35,7 @@ from typing import Literal, NamedTuple
 
 from gateway.answer.binding import affirms, passage_says_not, yes_contradicted
 from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, sentence_spans, validate
-from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers
+from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
 from gateway.answer.quantities import asks_how_to
@@ -97,11 +97,6 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     return found
 
 
-# "(page 9)", "section 4.1.1.2", "step 3": where the model read it, not a value it claims
-_REFERENCE_RE = re.compile(r"\b(?:pages?|pp?\.|sections?|chapters?|figures?|fig\.|tables?|steps?)\s*\d+(?:[.\-–]\d+)*",
-                           re.IGNORECASE)
-
-
 def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
     """Does the draft answer the question with values (beyond its own) of which no given passage states any?
 
@@ -116,7 +111,7 @@ def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
     titles = " ".join(sorted({h.title for h in hits}))
     claimed: set[str] = set()
     for start, end in sentence_spans(answer):
-        sentence = _REFERENCE_RE.sub(" ", CITATION_RE.sub(" ", answer[start:end]))
+        sentence = without_references(CITATION_RE.sub(" ", answer[start:end]))
         if addresses_question(question, sentence, titles):  # "MagSafe 2019" next to the question is babble
             claimed |= numbers_of(sentence)
     claimed -= numbers_of(question)
