@@ -67,7 +67,8 @@ def cpu_id() -> str:
     extra = ", ".join(f"{k} {fields[k]}" for k in ("cpu family", "model") if k in fields)
     if "cpu MHz" in fields:
         extra += f", {float(fields['cpu MHz']):.0f} MHz"
-    return f"{cpu_model()} ({extra})" if extra else cpu_model()
+    name = fields.get("model name") or cpu_model()  # the file is already read: no second pass
+    return f"{name} ({extra})" if extra else name
 
 
 def mem_total_gib() -> str:
