@@ -200,7 +200,9 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
         evidence = extractive_answer(it["question"]["question"], given, max_sentences=settings.evidence_sentences)
         support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
                                 settings.require_question_terms, evidence=evidence,
-                                decline=os.environ.get("MANUALQA_ANSWER__DECLINE", settings.decline))
+                                decline=os.environ.get("MANUALQA_ANSWER__DECLINE", settings.decline),
+                                recite_citations=os.environ.get("MANUALQA_ANSWER__RECITE_CITATIONS",
+                                                                str(settings.recite_citations)).lower() == "true")
         decision = decide_outcome(generation=Generation(draft=r["draft"], text=r["draft"], hits=given),
                                   support=support)
         r["outcome"], r["support"] = decision.outcome, support.checks

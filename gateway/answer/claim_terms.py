@@ -11,7 +11,9 @@ import unicodedata
 
 from gateway.answer.citations import content_terms
 
-_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*")
+# A number glued to letters and more digits opens a part number ("1N4148", "2N3904"): no value;
+# "600x400" is two.
+_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?!(?!x\d)[a-z]+\d|[.,]?\d)")
 # Tokens with letters and digits mixed, or short all-caps words: part numbers, pins, model names.
 _CODE_RE = re.compile(r"\b(?=[A-Za-z0-9_\-/]*\d)(?=[A-Za-z0-9_\-/]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-/]*\b"
                       r"|\b[A-Z]{2,}[A-Z0-9]*\b")

@@ -82,10 +82,11 @@ class SupportCheck:
 
 
 def check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
-                  require_question_terms: bool, *, evidence: str = "", decline: str = "evidence") -> SupportCheck:
+                  require_question_terms: bool, *, evidence: str = "", decline: str = "evidence",
+                  recite_citations: bool = False) -> SupportCheck:
     """Keep the sentences the cited passages back; with none left (or an answer that does not touch
     the question) the evidence is shown instead; a decline is not_found (see answer.decline)."""
-    found = _check_support(question, answer, hits, min_overlap, require_question_terms)
+    found = _check_support(question, answer, hits, min_overlap, require_question_terms, recite_citations)
     titles = " ".join(sorted({h.title for h in hits}))
     if found.declined and (decline == "evidence" or (decline == "auto" and evidence and addresses_question(
             question, evidence, titles))):
@@ -125,7 +126,7 @@ def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
 
 
 def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
-                   require_question_terms: bool) -> SupportCheck:
+                   require_question_terms: bool, recite_citations: bool = False) -> SupportCheck:
     flags: list[str] = []
     cited, dropped = validate(parse_citations(answer), len(hits))
     if dropped:
@@ -136,7 +137,7 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
     titles = " ".join(sorted({h.title for h in hits}))
     # (an OCR passage with its doubtful numbers masked: gateway.answer.ocr_text)
     checks = check_answer(answer, [f"{h.title}\n{h.heading}\n{support_text(h)}" for h in hits], min_overlap,
-                          question=question, titles=titles)
+                          question=question, titles=titles, recite_citations=recite_citations)
     found = SupportCheck(None, flags, [c.to_dict() for c in checks])
     unsupported = [c for c in checks if not c.supported]
     inferred = [c for c in checks if c.supported and c.inferred]
@@ -144,6 +145,9 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
         flags.append(f"unsupported_sentences_removed: {len(unsupported)}")
     if inferred:
         flags.append(f"citations_inferred: {len(inferred)}")
+    recited = [c for c in checks if c.recited]
+    if recited:
+        flags.append(f"citations_corrected: {len(recited)}")
     if len(unsupported) == len(checks):
         flags.append("no_supported_sentence")
         if _DECLINE_RE.search(answer):  # "The passages do not state the interval [2]." cites, yet declines

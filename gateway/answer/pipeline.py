@@ -174,7 +174,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
                 if gen.clean:
                     support = check_support(res.question, gen.text, gen.hits, settings.min_support_overlap,
                                             settings.require_question_terms, evidence=evidence,
-                                            decline=settings.decline)
+                                            decline=settings.decline,
+                                            recite_citations=settings.recite_citations)
             decision = decide_outcome(cancelled=gen is None, generation=gen, support=support)
         settle(res, decision, given=given, evidence=evidence, generation=gen, support=support)
         logged = True

@@ -29,7 +29,7 @@ from typing import Any
 
 from gateway.answer.binding import same_polarity, unbound_numbers
 from gateway.answer.citations import CITATION_RE, parse_citation_groups, sentence_spans
-from gateway.answer.claim_terms import UNIT_GLUE_RE, codes_of, fold, numbers_of, overlap_terms
+from gateway.answer.claim_terms import UNIT_GLUE_RE, codes_of, fold, numbers_of, overlap_terms, without_references
 
 DEFAULT_MIN_OVERLAP = 0.6
 _URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|html?)\b", re.IGNORECASE)
@@ -46,9 +46,15 @@ _META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
                       re.IGNORECASE)
 
 
+# "(LibreVNA User Manual) mentions that lower values ...": the model naming its source, not the machine
+_SOURCE_TALK_RE = re.compile(r"^\W*\([^()]{1,80}\)\s+(?:also\s+)?(?:mentions?|explains?|confirms?|provides?|"
+                             r"states?|describes?|says|notes?|shows?|lists?|gives?|supports?)\b", re.IGNORECASE)
+
+
 def about_the_text(sentence: str) -> bool:
     """A sentence about the passages themselves ("The passage on Cura is from ..."), not the machine."""
-    return bool(_META_RE.match(_LIST_MARK_RE.sub("", sentence)))
+    sentence = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
+    return bool(_META_RE.match(sentence) or _SOURCE_TALK_RE.match(sentence))
 
 
 def dangling(sentence: str, following: str) -> bool:
@@ -72,6 +78,7 @@ class SentenceCheck:
     cited: list[int]  # passage numbers cited in the sentence (valid ones)
     supported_by: list[int] = field(default_factory=list)  # cited (or inferred) passages that back it
     inferred: bool = False  # no citation written; a passage that backs it was found
+    recited: int = 0  # its cited passages do not back it; this other given passage does (shown cited to it)
     overlap: float = 0.0  # best share of its content words found in a backing passage
     missing: list[str] = field(default_factory=list)  # numbers / codes absent from every cited passage
     reason: str = ""  # why unsupported: number, code, subject, overlap, polarity, degenerate, no_content
@@ -101,6 +108,7 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     words = r"[a-z0-9_\-/]+"  # "18AWG" in the passage holds the code "AWG" of "18 AWG"
     have_codes = (codes_of(passage) | set(re.findall(words, folded))
                   | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded))))
+    have_codes |= {part for code in have_codes for part in code.split("/")}  # "1N4148/DO35": the diode's code
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
@@ -138,7 +146,7 @@ _TALK_ABOUT_TEXT = overlap_terms("above following passage passages text texts se
 
 
 def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP,
-                 question: str = "", titles: str = "") -> list[SentenceCheck]:
+                 question: str = "", titles: str = "", recite_citations: bool = False) -> list[SentenceCheck]:
     """One SentenceCheck per sentence of ``answer``; ``passages[0]`` is passage [1]; ``titles``: the
     manuals' titles, which name the equipment but bind no value to a subject."""
     ignore = frozenset(overlap_terms(titles))
@@ -172,6 +180,10 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
             else:
                 reasons.append(reason)
                 check.missing = sorted(set(check.missing) | set(missing))
+        if recite_citations and not check.supported_by and cited and "polarity" not in reasons \
+                and (not question or addresses_question(question, text, titles)):
+            check.recited = recite(text, passages, cited, min_overlap, ignore)
+            check.supported_by = [check.recited] if check.recited else []
         if check.supported_by:
             check.missing, check.reason = [], ""
             if not cited:  # the best backing passage only: one inferred citation
@@ -181,6 +193,31 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
             check.reason = Counter(reasons).most_common(1)[0][0] if reasons else "no_content"
         checks.append(check)
     return checks
+
+
+RECITE_MIN_TERMS = 4
+
+
+def recite(sentence: str, passages: list[str], cited: list[int], min_overlap: float,
+           ignore: frozenset[str]) -> int:
+    """The other given passage that backs a sentence its cited ones do not, or 0.
+
+    A model that read the answer in passage [3] often cites [1] (the Qwen2.5-Coder-1.5B wrote the
+    RVPC's 350 C iron temperature under the tools list): the claim is true and its citation is not.
+    Held against the other passages with the same test, it is shown cited to the one that backs it,
+    so the tap opens the right page. Never when a cited passage says the opposite (a polarity
+    reject: "Yes, you can connect the USB-C" cited to the sentence that says not to), never for a
+    sentence that does not touch the question (filler is not worth a corrected citation), for one
+    that states a value (numbers are everywhere: a value must be backed where the model said it read
+    it), or for a short fragment ("Y Stepper, 12." is backed by any contents list).
+    """
+    claim = CITATION_RE.sub(" ", sentence)
+    if numbers_of(without_references(claim)) or len(overlap_terms(claim) - ignore) < RECITE_MIN_TERMS:
+        return 0
+    for n in range(1, len(passages) + 1):
+        if n not in cited and check_against(sentence, passages[n - 1], min_overlap, ignore)[0]:
+            return n
+    return 0
 
 
 # Words a question uses that say nothing about what it asks for.
@@ -232,7 +269,11 @@ def supported_text(answer: str, checks: list[SentenceCheck]) -> str:
         if not c.supported:
             continue
         text = c.text.strip()
-        if c.inferred:
+        if c.recited:
+            text = re.sub(r"\s+([.;:,!?])", r"\1", CITATION_RE.sub(" ", text)).rstrip()
+            text = re.sub(r"\s{2,}", " ", text)
+            text += f" [{c.recited}]"
+        elif c.inferred:
             text = text.rstrip() + f" [{c.supported_by[0]}]"
         if text not in parts:
             parts.append(text)

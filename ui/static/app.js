@@ -180,6 +180,7 @@ const FLAG_NOTES = {
   no_supported_sentence: "The model's answer was not backed by the passages; the evidence is shown instead.",
   model_declined: "The model found no answer in these passages; the closest evidence is shown.",
   citations_inferred: "",
+  citations_corrected: "A sentence cited the wrong passage; it is shown with the passage that states it.",
   answer_off_question: "The model's sentences did not address the question; the evidence is shown instead.",
   yes_contradicted: "The model said yes, but the passages it quoted say not to; the evidence is shown instead.",
   dropped_invalid_citations: "Some citations did not match a passage and were removed.",
