@@ -51,3 +51,28 @@ def test_what_counts_as_a_yes() -> None:
 def test_a_passage_is_held_by_the_sentences_nearest_the_question() -> None:
     assert passage_says_not(QUESTION, [AGON])
     assert not passage_says_not("Can the Li-Po battery be charged from the USB-C?", [AGON])
+
+
+LID = ("CLEANING THE WINDOW\n• The window is made of acrylic and can be easily scratched. Do not rub it with a "
+       "sponge or microfiber cloth.\n• To clean the window, wipe it with a soft cloth wet with water.")
+
+
+def _lid(question: str, answer: str) -> tuple[str, list[str]]:
+    hits = [Hit(chunk_id="c1", manual="laser.pdf", title="Fabulaser Mini", manual_sha256="0" * 64, page=16,
+                heading="Maintenance", text=LID, score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.9)]
+    support = check_support(question, answer, hits, 0.6, True)
+    return decide_outcome(generation=Generation(draft=answer, text=answer, hits=hits), support=support).outcome, \
+        support.flags
+
+
+def test_a_yes_about_what_the_passage_names_only_to_forbid_is_not_green() -> None:
+    # the 1.5B on eval/dev: the sentence closest to the question is about the window, not the cloth
+    outcome, flags = _lid("Cleaning the lid window - microfiber ok?",
+                          "Yes, you can use a microfiber cloth to clean the lid window. [1]")
+    assert outcome == "evidence_only" and "yes_contradicted" in flags
+
+
+def test_a_yes_the_passage_states_stays_green() -> None:
+    outcome, flags = _lid("Cleaning the lid window - is a soft cloth with water ok?",
+                          "Yes, wipe the window with a soft cloth wet with water. [1]")
+    assert outcome == "answered", flags

@@ -133,3 +133,24 @@ def passage_says_not(question: str, passages: list[str], ignore: frozenset[str] 
     sentences = [p[s:e] for p in passages for s, e in sentence_spans(p)]
     said = closest(overlap_terms(question) - ignore, sentences)
     return bool(said) and all(negated(s) for s in said)
+
+
+_CONTRACTION_RE = re.compile(r"\b\w+n['’]t\b", re.IGNORECASE)
+
+
+def only_denied(question: str, passages: list[str], ignore: frozenset[str] = frozenset()) -> str:
+    """A thing the question asks about that the passages mention only in sentences saying "not", or "".
+
+    "Cleaning the lid window - microfiber ok?" answered "Yes, you can use a microfiber cloth [1]":
+    passage 1's sentence closest to the question is about the window, and its only word on microfiber
+    is "Do not rub it with a sponge or microfiber cloth". A yes about something the passages name
+    only to forbid is not shown as an answer.
+    """
+    from retrieval.fts import STOPWORDS  # the search's stop list: "them", "still" ask about nothing
+
+    sentences = [p[s:e] for p in passages for s, e in sentence_spans(p)]
+    for term in sorted(overlap_terms(_CONTRACTION_RE.sub(" ", question)) - ignore - STOPWORDS):
+        with_term = [s for s in sentences if term in overlap_terms(s)]
+        if with_term and all(negated(s) for s in with_term):
+            return term
+    return ""

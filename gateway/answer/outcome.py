@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from gateway.answer.binding import affirms, passage_says_not, yes_contradicted
+from gateway.answer.binding import affirms, only_denied, passage_says_not, yes_contradicted
 from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, sentence_spans, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
 from gateway.answer.generation import Generation
@@ -163,7 +163,8 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
     ignore = frozenset(overlap_terms(titles))
     backing = [support_text(hits[n - 1]) for n in sorted({n for c in checks for n in c.supported_by})]
     if yes_contradicted(question, answer, [c.text for c in checks if c.supported], ignore) \
-            or (affirms(question, answer) and passage_says_not(question, backing, ignore)):
+            or (affirms(question, answer) and (passage_says_not(question, backing, ignore)
+                                               or only_denied(question, backing, ignore))):
         flags.append("yes_contradicted")  # "Yes" to what the backed sentences (or their passages) say not to do
         return found
     if require_question_terms and not addresses_question(question, shown, titles):

@@ -111,7 +111,6 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     words = r"[a-z0-9_\-/]+"  # "18AWG" in the passage holds the code "AWG" of "18 AWG"
     have_codes = (codes_of(passage) | set(re.findall(words, folded))
                   | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded))))
-    have_codes |= {part for code in have_codes for part in code.split("/")}  # "1N4148/DO35": the diode's code
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
