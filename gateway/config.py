@@ -89,9 +89,10 @@ class AnswerSettings:
     # or it is shown as evidence: true sentences about the right machine that answer nothing.
     require_question_terms: bool = True
     # A sentence its cited passage does not back, but another given passage does, shown cited to
-    # that one (gateway.answer.support.recite). With the 1.5B instrument: eval/dev +4 green (3 right,
-    # 1 partial); eval/test +4 green (3 partial, 1 wrong by hand; 0 right by replay's score): test
-    # does not agree, so it is off. A site can measure it with its own model and QA set.
+    # that one (gateway.answer.support.recite). With the 1.5B instrument: eval/dev +3 green (2 right,
+    # 1 partial); eval/test +4 green (3 partial, 1 wrong by hand; 0 right by replay's score), and 3
+    # wrong greens more from the 0.5B and SmolLM2 there: test does not agree, so it is off. A site can
+    # measure it with its own model and QA set (README, "Models measured with this pipeline").
     recite_citations: bool = False
     # A question that plainly asks for a quantity (a voltage, a torque, a weight) whose passages state
     # none of that kind is "not found" (gateway.answer.quantities; chosen on eval/dev).
