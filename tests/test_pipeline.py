@@ -111,6 +111,20 @@ def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Services) ->
     assert "citations_inferred: 1" in gw.log.get(res.id)["flags"]
 
 
+def test_a_miscited_sentence_is_cited_to_its_passage_only_when_configured(gw: Services) -> None:
+    gw.runtime = scripted(script="Use the MSP-FET emulation tool and run make flash [2].")
+    res = gw.answer(FLASH_Q)
+    assert res.outcome == "evidence_only" and "no_supported_sentence" in res.flags  # the default: off
+    gw.settings.answer.recite_citations = True
+    try:
+        res = gw.answer(FLASH_Q)
+    finally:
+        gw.settings.answer.recite_citations = False
+    assert res.outcome == "answered" and "citations_corrected: 1" in res.flags
+    assert res.answer.endswith("[1]") and [c.n for c in res.citations] == [1]
+    assert "citations_corrected: 1" in gw.log.get(res.id)["flags"]
+
+
 def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Services) -> None:
     draft = ("Use the MSP-FET emulation tool and run make flash [1]. "
              "Then plug in the 12 V USB-C power adapter from www.example.com [1].")
