@@ -140,6 +140,21 @@ def test_a_sentence_announcing_a_list_that_never_comes_is_not_an_answer() -> Non
     assert checks[0].reason != "dangling" and checks[1].supported
 
 
+def test_steps_announced_and_never_given_are_not_an_answer() -> None:
+    # the 0.5B on eval/dev ("how do I check the chiller for leaks?"): green before, no step in it
+    passages = ["Installing the water chiller: connect the water tubes, fill the chiller with water and turn it "
+                "on for 5 min to check for water leakage."]
+    draft = ("To check for leaks in the water chiller, you need to follow these steps from the manual "
+             "passages [1] (USER MANUAL) and [1] (USER MANUAL).")
+    [check] = check_answer(draft, passages, question="Setting up the chiller - how do I check for leaks?")
+    assert check.reason == "dangling" and not check.supported
+    # settings announced and given in the same sentence are a claim like any other
+    given = ("To fill the chiller, you should follow the following steps: connect the water tubes and fill "
+             "the chiller with water. [1]")
+    [check] = check_answer(given, passages)
+    assert check.reason != "dangling" and check.supported
+
+
 def test_grammar_cannot_end_a_sentence_without_a_citation() -> None:
     g = citation_grammar(2)
     assert r"[^\[\]\n<>.!?]" in g  # a bare full stop is not sentence text: only "[n]" ends one

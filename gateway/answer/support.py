@@ -57,9 +57,18 @@ def about_the_text(sentence: str) -> bool:
     return bool(_META_RE.match(sentence) or _SOURCE_TALK_RE.match(sentence))
 
 
+# "you need to follow these steps from the manual passages [1] and [2]." and no step after it
+_ANNOUNCES_RE = re.compile(r"\b(?:follow(?:ing)?\s+(?:these|the\s+following|the|those)\s+steps|"
+                           r"the\s+following\s+(?:steps|settings|instructions))\b", re.IGNORECASE)
+
+
 def dangling(sentence: str, following: str) -> bool:
-    """A sentence that announces what follows ("The full list of commands is:") with no list after it."""
-    return CITATION_RE.sub("", sentence).rstrip().endswith(":") and not _LIST_MARK_RE.match(following)
+    """A sentence that announces what follows ("The full list of commands is:", "follow these steps
+    from the passages [1] and [2].") with no list after it: it claims nothing."""
+    said = CITATION_RE.sub("", sentence).rstrip()
+    announced = _ANNOUNCES_RE.search(said)  # "... enter the following settings: Width 230, ..." gives them
+    return (said.endswith(":") or bool(announced and ":" not in said[announced.end():])) \
+        and not _LIST_MARK_RE.match(following)
 
 
 def degenerate(sentence: str) -> bool:
