@@ -212,3 +212,14 @@ def test_a_number_with_its_minus_sign_dropped_is_not_backed() -> None:
     [kept] = check_answer("The input power into any port must not rise above -10 dBm. [1]", [passage])
     assert kept.supported, kept
     assert numbers_of("6-42 V, 6 - 42 V") == {"6", "42"}  # a hyphen after a digit is a range, not a sign
+
+
+def test_the_equipment_named_short_is_not_what_is_asked() -> None:
+    # SmolLM2 on eval/dev: "Agon" (the AgonLight2) and "BASIC" made this answer touch the question
+    q = "my BASIC program is stuck in a loop on the Agon, how do I break out?"
+    title = "AgonLight2 User Manual"
+    babble = "BBC Basic commands reference are used to load and view the BASIC on the Agon Light computer. [3]"
+    assert not addresses_question(q, babble, title)
+    assert addresses_question(q, "To break out of a stuck BASIC program, press the ESC key. [4]", title)
+    # a short word is no name: "pin" does not stand for a "pinout" title
+    assert addresses_question("which pin is ground?", "Pin 1 is GND. [1]", "Pinout reference")

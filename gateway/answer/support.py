@@ -262,7 +262,10 @@ def addresses_question(question: str, answer: str, title: str = "") -> bool:
     answer = CITATION_RE.sub(" ", answer)
     if asks_quantity(question) and not numbers_of(answer):
         return False
-    focus = overlap_terms(question) - overlap_terms(title) - _VAGUE
+    named = overlap_terms(title)
+    # "Agon" for the AgonLight2, "Fabulaser" for the Fabulaser Mini: the equipment's name, shortened
+    focus = {t for t in overlap_terms(question) - named - _VAGUE
+             if not (len(t) >= 4 and any(n.startswith(t) for n in named))}
     if not focus:
         return True
     return len(focus & overlap_terms(answer)) >= (1 if len(focus) <= 3 else 2)
