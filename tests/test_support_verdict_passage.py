@@ -20,9 +20,10 @@ AGON = ("AgonLight2 power supply and consumption\nAgonLight2 can be powered by 3
 QUESTION = "Powering the Agon through GPIO pin 2 - can the USB-C stay connected?"
 
 
-def _outcome(question: str, answer: str) -> tuple[str, list[str]]:
-    hits = [Hit(chunk_id="c1", manual="agon.pdf", title="AgonLight2 User Manual", manual_sha256="0" * 64, page=15,
-                heading="Power", text=AGON, score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.9)]
+def _outcome(question: str, answer: str, text: str = AGON,
+             title: str = "AgonLight2 User Manual") -> tuple[str, list[str]]:
+    hits = [Hit(chunk_id="c1", manual="m.pdf", title=title, manual_sha256="0" * 64, page=15,
+                heading="", text=text, score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.9)]
     support = check_support(question, answer, hits, 0.6, True)
     return decide_outcome(generation=Generation(draft=answer, text=answer, hits=hits), support=support).outcome, \
         support.flags
@@ -58,11 +59,7 @@ LID = ("CLEANING THE WINDOW\n• The window is made of acrylic and can be easily
 
 
 def _lid(question: str, answer: str) -> tuple[str, list[str]]:
-    hits = [Hit(chunk_id="c1", manual="laser.pdf", title="Fabulaser Mini", manual_sha256="0" * 64, page=16,
-                heading="Maintenance", text=LID, score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.9)]
-    support = check_support(question, answer, hits, 0.6, True)
-    return decide_outcome(generation=Generation(draft=answer, text=answer, hits=hits), support=support).outcome, \
-        support.flags
+    return _outcome(question, answer, LID, "Fabulaser Mini")
 
 
 def test_a_yes_about_what_the_passage_names_only_to_forbid_is_not_green() -> None:
