@@ -263,7 +263,7 @@ def addresses_question(question: str, answer: str, title: str = "") -> bool:
     if asks_quantity(question) and not numbers_of(answer):
         return False
     named = overlap_terms(title)
-    # "Agon" for the AgonLight2, "Fabulaser" for the Fabulaser Mini: the equipment's name, shortened
+    # "Agon" for the AgonLight2: the equipment's name, shortened, says nothing about what is asked
     focus = {t for t in overlap_terms(question) - named - _VAGUE
              if not (len(t) >= 4 and any(n.startswith(t) for n in named))}
     if not focus:
