@@ -41,10 +41,10 @@ def build_lists(work: Path, corpus: Path, questions: Path) -> Path:
         return out
     if not (work / "passages.jsonl").exists():
         passages.main(["--corpus", str(corpus), "--out", str(work / "passages.jsonl")])
-    rerank_data.candidate_text = lambda hit: passage_text(hit.heading, hit.text, hit.title)
-    rerank_data.passage_for_rerank = lambda title, heading, text: passage_text(heading, text, title)
-    rerank_data.main(["--passages", str(work / "passages.jsonl"), "--questions", str(questions),
-                      "--index", str(work / "index"), "--corpus", str(corpus), "--out", str(out)])
+    store, embedder = rerank_data.build_store(work / "index", corpus)
+    by_id = {p["id"]: p for p in rerank_data.load_jsonl(work / "passages.jsonl")}
+    rerank_data.write(rerank_data.lists(store, embedder, by_id, rerank_data.load_jsonl(questions),
+                                        text=lambda title, heading, body: passage_text(heading, body, title)), out)
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,9 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def candidate_text(hit: Any) -> str:
-    return passage_for_rerank(hit.title, hit.heading, hit.text)
+def rerank_text(title: str, heading: str, text: str) -> str:
+    """A passage as the reranker reads it (train.finetune_embedder passes the embedder's form instead)."""
+    return passage_for_rerank(title, heading, text)
 
 
 def build_store(index: Path, corpus: Path) -> Any:
@@ -56,8 +58,8 @@ def build_store(index: Path, corpus: Path) -> Any:
     return store, embedder
 
 
-def lists(store: Any, embedder: Any, passages: dict[str, dict[str, Any]],
-          questions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def lists(store: Any, embedder: Any, passages: dict[str, dict[str, Any]], questions: list[dict[str, Any]],
+          text: Callable[[str, str, str], str] = rerank_text) -> tuple[list[dict[str, Any]], dict[str, int]]:
     from retrieval.search import search
     from retrieval.types import SearchParams
 
@@ -77,11 +79,11 @@ def lists(store: Any, embedder: Any, passages: dict[str, dict[str, Any]],
             if pos_rank is None:
                 counts["not_retrieved"] += 1
                 continue
-            negatives = [candidate_text(h) for h in hits
+            negatives = [text(h.title, h.heading, h.text) for h in hits
                          if not (h.manual_sha256 == p["manual"] and h.page == p["page"])][:NEGATIVES]
             if not negatives:
                 continue
-            positive = passage_for_rerank(p["title"], p["heading"], p["text"])
+            positive = text(p["title"], p["heading"], p["text"])
             out.append({"question": q, "positive": positive, "negatives": negatives, "pos_rank": pos_rank,
                         "manual": p["manual"]})
             counts["kept"] += 1
@@ -98,13 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     store, embedder = build_store(args.index, args.corpus or corpus_dir())
     passages = {p["id"]: p for p in load_jsonl(args.passages)}
-    rows, counts = lists(store, embedder, passages, load_jsonl(args.questions))
-    with args.out.open("w") as f:
+    write(lists(store, embedder, passages, load_jsonl(args.questions)), args.out)
+    return 0
+
+
+def write(made: tuple[list[dict[str, Any]], dict[str, int]], out: Path) -> None:
+    rows, counts = made
+    with out.open("w") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     first = sum(1 for r in rows if r["pos_rank"] == 1)
-    print(json.dumps(counts), f"positive first for {first}/{len(rows)}", f"-> {args.out}")
-    return 0
+    print(json.dumps(counts), f"positive first for {first}/{len(rows)}", f"-> {out}")
 
 
 if __name__ == "__main__":
