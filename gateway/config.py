@@ -80,6 +80,10 @@ class AnswerSettings:
     excerpt_chars: int = 500
     # Cited sentences shown as the evidence before (and without) the model's answer.
     evidence_sentences: int = 3
+    # Weight of the question-sentence similarity (the index's embedder) in the evidence sentences'
+    # score, beside the shared words (0: words only). Chosen on eval/dev (4-12 all within 0.01), eval/test
+    # scored once: docs/bench/experiments/extractive_similarity.md.
+    sentence_similarity: float = 6.0
     # Constrain generation so every sentence ends with a citation of a given passage (backends that
     # accept a grammar: llama.cpp); others keep the prompt instruction and the checks.
     constrain_citations: bool = True
@@ -234,4 +238,6 @@ def load_settings(
     _check_reranker(settings.search.rerank)
     if settings.answer.mode not in {"auto", "generate", "extractive"}:
         raise ConfigError("answer.mode must be 'auto', 'generate' or 'extractive'")
+    if settings.answer.sentence_similarity < 0:
+        raise ConfigError("answer.sentence_similarity must be 0 (shared words only) or more")
     return settings

@@ -151,17 +151,19 @@ class IndexParts:
         """Hits from one pinned index version (activation meanwhile cannot mix versions), searched with
         the embedder that version was built with, re-ranked as configured, with the display titles."""
         from gateway.answer.deps import Retrieved  # noqa: F811 - at run time too: it is built here
+        from retrieval.embedders.base import similarity_to
         from retrieval.search import search_with_timings
         from retrieval.types import NoIndexError
 
         version = version or self.store.active_id()  # once: the embedder and the search see one version
         if not version:
             raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
-        hits, timings = search_with_timings(self.store, self.embedder_for(version), query, k=k,
+        embedder = self.embedder_for(version)
+        hits, timings = search_with_timings(self.store, embedder, query, k=k,
                                             manuals=manuals or None, version=version, reranker=self.reranker,
                                             params=self.settings.search)
         self.show_titles(hits)
-        return Retrieved(hits, timings, version)
+        return Retrieved(hits, timings, version, similarity_to(embedder, query))
 
     def show_titles(self, items: Sequence[Any]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""

@@ -166,15 +166,26 @@ def items(split: str, run_label: str) -> list[dict[str, Any]]:
 def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
     """The run's answers decided again by this checkout from the same drafts and passages."""
     from gateway.answer.citations import resolve
-    from gateway.answer.extractive import extractive_answer
+    from gateway.answer.extractive import extractive_answer, similarity_scorer
     from gateway.answer.generation import Generation
     from gateway.answer.outcome import check_support, decide_outcome
     from gateway.config import AnswerSettings
+    from retrieval.embedders.base import similarity_to
     from retrieval.types import Hit
     from retrieval.versions import CHUNKS_DB, IndexStore
 
     settings = AnswerSettings()
     fields = set(Hit.__dataclass_fields__)
+    held: list[Any] = []
+
+    def embedder() -> Any:
+        """The built-in embedder (the one these gateways' indexes were built with), loaded once."""
+        if not held:
+            from retrieval.embedders import load_embedder
+
+            held.append(load_embedder())
+        return held[0]
+
     store = IndexStore(WORK / split)
     texts: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -197,7 +208,10 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
             out.append(it)  # decided before the model (not_found on weak evidence) or not by the check
             continue
         given = [passage(r["index_version"], p) for p in r["passages"] if p.get("given")]
-        evidence = extractive_answer(it["question"]["question"], given, max_sentences=settings.evidence_sentences)
+        extra = similarity_scorer(similarity_to(embedder(), it["question"]["question"]), given,
+                                  settings.sentence_similarity) if settings.sentence_similarity > 0 else None
+        evidence = extractive_answer(it["question"]["question"], given, max_sentences=settings.evidence_sentences,
+                                     extra=extra)
         support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
                                 settings.require_question_terms, evidence=evidence,
                                 decline=os.environ.get("MANUALQA_ANSWER__DECLINE", settings.decline),

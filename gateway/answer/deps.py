@@ -8,7 +8,7 @@ the root: no settings but its own section, no probing of what the root happens t
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -27,6 +27,8 @@ class Retrieved(NamedTuple):
     hits: list[Hit]  # ranked, with the display titles an admin gave
     timings: dict[str, float]  # retrieval.search's: embed_ms, total_ms, ...
     version: str  # the one index version searched (pinned for the whole answer)
+    # cosine of the query to each text under the embedder that searched `version` (None: not offered)
+    similar: Callable[[list[str]], list[float]] | None = None
 
 
 class Retriever(Protocol):

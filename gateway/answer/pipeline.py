@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.answer.citations import resolve
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
-from gateway.answer.extractive import extractive_answer
+from gateway.answer.extractive import extractive_answer, similarity_scorer
 from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
 from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, decide_outcome, settle
 from gateway.answer.quantities import unstated_quantities
@@ -83,11 +83,30 @@ def retrieve_for_answer(deps: AnswerDeps, query: str, manuals: Sequence[str] | N
     return deps.retriever.retrieve(query, max(deps.search_k, deps.settings.max_passages), manuals or None, version)
 
 
+def _sentence_similarity(similar: Callable[[list[str]], list[float]] | None, given: list[Hit], weight: float,
+                         res: AnswerResult) -> Callable[[list[tuple[int, str]]], list[float]] | None:
+    """The evidence's similarity score (extractive.similarity_scorer); if the embedder fails on the
+    sentences, the words alone pick them, and the answer's flags say so."""
+    if similar is None or weight <= 0:
+        return None
+    scorer = similarity_scorer(similar, given, weight)
+
+    def guarded(candidates: list[tuple[int, str]]) -> list[float]:
+        try:
+            return scorer(candidates)
+        except Exception:  # noqa: BLE001 - an embedder fault must not cost the evidence
+            log.warning("sentence similarity failed; evidence picked by shared words alone", exc_info=True)
+            res.flags.append("evidence_by_words_only")
+            return [0.0] * len(candidates)
+
+    return guarded
+
+
 def _retrieve(gw: Any, question: str, manuals: list[str] | None,
               version: str | None) -> tuple[list[Hit], dict[str, float], str]:
     """retrieve_for_answer on a composition root (gateway.services.Services), as bench/ calls it."""
-    hits, timings, searched = retrieve_for_answer(gw.answer_deps(), question, manuals, version)
-    return hits, timings, searched
+    got = retrieve_for_answer(gw.answer_deps(), question, manuals, version)
+    return got.hits, got.timings, got.version
 
 
 def answer(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading.Event | None = None,
@@ -124,7 +143,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         try:
             if request.query != request.question:
                 res.flags.append("searched_with_conversation")
-            hits, rt, res.index_version = retrieve_for_answer(deps, request.query, request.scope, request.version)
+            got = retrieve_for_answer(deps, request.query, request.scope, request.version)
+            hits, rt, res.index_version = got.hits, got.timings, got.version
         except Exception as exc:  # noqa: BLE001 - every failure ends as a logged outcome
             decision = decide_outcome(retrieval_error=str(exc))
             settle(res, decision, given=[], evidence="")
@@ -152,7 +172,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             yield Final(_finish(deps, res, chain, t0))
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
-        evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences)
+        evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences,
+                                     extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res))
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
         yield Evidence(text=evidence, citations=[c.to_dict() for c in ev_citations])

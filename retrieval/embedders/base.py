@@ -94,6 +94,21 @@ def passage_text(heading: str, text: str, title: str = "") -> str:
     return text
 
 
+def similarity_to(embedder: Embedder, query: str) -> Callable[[list[str]], list[float]]:
+    """The query's cosine to each of some texts under this embedder (its vectors are unit length);
+    the query is embedded on first use only."""
+    vector: list[np.ndarray] = []
+
+    def similar(texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        if not vector:
+            vector.append(embedder.encode_query(query))
+        return [float(x) for x in embedder.encode(texts) @ vector[0]]
+
+    return similar
+
+
 def check_batch_size(batch_size: int) -> None:
     if batch_size < 1:
         raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")

@@ -180,6 +180,7 @@ const FLAG_NOTES = {
   no_supported_sentence: "The model's answer was not backed by the passages; the evidence is shown instead.",
   model_declined: "The model found no answer in these passages; the closest evidence is shown.",
   citations_inferred: "",
+  evidence_by_words_only: "The evidence sentences were picked by shared words only (the similarity model failed; see the gateway log).",
   citations_corrected: "A sentence cited the wrong passage; it is shown with the passage that states it.",
   answer_off_question: "The model's sentences did not address the question; the evidence is shown instead.",
   yes_contradicted: "The model said yes, but the passages it quoted say not to; the evidence is shown instead.",
