@@ -226,7 +226,8 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
             r["answer"] = evidence if decision.shows == "evidence" else decision.notice
             cits, _ = resolve(r["answer"], given, supporting_fallback=False)
         r["citations"] = [c.to_dict() for c in cits]
-        out.append({**it, "result": r, "citations": [{"manual": c.manual, "page": c.page} for c in cits]})
+        out.append({**it, "result": r, "citations": [{"manual": c.manual, "page": c.page} for c in cits],
+                    "given": given})  # the passages the model read, as Hits (for experiments that reread them)
     return out
 
 
