@@ -75,3 +75,21 @@ def test_the_title_glued_to_the_first_sentence_does_not_outweigh_a_not() -> None
     [fine] = check_answer("You can power the board from pin 2 if the USB-C is not connected. [1]", [GPIO],
                           titles="AgonLight2 User Manual")
     assert fine.supported
+
+
+ISOLATED = ("The isolated board, on the other hand, comes with 3000VDC galvanic insulation between the Ethernet "
+            "part and the power supply, so there is no problem to connect USB while it is powered from PoE.")
+
+
+def test_an_idiom_that_holds_a_no_but_denies_nothing_is_not_a_negation() -> None:
+    assert not any(negated(t) for t in ("so there is no problem to connect USB", "no issues with either supply",
+                                        "not only the fan but also the pump", "no matter which port you use"))
+    assert negated("there is no fuse to replace") and negated("no problem is solved by not connecting it")
+    # the ESP32-POE-ISO case (eval/dev): the isolation voltage, backed by the sentence that states it
+    ok, _, _, reason = check_against("The isolated board has 3000VDC galvanic insulation between the Ethernet "
+                                     "and the power supply [1].", ISOLATED, 0.6)
+    assert ok, reason
+    # and a claim that turns it around is still caught
+    ok, _, _, reason = check_against("You must not connect USB while the isolated board is powered from PoE [1].",
+                                     ISOLATED, 0.6)
+    assert not ok and reason == "polarity"

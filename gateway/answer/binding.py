@@ -15,10 +15,14 @@ from gateway.answer.claim_terms import fold, numbers_of, overlap_terms
 _BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
 
 _NEGATION_RE = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|avoid)\b|n't\b|n’t\b")
+# Idioms that hold a "no" and deny nothing: "so there is no problem to connect USB" says it is fine,
+# "not only X but Y" says both. Read as negations, they turned a passage's yes into a no (the
+# ESP32-POE-ISO's "3000VDC galvanic insulation ..., so there is no problem to connect to USB").
+_NOT_DENYING_RE = re.compile(r"\bno (?:problems?|issues?|trouble)\b|\bnot only\b|\bno matter\b")
 
 
 def negated(text: str) -> bool:
-    return bool(_NEGATION_RE.search(fold(text)))
+    return bool(_NEGATION_RE.search(_NOT_DENYING_RE.sub(" ", fold(text))))
 
 
 def closest(want: set[str], sentences: list[str]) -> list[str]:
