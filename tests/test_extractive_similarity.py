@@ -105,3 +105,13 @@ def test_an_embedder_that_fails_costs_the_similarity_not_the_evidence() -> None:
     result = extractive(Similar(fail=True))
     assert result.outcome == "evidence_only" and result.answer.startswith("The kit contains")
     assert "evidence_by_words_only" in result.flags
+
+
+def test_the_sentence_embedding_is_timed_and_not_counted_as_pipeline_overhead() -> None:
+    from gateway.answer.result import overhead_ms
+
+    result = extractive(Similar("soldering iron"))
+    assert result.timings["sentence_embed_ms"] >= 0
+    t = {"ttft_ms": 300.0, "embed_ms": 20.0, "sentence_embed_ms": 100.0, "runtime_ttft_ms": 170.0, "load_ms": 0.0}
+    assert overhead_ms(t) == 10.0
+    assert overhead_ms({**t, "sentence_embed_ms": 0.0}) == 110.0

@@ -92,12 +92,15 @@ def _sentence_similarity(similar: Callable[[list[str]], list[float]] | None, giv
     scorer = similarity_scorer(similar, given, weight)
 
     def guarded(candidates: list[tuple[int, str]]) -> list[float]:
+        t0 = time.perf_counter()
         try:
             return scorer(candidates)
         except Exception:  # noqa: BLE001 - an embedder fault must not cost the evidence
             log.warning("sentence similarity failed; evidence picked by shared words alone", exc_info=True)
             res.flags.append("evidence_by_words_only")
             return [0.0] * len(candidates)
+        finally:  # embedding, like the query's: not the pipeline's own work (result.overhead_ms)
+            res.timings["sentence_embed_ms"] = elapsed_ms(t0)
 
     return guarded
 

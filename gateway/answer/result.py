@@ -65,10 +65,12 @@ def use_evidence(res: AnswerResult, given: list[Hit], evidence: str) -> None:
 
 
 def overhead_ms(timings: dict[str, Any]) -> float | None:
-    """Question to first token, less what is not the pipeline's own work (embedding, the model's own
-    time to first token, the wait for the model, its load); None before a first token."""
+    """Question to first token, less what is not the pipeline's own work (embedding the query and the
+    evidence's candidate sentences, the model's own time to first token, the wait for the model, its
+    load); None before a first token."""
     t = timings
     if "ttft_ms" not in t or t.get("runtime_ttft_ms") is None:
         return None
-    own: float = t["ttft_ms"] - t["embed_ms"] - t["runtime_ttft_ms"] - t.get("queue_ms", 0) - t["load_ms"]
+    own: float = (t["ttft_ms"] - t["embed_ms"] - t.get("sentence_embed_ms", 0) - t["runtime_ttft_ms"]
+                  - t.get("queue_ms", 0) - t["load_ms"])
     return round(own, 3)
