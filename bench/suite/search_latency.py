@@ -38,10 +38,11 @@ class SyntheticStore:
 
     def __init__(self, vdir: Path, embedder: Any, kind: str) -> None:
         from retrieval.chunkstore import ChunkStore
+        from retrieval.manifest import decode_manifest
         from retrieval.vectors import VectorIndex
 
         manifest = {"embedding": {"model_id": embedder.model_id, "model_hash": embedder.model_hash}}
-        self.version = SimpleNamespace(id=f"synthetic-{kind}", manifest=manifest,
+        self.version = SimpleNamespace(id=f"synthetic-{kind}", manifest=manifest, info=decode_manifest(manifest),
                                        chunks=ChunkStore(vdir / "chunks.db", readonly=True),
                                        vectors=VectorIndex.load(vdir / f"vectors-{kind}.faiss"))
 
