@@ -69,10 +69,13 @@ def sse(response: Any) -> Iterator[tuple[str, str]]:
 
 # -- the gateway server -------------------------------------------------------------------------
 def write_config(workdir: Path, profile: Path | None) -> Path:
-    """The gateway's config for the bench: no rate limit; the chosen profile (default: the built-in)."""
+    """The gateway's config for the bench: no rate limit, generate mode; the chosen profile (default: the
+    built-in)."""
     cfg = workdir / "manualqa.toml"
     text = f'[runtime]\nprofile = "{profile.resolve()}"\n' if profile else ""
-    cfg.write_text(text + "[server]\nrate_limit_per_minute = 100000\n", encoding="utf-8")
+    # generate mode: the profile need not have passed doctor's gate 4 (auto would answer extractively)
+    cfg.write_text(text + '[answer]\nmode = "generate"\n[server]\nrate_limit_per_minute = 100000\n',
+                   encoding="utf-8")
     return cfg
 
 
@@ -270,7 +273,7 @@ def pick_questions(url: str, questions: list[str], n: int) -> list[str]:
         if q in picked:
             continue
         r = httpx.post(url + "/api/v1/ask", json={"question": q, "mode": "extractive"}, timeout=120)
-        if r.status_code == 200 and r.json()["outcome"] == "answered":
+        if r.status_code == 200 and r.json()["outcome"] in ("answered", "evidence_only"):  # extractive: evidence
             picked.append(q)
     return picked
 
