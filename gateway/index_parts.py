@@ -8,13 +8,14 @@ A mixin so that the CLI, the app and tests keep calling these on the one root; t
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.config import Settings
 from ingest.models import ChunkParams, ParseLimits
-from retrieval.types import Hit
+from retrieval.types import Hit, RetrievalError
 
 if TYPE_CHECKING:
     from gateway.answer.deps import Retrieved
@@ -159,11 +160,18 @@ class IndexParts:
         if not version:
             raise NoIndexError("no active index version: ingest manuals first (manualqa ingest PATH)")
         embedder = self.embedder_for(version)
-        hits, timings = search_with_timings(self.store, embedder, query, k=k,
+        if not isinstance(query, str) or not query.strip():
+            raise RetrievalError("the question is empty")
+        t = time.perf_counter()
+        vector = embedder.encode_query(query)  # once: the search and the evidence sentences' scores share it
+        embed_ms = (time.perf_counter() - t) * 1000
+        hits, timings = search_with_timings(self.store, embedder, query, k=k, query_vector=vector,
                                             manuals=manuals or None, version=version, reranker=self.reranker,
                                             params=self.settings.search)
+        timings["embed_ms"] = embed_ms
+        timings["total_ms"] += embed_ms
         self.show_titles(hits)
-        return Retrieved(hits, timings, version, similarity_to(embedder, query))
+        return Retrieved(hits, timings, version, similarity_to(embedder, query, vector))
 
     def show_titles(self, items: Sequence[Any]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""

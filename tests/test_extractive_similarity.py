@@ -115,3 +115,35 @@ def test_the_sentence_embedding_is_timed_and_not_counted_as_pipeline_overhead() 
     t = {"ttft_ms": 300.0, "embed_ms": 20.0, "sentence_embed_ms": 100.0, "runtime_ttft_ms": 170.0, "load_ms": 0.0}
     assert overhead_ms(t) == 10.0
     assert overhead_ms({**t, "sentence_embed_ms": 0.0}) == 110.0
+
+
+class CountingEmbedder:
+    """The real embedder, counting the questions it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.queries = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def encode_query(self, text: str) -> Any:
+        self.queries += 1
+        return self.inner.encode_query(text)
+
+
+def test_one_answer_embeds_its_question_once(sample_data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    import shutil
+
+    from gateway.config import Settings
+    from gateway.services import Services
+
+    data = tmp_path / "data"
+    shutil.copytree(sample_data_dir, data)
+    counting = CountingEmbedder(embedder)
+    gw = Services(Settings(data_dir=data), embedder=counting)
+    got = gw.retrieve("What voltage does the LCP controller board take?", k=3)
+    assert counting.queries == 1  # the search's vector
+    near, far = got.similar(["The board takes 6 V to 36 V.", "Keep the manual in a dry place."])
+    assert counting.queries == 1  # ... is the one the evidence sentences are scored against
+    assert far < near
+    assert got.timings["embed_ms"] > 0 and got.timings["total_ms"] >= got.timings["embed_ms"]

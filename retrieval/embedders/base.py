@@ -94,10 +94,12 @@ def passage_text(heading: str, text: str, title: str = "") -> str:
     return text
 
 
-def similarity_to(embedder: Embedder, query: str) -> Callable[[list[str]], list[float]]:
-    """The query's cosine to each of some texts under this embedder (its vectors are unit length);
-    the query is embedded on first use only."""
-    vector: list[np.ndarray] = []
+def similarity_to(embedder: Embedder, query: str,
+                  query_vector: np.ndarray | None = None) -> Callable[[list[str]], list[float]]:
+    """The query's cosine to each of some texts under this embedder (its vectors are unit length).
+    The query is embedded on first use only, or not at all when the search's vector is handed over
+    (the same embedder's encode_query of the same text: embedding it twice costs ~10 ms per answer)."""
+    vector: list[np.ndarray] = [] if query_vector is None else [np.asarray(query_vector, np.float32)]
 
     def similar(texts: list[str]) -> list[float]:
         if not texts:
