@@ -7,7 +7,14 @@ import pytest
 
 from gateway.answer.claim_terms import codes_of, numbers_of
 from gateway.answer.grammar import DECLINE, citation_grammar
-from gateway.answer.support import addresses_question, check_answer, degenerate, is_decline, supported_text
+from gateway.answer.support import (
+    addresses_question,
+    check_against,
+    check_answer,
+    degenerate,
+    is_decline,
+    supported_text,
+)
 
 PUMP = ("Tighten the pump head bolts in a cross pattern to 85 N·m. Use only the O-ring kit P/N 4471-B; "
         "other seals swell in diesel.")
@@ -223,3 +230,14 @@ def test_the_equipment_named_short_is_not_what_is_asked() -> None:
     assert addresses_question(q, "To break out of a stuck BASIC program, press the ESC key. [4]", title)
     # a short word is no name: "pin" does not stand for a "pinout" title
     assert addresses_question("which pin is ground?", "Pin 1 is GND. [1]", "Pinout reference")
+
+
+@pytest.mark.parametrize(("claim", "passage", "ok"), [
+    ("The board takes 36V [1].", "The board takes 6 V to 36 V.", True),  # a unit glued or spaced is one value
+    ("The printer uses 1.75mm filament [1].", "The printer uses 1.75 mm filament.", True),
+    ("The board takes 36V [1].", "The board draws up to 36 A.", False),  # ... and another unit is not it
+    ("Fit the 1N4148 diode [1].", "Fit the 1N 4148 diode.", False),  # a part number is not a value
+])
+def test_a_value_with_its_unit_glued_on_is_the_value_with_the_unit_spaced(claim: str, passage: str,
+                                                                         ok: bool) -> None:
+    assert check_against(claim, passage, 0.6)[0] is ok

@@ -46,9 +46,34 @@ _META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
                       re.IGNORECASE)
 
 
-# "(LibreVNA User Manual) mentions that lower values ...": the model naming its source, not the machine
-_SOURCE_TALK_RE = re.compile(r"^\W*\([^()]{1,80}\)\s+(?:also\s+)?(?:mentions?|explains?|confirms?|provides?|"
+# "(LibreVNA User Manual) mentions that lower values ...", "[2] also mentions that ...": the model naming
+# its source, not the machine
+_SOURCE_TALK_RE = re.compile(r"^\W*(?:\([^()]{1,80}\)\s+)?(?:also\s+)?(?:mentions?|explains?|confirms?|provides?|"
                              r"states?|describes?|says|notes?|shows?|lists?|gives?|supports?)\b", re.IGNORECASE)
+
+
+# Under the citation grammar (gateway.answer.grammar) a sentence ends at its citation, end mark or not:
+# "... is 1.75mm, as stated in [1] (page 6). [2] (page 4) also mentions ..." is the grammar's
+# "... as stated in [1]", "(page 6). [2]", "(page 4) also mentions ... [3]". A draft is read in those
+# units; a page note next to a citation ("(page 6)") is the model's decoration of it, not a claim.
+_GRAMMAR_BREAK_RE = re.compile(r"\](?=[ \t]+(?:[A-Z]|\((?:pages?|p\.)\s*\d))")
+_YES_NO_RE = re.compile(r"^\W*(?:yes|no)\W*$", re.IGNORECASE)
+_PAGE_NOTE_RE = re.compile(r"\s*\((?:pages?|p\.)\s*\d+(?:\s*[-–,]\s*\d+)*\)", re.IGNORECASE)
+
+
+def draft_spans(answer: str) -> list[tuple[int, int]]:
+    """The draft's sentences: sentence_spans, each cut again after a citation that a new sentence follows."""
+    out: list[tuple[int, int]] = []
+    for s, e in sentence_spans(answer):
+        for m in _GRAMMAR_BREAK_RE.finditer(answer, s, e):
+            if _YES_NO_RE.match(CITATION_RE.sub("", answer[s:m.end()])):
+                continue  # "Yes, [1] The boards ..." is one claim
+            out.append((s, m.end()))  # a piece left empty ("(page 6). [2]") is passed over by the check
+            s = m.end() + 1
+            while s < e and answer[s].isspace():
+                s += 1
+        out.append((s, e))
+    return out
 
 
 def about_the_text(sentence: str) -> bool:
@@ -100,6 +125,9 @@ class SentenceCheck:
         return {**asdict(self), "supported": self.supported}
 
 
+_UNIT_SPACE_RE = re.compile(r"(?<=\d)\s+(?=[^\W\d_]+\b)")
+
+
 def check_against(sentence: str, passage: str, min_overlap: float,
                   ignore: frozenset[str] = frozenset()) -> tuple[bool, float, list[str], str]:
     """(supported, overlap, missing tokens, reason) for one sentence against one passage.
@@ -119,7 +147,8 @@ def check_against(sentence: str, passage: str, min_overlap: float,
         return False, 0.0, missing, "number"
     words = r"[a-z0-9_\-/]+"  # "18AWG" in the passage holds the code "AWG" of "18 AWG"
     have_codes = (codes_of(passage) | set(re.findall(words, folded))
-                  | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded))))
+                  | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded)))
+                  | codes_of(_UNIT_SPACE_RE.sub("", folded)))  # "36 V" in the passage holds "36V"
     missing = sorted(c for c in codes_of(claim) if c not in have_codes)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
@@ -163,9 +192,9 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
     ignore = frozenset(overlap_terms(titles))
     groups = parse_citation_groups(answer)
     checks: list[SentenceCheck] = []
-    spans = sentence_spans(answer)
+    spans = draft_spans(answer)
     for i, (s, e) in enumerate(spans):
-        text = answer[s:e]
+        text = _PAGE_NOTE_RE.sub("", answer[s:e])
         if not CITATION_RE.sub("", text).strip(" .;:,-"):
             continue  # a stray citation on its own line: it belongs to the sentence before
         cited: list[int] = []
