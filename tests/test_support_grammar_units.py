@@ -85,3 +85,20 @@ def test_a_sentence_that_opens_on_its_citation_and_a_verb_of_saying_talks_about_
     assert about_the_text("[2] also mentions that the nozzle diameter is 0.4mm. [3]")
     assert about_the_text("(page 4) also mentions that the nozzle diameter is 0.4mm.")
     assert not about_the_text("The nozzle diameter is 0.4 mm [2].")
+
+
+def test_the_grammar_lets_a_model_number_its_steps_and_still_cite_each() -> None:
+    from gateway.answer.grammar import DECLINE, citation_grammar
+    from tests.support.gbnf import accepts
+
+    g = citation_grammar(3)
+    steps = ("To calibrate against WWV, follow these steps: [1]\n1. Set the receiver to USB mode. [2]\n"
+             "2. Feed the audio to a frequency counter. [1]\n10) Adjust the calibration for a 1.000 kHz tone [3]")
+    assert accepts(g, steps)
+    assert accepts(g, "The printer uses 1.75 mm filament. [1] Cut the end at an angle [2]")
+    assert accepts(g, DECLINE)
+    assert not accepts(g, "1. Set the receiver to USB mode.\n2. Feed the audio to a counter. [1]")  # uncited step
+    assert not accepts(g, "Set the receiver to USB mode. [4]")  # no passage 4 was given
+    assert not accepts(g, "The printer uses 1.75 mm filament.")
+    assert not accepts(g, "0. Set the receiver to USB mode. [1]")
+    assert not accepts(g, "[1] Set the receiver to USB mode. [2]")  # a citation is no step number

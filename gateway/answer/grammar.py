@@ -13,7 +13,9 @@ DECLINE = "The manuals do not cover this."
 MAX_SENTENCES = 5
 # Sentence text: no brackets (citations only), no newline, no tags; "." only before a digit ("2.5",
 # "15.04"). A sentence ends where it stops: its end mark, if any, must be followed by its citation,
-# so a sentence cannot end, and a new one start, without "[n]".
+# so a sentence cannot end, and a new one start, without "[n]". A sentence may be a numbered step
+# ("2. Set the receiver to USB mode [1]"): without that, a model that numbers a procedure's steps
+# writes the numbers as citations ("follow these steps: [1] Set the receiver ... [2]").
 _TEXT = r'([^\[\]\n<>.!?] | "." [0-9])'
 
 
@@ -28,7 +30,8 @@ def citation_grammar(n_passages: int, max_sentences: int = MAX_SENTENCES) -> str
     return "\n".join([
         f"root ::= decline | sentence {more}".rstrip(),
         f'decline ::= "{DECLINE}"',
-        f'sentence ::= [A-Z0-9"(] {_TEXT}* [.!?]? " [" cite ("," " "? cite)* "]"',
+        f'sentence ::= item? [A-Z0-9"(] {_TEXT}* [.!?]? " [" cite ("," " "? cite)* "]"',
+        'item ::= [1-9] [0-9]? [.)] " "',
         f"cite ::= {cites}",
         'sep ::= " " | "\\n"',
         "",
