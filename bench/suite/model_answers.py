@@ -126,7 +126,7 @@ def run(model: str, split: str, label: str, code: Path, every: int = EVERY,
     """Ingest the half once (the data directory is shared by every model and label), then replay."""
     data = WORK / split
     env = {**_env(data, code), **(extra_env or {})}
-    if not (data / "index").is_dir():
+    if not (data / "ACTIVE").is_file():  # ingested once: a run on the same half keeps its index version
         manuals = [str(REPO / "eval" / split / "manuals"), str(REPO / "sample_manuals")]
         subprocess.run([sys.executable, "-m", "gateway", "ingest", *manuals], cwd=code, env=env, check=True)
     argv = [sys.executable, "-m", "gateway", "replay", str(questions(split, every)), "--mode", "generate",
