@@ -131,7 +131,8 @@ def _post_hoc_support(items: list[dict[str, Any]]) -> None:
             r["support"] = [{"supported": False}]
 
 
-def report(labels: tuple[str, ...] = ("before", "after")) -> str:
+def report(labels: tuple[str, ...] = ("before", "after"), out: Path | None = None) -> str:
+    """The table of the runs named (the section file, or `out`: a rerun kept beside the prose there)."""
     from gateway.qa.metrics import compute_metrics
 
     lines = ["## Answers on manuals nobody tuned for (`manualqa replay`, default profile and mode)", "",
@@ -158,7 +159,7 @@ def report(labels: tuple[str, ...] = ("before", "after")) -> str:
             lines.append(f"| {split} {label} ({len(items)} of {total} questions) | " + " | ".join(cells)
                          + f" | {json.dumps(m['outcomes'])} |")
     text = "\n".join(lines)
-    write_section(__spec__.name, text, argv=["report", "--labels", *labels],
+    write_section(__spec__.name, text, argv=["report", "--labels", *labels], out=out,
                   conditions="The runs: see the docstring of `bench/suite/answer_eval.py`.")
     return text
 
@@ -194,12 +195,13 @@ def main() -> None:
     r.add_argument("--env", action="append", default=[], help="extra NAME=VALUE for the gateway")
     rp = sub.add_parser("report")
     rp.add_argument("--labels", nargs="+", default=["before", "after"], help="runs to show, in order")
+    rp.add_argument("--out", type=Path, help="write here instead of docs/bench/answer_eval.md")
     args = ap.parse_args()
     if args.cmd == "run":
         with source_tree(args.code) as tree:
             run(args.split, args.label, tree, dict(e.split("=", 1) for e in args.env))
     elif args.cmd == "report":
-        print(report(tuple(args.labels)))
+        print(report(tuple(args.labels), args.out))
     else:
         print(run_all())
 
