@@ -102,3 +102,12 @@ def test_the_grammar_lets_a_model_number_its_steps_and_still_cite_each() -> None
     assert not accepts(g, "The printer uses 1.75 mm filament.")
     assert not accepts(g, "0. Set the receiver to USB mode. [1]")
     assert not accepts(g, "[1] Set the receiver to USB mode. [2]")  # a citation is no step number
+
+
+def test_a_numbered_step_is_one_unit_with_its_number_inline_or_on_its_own_line() -> None:
+    for sep in (" ", "\n"):
+        draft = sep.join(["To calibrate, follow these steps: [1]", "1. Set the receiver to USB mode. [2]",
+                          "2. Feed the audio to a counter. [1]", "It takes 5 V. [1]"])
+        assert [draft[s:e] for s, e in draft_spans(draft)] == [
+            "To calibrate, follow these steps: [1]", "1. Set the receiver to USB mode. [2]",
+            "2. Feed the audio to a counter. [1]", "It takes 5 V. [1]"]

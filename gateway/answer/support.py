@@ -56,23 +56,31 @@ _SOURCE_TALK_RE = re.compile(r"^\W*(?:\([^()]{1,80}\)\s+)?(?:also\s+)?(?:mention
 # "... is 1.75mm, as stated in [1] (page 6). [2] (page 4) also mentions ..." is the grammar's
 # "... as stated in [1]", "(page 6). [2]", "(page 4) also mentions ... [3]". A draft is read in those
 # units; a page note next to a citation ("(page 6)") is the model's decoration of it, not a claim.
-_GRAMMAR_BREAK_RE = re.compile(r"\](?=[ \t]+(?:[A-Z]|\((?:pages?|p\.)\s*\d))")
+_GRAMMAR_BREAK_RE = re.compile(r"\](?=[ \t]+(?:[A-Z]|[1-9]\d?[.)]\s|\((?:pages?|p\.)\s*\d))")
+_STEP_NUMBER_RE = re.compile(r"[1-9]\d?[.)]")
 _YES_NO_RE = re.compile(r"^\W*(?:yes|no)\W*$", re.IGNORECASE)
 _PAGE_NOTE_RE = re.compile(r"\s*\((?:pages?|p\.)\s*\d+(?:\s*[-–,]\s*\d+)*\)", re.IGNORECASE)
 
 
 def draft_spans(answer: str) -> list[tuple[int, int]]:
-    """The draft's sentences: sentence_spans, each cut again after a citation that a new sentence follows."""
+    """The draft's sentences: cut after each citation that a new sentence or step follows, then as
+    sentence_spans cuts; a step's number ("1.") stays with its step."""
+    cuts, s = [], 0
+    for m in _GRAMMAR_BREAK_RE.finditer(answer):
+        if not _YES_NO_RE.match(CITATION_RE.sub("", answer[s:m.end()])):  # "Yes, [1] The boards ..." is one claim
+            cuts.append(m.end())  # a piece left empty ("(page 6). [2]") is passed over by the check
+            s = m.end()
     out: list[tuple[int, int]] = []
-    for s, e in sentence_spans(answer):
-        for m in _GRAMMAR_BREAK_RE.finditer(answer, s, e):
-            if _YES_NO_RE.match(CITATION_RE.sub("", answer[s:m.end()])):
-                continue  # "Yes, [1] The boards ..." is one claim
-            out.append((s, m.end()))  # a piece left empty ("(page 6). [2]") is passed over by the check
-            s = m.end() + 1
-            while s < e and answer[s].isspace():
-                s += 1
-        out.append((s, e))
+    for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True):
+        held = None
+        for s, e in sentence_spans(answer[a:b]):
+            if _STEP_NUMBER_RE.fullmatch(answer[a + s:a + e]):
+                held = a + s if held is None else held
+                continue
+            out.append((a + s if held is None else held, a + e))
+            held = None
+        if held is not None:
+            out.append((held, b))
     return out
 
 
