@@ -19,8 +19,9 @@ The rules, in order:
       answer, and wrote nothing they back  -> not_found (a notice and the passages)
     nothing the passages back, and every
       value it wrote is in none of them    -> not_found (a notice and the passages)
-    nothing the passages back,
-      or an answer off the question        -> evidence_only
+    nothing the passages back, or an answer
+      off the question (too few of its words,
+      or not the kind of quantity it asks) -> evidence_only
     otherwise                              -> answered: the supported sentences
 
 `settle()` is the only writer of `AnswerResult.outcome`.
@@ -38,7 +39,7 @@ from gateway.answer.citations import CITATION_RE, Citation, parse_citations, res
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
-from gateway.answer.quantities import asks_how_to
+from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.records.answer_rows import Outcome
@@ -96,6 +97,20 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
         found.invented = True
         found.flags.append("values_not_in_passages")
     return found
+
+
+def states_what_is_asked(question: str, shown: str) -> bool:
+    """An answer to a question that plainly asks for a kind of quantity (gateway.answer.quantities:
+    "PSU amperage ...") states one of that kind: "The PSU amperage ... is 12V" answers with a voltage."""
+    if _PROCEDURE_RE.search(question):  # "I want to read the battery voltage ..., what do I have to do?"
+        return True
+    asked = asked_quantities(question)
+    text = CITATION_RE.sub(" ", shown)
+    return not asked or any(states(text, kind) for kind in asked)
+
+
+_PROCEDURE_RE = re.compile(r"\bhow (?:do|can|should|would) (?:i|you|we)\b|\bhow to\b|\bsteps?\b"
+                           r"|\bwhat (?:do|should|must) (?:i|you|we) (?:have to |need to )?do\b", re.IGNORECASE)
 
 
 def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
@@ -167,7 +182,8 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
                                                or only_denied(question, backing, ignore))):
         flags.append("yes_contradicted")  # "Yes" to what the backed sentences (or their passages) say not to do
         return found
-    if require_question_terms and not addresses_question(question, shown, titles):
+    if require_question_terms and not (addresses_question(question, shown, titles)
+                                       and states_what_is_asked(question, shown)):
         flags.append("answer_off_question")
         return found
     found.shown = shown

@@ -7,6 +7,8 @@ Each sentence is held against its cited passage(s):
   beside something the sentence says it is about ("every 50 hours" for the belt is not backed by
   "every 50 hours" for the nozzle),
 * every code-like token (part numbers, model names, pins: ``PA13``, ``M3x8``, ``SKR``) must too,
+  except an acronym the question itself uses ("PSU": the technician's word, not the manual's); a
+  value with its unit glued on ("36V") is the passage's "36 V", not a code,
 * enough of its content words must be found there (``min_overlap``, measured on the development
   half of the evaluation set by ``bench/experiments/answer_quality.py``); words it repeats from the
   question count too (leaving them out let wrong answers through on eval/dev),
@@ -15,6 +17,8 @@ Each sentence is held against its cited passage(s):
 * and it must not be degenerate (the same word over and over), nor announce a list that never comes
   ("The full list of commands is: [1]").
 
+A draft is read in the units the citation grammar made it write: a sentence ends at a citation that a
+new sentence or numbered step follows, and a page note beside a citation ("[1] (page 6)") is no claim.
 A sentence with no citation is held against every passage given; if one supports it, that passage
 is attached as an inferred citation (flagged, so QA can count them). Only supported sentences are
 shown as the answer; the pipeline turns an answer with none into ``evidence_only``.
@@ -137,7 +141,8 @@ _UNIT_SPACE_RE = re.compile(r"(?<=\d)\s+(?=[^\W\d_]+\b)")
 
 
 def check_against(sentence: str, passage: str, min_overlap: float,
-                  ignore: frozenset[str] = frozenset()) -> tuple[bool, float, list[str], str]:
+                  ignore: frozenset[str] = frozenset(), asked: frozenset[str] = frozenset()
+                  ) -> tuple[bool, float, list[str], str]:
     """(supported, overlap, missing tokens, reason) for one sentence against one passage.
 
     The overlap counts the claim's words the question gave it too. Leaving those out (so that a
@@ -157,7 +162,7 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     have_codes = (codes_of(passage) | set(re.findall(words, folded))
                   | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded)))
                   | codes_of(_UNIT_SPACE_RE.sub("", folded)))  # "36 V" in the passage holds "36V"
-    missing = sorted(c for c in codes_of(claim) if c not in have_codes)
+    missing = sorted(c for c in codes_of(claim) if c not in have_codes and c not in asked)
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
     unbound = unbound_numbers(claim, passage, ignore)
@@ -199,6 +204,8 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
     manuals' titles, which name the equipment but bind no value to a subject."""
     ignore = frozenset(overlap_terms(titles))
     groups = parse_citation_groups(answer)
+    # the technician's own acronyms ("PSU") name what is asked about, in their words, not the manual's
+    asked = frozenset(c for c in codes_of(question) if c.isalpha())
     checks: list[SentenceCheck] = []
     spans = draft_spans(answer)
     for i, (s, e) in enumerate(spans):
@@ -221,7 +228,7 @@ def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_
         candidates = cited or list(range(1, len(passages) + 1))
         reasons = []
         for n in candidates:
-            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, ignore)
+            ok, overlap, missing, reason = check_against(text, passages[n - 1], min_overlap, ignore, asked)
             check.overlap = max(check.overlap, overlap)
             if ok:
                 check.supported_by.append(n)
