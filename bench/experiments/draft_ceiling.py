@@ -33,7 +33,7 @@ def _why(result: dict[str, Any]) -> str:
     for flag in result.get("flags") or []:
         name = flag.split(":")[0]
         if name in ("answer_off_question", "yes_contradicted", "model_declined", "mostly_unsupported"):
-            return name
+            return str(name)
     reasons = Counter(c.get("reason") or "" for c in result.get("support") or [] if c.get("reason"))
     return str(reasons.most_common(1)[0][0]) if reasons else "other"
 
