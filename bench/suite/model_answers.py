@@ -34,7 +34,8 @@ from bench.harness import REPO, cores_available, cpu_id, load_avg, revision, sou
 WORK = Path(os.environ.get("MANUALQA_MODEL_ANSWERS_WORK", "/tmp/manualqa-model-answers"))
 INSTRUMENTS = Path(os.environ.get("MANUALQA_INSTRUMENTS", str(WORK / "instruments")))
 RESULTS = REPO / "docs" / "bench" / "model_answers.json"  # every scored run, kept so the report survives /tmp
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "dev2")
+ALL_SPLITS = ("dev", "test")  # what `all` runs; eval/dev2 (a second development set) is run by hand
 EVERY = 4
 MODELS = ("smollm2", "qwen0.5b", "qwen1.5b")
 # label -> what it is (the report's legend); the runs of `all`
@@ -338,7 +339,7 @@ def main() -> None:
         print(report())
     else:
         for label, code in (("before", BEFORE), ("after", str(REPO))):
-            for split in SPLITS:
+            for split in ALL_SPLITS:
                 for model in MODELS:
                     with source_tree(code) as tree:
                         run(model, split, label, tree)
