@@ -56,3 +56,27 @@ def test_a_procedure_asked_for_is_not_held_to_a_quantity() -> None:
     assert states_what_is_asked("How do I measure the supply voltage?", "Use the test points TP1 and TP2 [1].")
     assert not states_what_is_asked("What is the supply voltage?", "Use the test points TP1 and TP2 [1].")
     assert states_what_is_asked("Which port is the console on?", "The console is on COM0 [1].")  # no kind asked
+
+
+MECHADUINO = ("Board Versions: The Mechaduino 0.2 hardware is backwards compatible with the Mechaduino 0.1 and "
+              "features the following improvements: Better thermal design for A4954 driver. Higher voltage "
+              "capacitors allow for a max V+ of 35V.")
+
+
+def test_a_minimum_asked_for_is_not_answered_by_a_maximum() -> None:
+    # the 1.5B on eval/dev2, for a manual that gives no minimum: every word backed, the bound the other way
+    question = "mechaduino minimum supply voltage on V+"
+    draft = ("The Mechaduino 0.2 hardware is backwards compatible with the Mechaduino 0.1 and features higher "
+             "voltage capacitors allowing for a max V+ of 35V [1]")
+    outcome, flags = _decide(question, draft, _hit(MECHADUINO, "Mechaduino Manual"))
+    assert outcome == "evidence_only" and "answer_off_question" in flags
+    # the same sentence answers the question it does answer
+    assert _decide("mechaduino max V+ voltage?", draft, _hit(MECHADUINO, "Mechaduino Manual"))[0] == "answered"
+
+
+def test_the_bound_asked_for_and_the_bound_stated() -> None:
+    assert not states_what_is_asked("What is the maximum input voltage?", "It needs at least 6 V [1].")
+    assert states_what_is_asked("What is the maximum input voltage?", "From 6 V minimum up to 36 V maximum [1].")
+    assert states_what_is_asked("min and max operating voltage?", "6 V to 36 V [1].")  # both asked: not judged
+    assert states_what_is_asked("What is the minimum input voltage?", "The input takes 6 V to 36 V [1].")
+    assert states_what_is_asked("Which connector is the console on?", "The max232 sits beside J2 [1].")

@@ -104,9 +104,25 @@ def states_what_is_asked(question: str, shown: str) -> bool:
     "PSU amperage ...") states one of that kind: "The PSU amperage ... is 12V" answers with a voltage."""
     if _PROCEDURE_RE.search(question):  # "I want to read the battery voltage ..., what do I have to do?"
         return True
-    asked = asked_quantities(question)
     text = CITATION_RE.sub(" ", shown)
+    if not same_bound(question, text):
+        return False
+    asked = asked_quantities(question)
     return not asked or any(states(text, kind) for kind in asked)
+
+
+_ASKS_MIN_RE = re.compile(r"\b(?:min(?:imum)?|lowest|smallest|at least)\b", re.IGNORECASE)
+_ASKS_MAX_RE = re.compile(r"\b(?:max(?:imum)?|highest|largest|biggest|peak|at most|up to)\b", re.IGNORECASE)
+
+
+def same_bound(question: str, answer: str) -> bool:
+    """A question asking for one bound is not answered by the other one only: "minimum supply voltage
+    on V+" is not answered by "a max V+ of 35V" (eval/dev2, the 1.5B, for a manual that gives no minimum)."""
+    wants_min, wants_max = bool(_ASKS_MIN_RE.search(question)), bool(_ASKS_MAX_RE.search(question))
+    if wants_min == wants_max:
+        return True  # asks for neither bound, or for both ("min and max operating temperature")
+    says_min, says_max = bool(_ASKS_MIN_RE.search(answer)), bool(_ASKS_MAX_RE.search(answer))
+    return not (says_max and not says_min) if wants_min else not (says_min and not says_max)
 
 
 _PROCEDURE_RE = re.compile(r"\bhow (?:do|can|should|would) (?:i|you|we)\b|\bhow to\b|\bsteps?\b"
