@@ -20,12 +20,14 @@ MAX_RANGE = 20  # "[1-9999]" is not a citation of 9999 passages
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-_.]*[a-z0-9]|[a-z0-9]")
 # A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
 # before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.", nor after
-# "Pin.", "No." or "Nr." before a number.
+# "Pin.", "No." or "Nr." before a number. A blank line ends one too, unless the next line starts in lower
+# case: some PDFs' text layers put a blank line at every wrapped line ("... concerned, the\n\ntwo parts
+# are ..."), and a sentence cut there is quoted as "As far as the Mechaduino is concerned, the."
 _SENTENCE_END_RE = re.compile(
     r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?]"
     r"(?!(?<=\b(?i:pin)\.)\s*\d)(?!(?<=\b(?i:no)\.)\s*\d)(?!(?<=\b(?i:nr)\.)\s*\d)"  # "Pin. 2", "No. 5"
     r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
-    r"|\n\s*\n|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
+    r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
     r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
 )
 STOPWORDS = frozenset(
