@@ -111,18 +111,18 @@ def states_what_is_asked(question: str, shown: str) -> bool:
     return not asked or any(states(text, kind) for kind in asked)
 
 
-_ASKS_MIN_RE = re.compile(r"\b(?:min(?:imum)?|lowest|smallest|at least)\b", re.IGNORECASE)
-_ASKS_MAX_RE = re.compile(r"\b(?:max(?:imum)?|highest|largest|biggest|peak|at most|up to)\b", re.IGNORECASE)
+_MIN_RE = re.compile(r"\b(?:min(?:imum)?|lowest|smallest|at least)\b", re.IGNORECASE)
+_MAX_RE = re.compile(r"\b(?:max(?:imum)?|highest|largest|biggest|peak|at most|up to)\b", re.IGNORECASE)
 
 
 def same_bound(question: str, answer: str) -> bool:
     """A question asking for one bound is not answered by the other one only: "minimum supply voltage
     on V+" is not answered by "a max V+ of 35V" (eval/dev2, the 1.5B, for a manual that gives no minimum)."""
-    wants_min, wants_max = bool(_ASKS_MIN_RE.search(question)), bool(_ASKS_MAX_RE.search(question))
+    wants_min, wants_max = bool(_MIN_RE.search(question)), bool(_MAX_RE.search(question))
     if wants_min == wants_max:
         return True  # asks for neither bound, or for both ("min and max operating temperature")
-    says_min, says_max = bool(_ASKS_MIN_RE.search(answer)), bool(_ASKS_MAX_RE.search(answer))
-    return not (says_max and not says_min) if wants_min else not (says_min and not says_max)
+    asked, other = (_MIN_RE, _MAX_RE) if wants_min else (_MAX_RE, _MIN_RE)
+    return bool(asked.search(answer)) or not other.search(answer)
 
 
 _PROCEDURE_RE = re.compile(r"\bhow (?:do|can|should|would) (?:i|you|we)\b|\bhow to\b|\bsteps?\b"
