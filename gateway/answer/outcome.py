@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from gateway.answer.asked_kinds import answers_direction, answers_fault
 from gateway.answer.binding import affirms, only_denied, passage_says_not, yes_contradicted
 from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, sentence_spans, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
@@ -102,9 +103,11 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
 def states_what_is_asked(question: str, shown: str) -> bool:
     """An answer to a question that plainly asks for a kind of quantity (gateway.answer.quantities:
     "PSU amperage ...") states one of that kind: "The PSU amperage ... is 12V" answers with a voltage."""
+    text = CITATION_RE.sub(" ", shown)
+    if not (answers_fault(question, text) and answers_direction(question, text)):
+        return False  # gateway.answer.asked_kinds: a fault told needs a remedy or a cause, "which way" a way
     if _PROCEDURE_RE.search(question):  # "I want to read the battery voltage ..., what do I have to do?"
         return True
-    text = CITATION_RE.sub(" ", shown)
     if not same_bound(question, text):
         return False
     asked = asked_quantities(question)

@@ -89,9 +89,27 @@ def draft_spans(answer: str) -> list[tuple[int, int]]:
 
 
 def about_the_text(sentence: str) -> bool:
-    """A sentence about the passages themselves ("The passage on Cura is from ..."), not the machine."""
+    """A sentence about the passages themselves ("The passage on Cura is from ..."), not the machine,
+    or one that only says where the answer is ("The suggested print specifications are found in
+    Table 1"): true, backed, and nothing a technician can act on."""
     sentence = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
-    return bool(_META_RE.match(sentence) or _SOURCE_TALK_RE.match(sentence))
+    return bool(_META_RE.match(sentence) or _SOURCE_TALK_RE.match(sentence)) or points_elsewhere(sentence)
+
+
+# "... are found in Table 1", "see section 4 of the manual", "refer to the datasheet"
+_PLACE = (r"(?:the\s+)?(?:[\w-]+\s+)?"  # "the wiring diagram", "the following table"
+          r"(?:tables?|figures?|fig\.|sections?|chapters?|appendix|appendices|pages?|diagrams?|schematics?|"
+          r"pictures?|images?|drawings?|illustrations?|manual|datasheet|data\s+sheet|documentation|user\s+guide)\b")
+_POINTER_RE = re.compile(
+    r"\b(?:is|are|can\s+be|may\s+be|will\s+be)\s+(?:found|listed|shown|given|described|detailed|specified|"
+    r"documented|explained|provided|available|included|illustrated|located)\s+(?:in|on|at|under)\s+" + _PLACE
+    + r"|^\W*(?:please\s+)?(?:see|refer\s+to|consult|look\s+at)\s+" + _PLACE, re.IGNORECASE)
+
+
+def points_elsewhere(sentence: str) -> bool:
+    """Says where the answer is written and states nothing itself: no value beyond the pointer's own
+    number ("Table 1")."""
+    return _POINTER_RE.search(sentence) is not None and not numbers_of(without_references(sentence))
 
 
 # "you need to follow these steps from the manual passages [1] and [2]." and no step after it
@@ -99,9 +117,18 @@ _ANNOUNCES_RE = re.compile(r"\b(?:follow(?:ing)?\s+(?:these|the\s+following|the|
                            r"the\s+following\s+(?:steps|settings|instructions))\b", re.IGNORECASE)
 
 
+# "The Lipo pack that fits the UPS is [4] (ESP32-C5-EVB layout:).", "The limits should be set to [1] (cfg ...)":
+# a citation where the value should be ("according to [1]" and "as stated in [1]" name a source)
+_CITED_AS_VALUE_RE = re.compile(r"(?<!according)\s(?:is|are|was|were|be|to|equals?)\s*:?\s*\[\d+(?:\s*[,;]\s*\d+)*\]"
+                                r"\s*(?:\([^()]*\))?\s*[.;:]?\s*$", re.IGNORECASE)
+
+
 def dangling(sentence: str, following: str) -> bool:
     """A sentence that announces what follows ("The full list of commands is:", "follow these steps
-    from the passages [1] and [2].") with no list after it: it claims nothing."""
+    from the passages [1] and [2].") with no list after it, or one whose value is a citation
+    ("The pack that fits is [4]."): it claims nothing."""
+    if _CITED_AS_VALUE_RE.search(re.sub(r"\s*\[\d+\]\s*$", "", sentence.rstrip()) or sentence):
+        return True
     said = CITATION_RE.sub("", sentence).rstrip()
     announced = _ANNOUNCES_RE.search(said)  # "... enter the following settings: Width 230, ..." gives them
     return (said.endswith(":") or bool(announced and ":" not in said[announced.end():])) \

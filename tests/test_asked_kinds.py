@@ -1,0 +1,88 @@
+"""True sentences that answer nothing are not shown green (issue 25, from eval/dev2's wrong greens).
+
+Each case is a kind the 1.5B instrument wrote on the second development set's manuals, here on an
+invented pump-controller manual: a reported fault answered with a restatement of it, "which
+direction" answered without one, an answer that says where the answer is written ("found in Table
+1"), and one whose value is a citation marker ("the pack that fits is [4]"). The right answer to the
+same question still goes through, so each test fails both ways.
+"""
+
+from __future__ import annotations
+
+from gateway.answer.asked_kinds import answers_direction, answers_fault, reports_fault
+from gateway.answer.generation import Generation
+from gateway.answer.outcome import check_support, decide_outcome
+from gateway.answer.support import about_the_text, dangling
+from retrieval.types import Hit
+
+TITLE = "PC-200 Pump Controller Manual"
+FILTER = ("Maintenance\nThe inlet strainer holes will likely be partly blocked by scale after the first month. "
+          "Clear the strainer holes with a 1 mm pin and flush the strainer with clean water.")
+IMPELLER = ("Fitting the impeller\nFor a left-hand pump turn the impeller shaft fully counter clockwise to the "
+            "mounting position, looking from the motor side. Secure it with two M4 screws.")
+SETTINGS = ("Table 1: Suggested settings\nThe suggested settings for the dosing pump are given in Table 1. "
+            "Stroke 40 %, rate 12 strokes per minute, priming mode on.")
+BATTERY = ("Power\nThe backup input takes a single-cell LiPo pack. The pack that fits the holder is the "
+           "LP-1400 (1400 mAh).")
+
+
+def _hits(*texts: str) -> list[Hit]:
+    return [Hit(chunk_id=f"c{i}", manual="pc200.pdf", title=TITLE, manual_sha256="0" * 64, page=i + 1, heading="",
+                text=t, score=1.0, dense_rank=i + 1, lexical_rank=i + 1, dense_score=0.5) for i, t in enumerate(texts)]
+
+
+def _outcome(question: str, draft: str, hits: list[Hit]) -> str:
+    support = check_support(question, draft, hits, 0.6, True)
+    return decide_outcome(generation=Generation(draft=draft, text=draft, hits=hits), support=support).outcome
+
+
+def test_a_reported_fault_is_not_answered_by_restating_it() -> None:
+    question = "strainer holes blocked with scale after a month"
+    restated = "The inlet strainer holes will likely be partly blocked by scale after the first month. [1]"
+    remedy = "Clear the strainer holes with a 1 mm pin and flush the strainer with clean water. [1]"
+    assert _outcome(question, restated, _hits(FILTER)) == "evidence_only"
+    assert _outcome(question, remedy, _hits(FILTER)) == "answered"
+
+
+def test_what_counts_as_a_reported_fault() -> None:
+    assert reports_fault("pump wont start after a power cut")
+    assert reports_fault("display stays dead on 24V")
+    assert not reports_fault("why does the pump not start after a power cut?")  # asked: a question word
+    assert not reports_fault("strainer hole size for the PC-200")  # a request for a value, no fault told
+    assert answers_fault("pump wont start after a power cut", "The pump waits 30 s because the motor cools.")
+    assert answers_fault("pump wont start after a power cut", "Press RESET to restart it.")
+    assert not answers_fault("pump wont start after a power cut", "The pump starts after a power cut.")
+
+
+def test_which_direction_needs_a_direction_the_question_did_not_give() -> None:
+    question = "fitting the impeller which direction do i turn the shaft for a left-hand pump"
+    no_way = "For a left-hand pump, turn the impeller shaft to the mounting position. [1]"
+    a_way = "For a left-hand pump, turn the impeller shaft fully counter clockwise to the mounting position. [1]"
+    assert _outcome(question, no_way, _hits(IMPELLER)) == "evidence_only"
+    assert _outcome(question, a_way, _hits(IMPELLER)) == "answered"
+    assert not answers_direction(question, no_way)
+    assert answers_direction("which direction does the arrow on the housing point?", "It points up, to the outlet.")
+    assert answers_direction("what is the flow rate?", "The flow rate is 12 l/min.")  # no direction asked
+
+
+def test_an_answer_that_only_says_where_the_answer_is_claims_nothing() -> None:
+    question = "dosing pump settings, need priming?"
+    pointer = "The suggested settings for the dosing pump are given in Table 1. [1]"
+    values = "Stroke 40 %, rate 12 strokes per minute, priming mode on. [1]"
+    assert about_the_text(pointer)
+    assert about_the_text("See the wiring diagram for the terminal numbers. [2]")
+    assert not about_the_text("Set the stroke to 40 % as shown in Table 1. [1]")  # it states the value
+    assert _outcome(question, pointer, _hits(SETTINGS)) == "evidence_only"
+    assert _outcome(question, values, _hits(SETTINGS)) == "answered"
+
+
+def test_a_citation_in_place_of_the_value_claims_nothing() -> None:
+    question = "what lipo pack fits the pc-200 backup holder"
+    assert dangling("The pack that fits the holder is [4] (PC-200 layout:). [1]", "")
+    assert dangling("The limits should be set to [1] (stroke 40 %, rate 12).", "")
+    assert not dangling("The pack is 1400 mAh, as stated in [1]", "")
+    assert not dangling("The rate is set according to [1].", "")
+    assert _outcome(question, "The pack that fits the holder is [1] (PC-200 layout:). [1]",
+                    _hits(BATTERY)) == "evidence_only"
+    assert _outcome(question, "The pack that fits the holder is the LP-1400 (1400 mAh). [1]",
+                    _hits(BATTERY)) == "answered"
