@@ -79,10 +79,35 @@ def test_an_answer_that_only_says_where_the_answer_is_claims_nothing() -> None:
 def test_a_citation_in_place_of_the_value_claims_nothing() -> None:
     question = "what lipo pack fits the pc-200 backup holder"
     assert dangling("The pack that fits the holder is [4] (PC-200 layout:). [1]", "")
-    assert dangling("The limits should be set to [1] (stroke 40 %, rate 12).", "")
+    assert dangling("The top stroke rate with both heads on is [2] Hz. [3]", "")  # a unit, and no value
+    assert not dangling("The stroke is set to [1] (40 %).", "")  # the value in brackets after the marker
     assert not dangling("The pack is 1400 mAh, as stated in [1]", "")
     assert not dangling("The rate is set according to [1].", "")
     assert _outcome(question, "The pack that fits the holder is [1] (PC-200 layout:). [1]",
                     _hits(BATTERY)) == "evidence_only"
     assert _outcome(question, "The pack that fits the holder is the LP-1400 (1400 mAh). [1]",
                     _hits(BATTERY)) == "answered"
+
+
+def test_a_citation_between_the_verb_and_its_value_keeps_the_sentence_whole() -> None:
+    from gateway.answer.support import draft_spans
+
+    draft = "The backup pack for the holder is [1] LP-1400. [1] The pump starts at once. [2]"
+    assert [draft[s:e] for s, e in draft_spans(draft)] == ["The backup pack for the holder is [1] LP-1400. [1]",
+                                                           "The pump starts at once. [2]"]
+    # read whole, the value is held against the passages it cites; cut after "is [1]", it was an echo
+    assert _outcome("which pack fits the pc-200 backup holder", "The pack that fits the holder is [1] LP-1400. [1]",
+                    _hits(BATTERY)) == "answered"
+    assert _outcome("which pack fits the pc-200 backup holder", "The pack that fits the holder is [1] LP-2000. [1]",
+                    _hits(BATTERY)) == "not_found"  # a value from nowhere
+
+
+def test_codes_joined_by_a_slash_are_each_looked_for() -> None:
+    from gateway.answer.support import check_against
+
+    passage = "Clipping of the 700D and 700E waveforms needs a transmitter that handles high average power."
+    ok, *_ = check_against("The 700D/700E clipping needs a transmitter that handles high average power.", passage, 0.6)
+    assert ok
+    ok, _, missing, reason = check_against("The 700D/700F clipping needs a transmitter that handles high average "
+                                           "power.", passage, 0.6)
+    assert not ok and reason == "code" and missing == ["700d/700f"]

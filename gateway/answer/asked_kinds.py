@@ -27,7 +27,8 @@ _FAULT_RE = re.compile(
     r"|never|nothing|dead|stuck|clogged|blocked|jammed|greyed|grayed|hangs?|hung|freezes?|frozen|crash(?:es|ed)?"
     r"|fails?|failed|failing|fault|error|errors|broken|weird|erratic|slow|noisy|noise|hiss(?:es|ing)?|hum(?:s|ming)?"
     r"|buzz(?:es|ing)?|squeal(?:s|ing)?|silent|overheat(?:s|ing|ed)?|smok(?:e|es|ing)|leak(?:s|ing)?|loose"
-    r"|flicker(?:s|ing)?|drift(?:s|ing)?|skips?|skipping|resets?|reboots?|trips?|tripping|wrong)\b",
+    r"|flicker(?:s|ing)?|drift(?:s|ing)?|skips?|skipping|keeps? (?:resetting|rebooting|restarting|failing)"
+    r"|trips?|tripping|wrong)\b",
     re.IGNORECASE)
 
 # What answers a fault: something to do ("drill the holes out", "you need to select ...") or why it

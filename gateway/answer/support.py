@@ -61,6 +61,7 @@ _SOURCE_TALK_RE = re.compile(r"^\W*(?:\([^()]{1,80}\)\s+)?(?:also\s+)?(?:mention
 # "... as stated in [1]", "(page 6). [2]", "(page 4) also mentions ... [3]". A draft is read in those
 # units; a page note next to a citation ("(page 6)") is the model's decoration of it, not a claim.
 _GRAMMAR_BREAK_RE = re.compile(r"\](?=[ \t]+(?:[A-Z]|[1-9]\d?[.)]\s|\((?:pages?|p\.)\s*\d))")
+_COPULA_CITED_RE = re.compile(r"\s(?:is|are|was|were|be|to|equals?)\s*:?\s*\[\d+(?:\s*[,;]\s*\d+)*\]$", re.IGNORECASE)
 _STEP_NUMBER_RE = re.compile(r"[1-9]\d?[.)]")
 _YES_NO_RE = re.compile(r"^\W*(?:yes|no)\W*$", re.IGNORECASE)
 _PAGE_NOTE_RE = re.compile(r"\s*\((?:pages?|p\.)\s*\d+(?:\s*[-–,]\s*\d+)*\)", re.IGNORECASE)
@@ -71,7 +72,9 @@ def draft_spans(answer: str) -> list[tuple[int, int]]:
     sentence_spans cuts; a step's number ("1.") stays with its step."""
     cuts, s = [], 0
     for m in _GRAMMAR_BREAK_RE.finditer(answer):
-        if not _YES_NO_RE.match(CITATION_RE.sub("", answer[s:m.end()])):  # "Yes, [1] The boards ..." is one claim
+        piece = answer[s:m.end()]
+        # "Yes, [1] The boards ..." and "The pin for D3 is [1] Pin 9. [2]" are one claim each
+        if not _YES_NO_RE.match(CITATION_RE.sub("", piece)) and not _COPULA_CITED_RE.search(piece):
             cuts.append(m.end())  # a piece left empty ("(page 6). [2]") is passed over by the check
             s = m.end()
     out: list[tuple[int, int]] = []
@@ -117,17 +120,30 @@ _ANNOUNCES_RE = re.compile(r"\b(?:follow(?:ing)?\s+(?:these|the\s+following|the|
                            r"the\s+following\s+(?:steps|settings|instructions))\b", re.IGNORECASE)
 
 
-# "The Lipo pack that fits the UPS is [4] (ESP32-C5-EVB layout:).", "The limits should be set to [1] (cfg ...)":
-# a citation where the value should be ("according to [1]" and "as stated in [1]" name a source)
+# "The Lipo pack that fits the UPS is [4] (ESP32-C5-EVB layout:).", "The max sample rate is [2] MHz.": a
+# citation where the value should be ("according to [1]" and "as stated in [1]" name a source)
 _CITED_AS_VALUE_RE = re.compile(r"(?<!according)\s(?:is|are|was|were|be|to|equals?)\s*:?\s*\[\d+(?:\s*[,;]\s*\d+)*\]"
-                                r"\s*(?:\([^()]*\))?\s*[.;:]?\s*$", re.IGNORECASE)
+                                r"\s*(?:[^\W\d_]{1,6}\b\.?)?\s*(\([^()]*\))?\s*[.;:]?\s*$", re.IGNORECASE)
+
+
+_BRACKETED_VALUE_RE = re.compile(r"\(\s*[-+~≈±]?\d[\d.,]*\s*[^\W\d_%°µ]{0,6}[%°µ]?\s*\)$")  # "(1.000)", "(40 %)"
+
+
+def cited_as_value(sentence: str) -> bool:
+    """The value is a citation marker, with at most a unit after it; a number (and unit) in brackets
+    after it is the value ("The channel width is [2] (1.000).")."""
+    for text in (sentence.rstrip(), re.sub(r"\s*\[\d+\]\s*$", "", sentence.rstrip())):  # "... is [4] (...). [1]"
+        found = _CITED_AS_VALUE_RE.search(text)
+        if found is not None and not (found.group(1) and _BRACKETED_VALUE_RE.match(found.group(1))):
+            return True
+    return False
 
 
 def dangling(sentence: str, following: str) -> bool:
     """A sentence that announces what follows ("The full list of commands is:", "follow these steps
     from the passages [1] and [2].") with no list after it, or one whose value is a citation
     ("The pack that fits is [4]."): it claims nothing."""
-    if _CITED_AS_VALUE_RE.search(re.sub(r"\s*\[\d+\]\s*$", "", sentence.rstrip()) or sentence):
+    if cited_as_value(sentence):
         return True
     said = CITATION_RE.sub("", sentence).rstrip()
     announced = _ANNOUNCES_RE.search(said)  # "... enter the following settings: Width 230, ..." gives them
@@ -189,7 +205,8 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     have_codes = (codes_of(passage) | set(re.findall(words, folded))
                   | set(re.findall(words, UNIT_GLUE_RE.sub(" ", folded)))
                   | codes_of(_UNIT_SPACE_RE.sub("", folded)))  # "36 V" in the passage holds "36V"
-    missing = sorted(c for c in codes_of(claim) if c not in have_codes and c not in asked)
+    missing = sorted(c for c in codes_of(claim) if c not in have_codes and c not in asked
+                     and not ("/" in c and all(part in have_codes for part in c.split("/") if part)))  # "700D/700E"
     if missing or _URL_RE.search(claim):
         return False, 0.0, missing or _URL_RE.findall(claim), "code"
     unbound = unbound_numbers(claim, passage, ignore)
