@@ -86,3 +86,22 @@ def test_titles_are_not_quoted_but_values_and_sentences_are() -> None:
                   "Check the water chiller for leaks after five minutes.")
     answer = extractive_answer("How much water goes in the water chiller?", [passage])
     assert "INSTALLING" not in answer and answer.startswith("Fill the water chiller with 8 litres")
+
+
+def test_a_numbered_section_title_is_not_quoted_as_the_answer() -> None:
+    """"2.5.2 Instant Capture" and "16.4 Hamlib does not work with my Icom radio" opened the sentence
+    quoted after them: a section's number hid its title from the title test (eval/dev2's DSView and
+    FreeDV guides)."""
+    from gateway.answer.extractive import is_heading
+    assert is_heading("2.5.2 Instant Capture") and is_heading("16.10The Signal Is Strong")
+    assert is_heading("16.4 Hamlib does not work with my Icom radio", "Hamlib does not work with my Icom radio")
+    assert not is_heading("16.4 Hamlib does not work with my Icom radio")  # sentence case, and no heading known
+    assert not is_heading("2 Remove The Cover")  # a step's number is not a section's
+    passage = hit("2.5.2 Instant Capture\nInstant capture ignores every trigger setting and starts at once.")
+    answer = extractive_answer("does instant capture wait for the trigger?", [passage])
+    assert answer.startswith("Instant capture ignores every trigger setting")
+    troubleshooting = hit("16.4 Hamlib does not work with my Icom radio\nThe most common issue is a CI-V address "
+                          "that does not match the radio's.")
+    troubleshooting.heading = "Hamlib does not work with my Icom radio"
+    answer = extractive_answer("icom radio ignores hamlib", [troubleshooting])
+    assert answer.startswith("The most common issue is a CI-V address")

@@ -34,23 +34,36 @@ def _clean(sentence: str) -> str:
     return sentence
 
 
-def is_heading(raw: str) -> bool:
-    """A title or a run of titles ("INSTALLING THE WATER CHILLER", "Klipper InstallationReferences: Klipper
-    Installation Instructions ..."): capitalised words, no number (a code like "E3" may be there), no
-    closing punctuation. It names a section (the card shows it); quoted as an answer it says nothing."""
+# "6.3 ", "16.10": a numbered section's number, glued to its title or not
+_SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)+\.?\s*(?=[A-Za-z])")
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def is_heading(raw: str, heading: str = "") -> bool:
+    """A title or a run of titles ("INSTALLING THE WATER CHILLER", "2.5.2 Instant Capture", "Klipper
+    InstallationReferences: Klipper Installation Instructions ..."): capitalised words, no number but a
+    section's own (a code like "E3" may be there), no closing punctuation; or the section heading the
+    index found for the passage (`heading`), numbered or not ("16.4 Hamlib does not work with my Icom
+    radio"). It names a section (the card shows it); quoted as an answer it says nothing."""
     text = raw.strip()
-    if not text or text[-1] in ".!?;)\"”" or _VALUE_RE.search(text) or _ITEM_RE.match(text):
+    bare = _SECTION_NUMBER_RE.sub("", text)
+    if heading and _folded(heading) in (_folded(text), _folded(bare)):
+        return True
+    if not bare or bare[-1] in ".!?;)\"”" or _VALUE_RE.search(bare) or _ITEM_RE.match(bare):
         return False
-    words = _WORD_RE.findall(text)
+    words = _WORD_RE.findall(bare)
     return len(words) >= 2 and sum(w[0].isupper() for w in words) >= 0.7 * len(words)
 
 
-def _past_title_lines(text: str, s: int, e: int) -> int:
+def _past_title_lines(text: str, s: int, e: int, heading: str = "") -> int:
     """Where the sentence text[s:e] starts once title lines glued before it are passed ("INSTALLING THE
     WATER CHILLER\nFill the chiller ..." is one span to the sentence splitter)."""
     while True:
         cut = text.find("\n", s, e)
-        if cut < 0 or not is_heading(text[s:cut]) or not text[cut:e].strip():
+        if cut < 0 or not is_heading(text[s:cut], heading) or not text[cut:e].strip():
             return s
         s = cut + 1
         while s < e and text[s].isspace():
@@ -104,12 +117,12 @@ def pick_sentences(
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
             scored = hit.text[s:e]  # a glued title still tells what the sentence is about: it scores
             if drop_headings:
-                s = _past_title_lines(hit.text, s, e)
+                s = _past_title_lines(hit.text, s, e, hit.heading or "")
             sentence = _clean(hit.text[s:e])
             if _ITEM_RE.match(sentence) or _NUMBER_RE.match(before):
                 steps.add((n, pos))
             before = sentence
-            if len(sentence.split()) < 4 or drop_headings and is_heading(hit.text[s:e]):  # fragments, titles
+            if len(sentence.split()) < 4 or drop_headings and is_heading(hit.text[s:e], hit.heading or ""):
                 continue
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
