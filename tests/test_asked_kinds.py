@@ -111,3 +111,24 @@ def test_codes_joined_by_a_slash_are_each_looked_for() -> None:
     ok, _, missing, reason = check_against("The 700D/700F clipping needs a transmitter that handles high average "
                                            "power.", passage, 0.6)
     assert not ok and reason == "code" and missing == ["700d/700f"]
+
+
+AUDIO = ("Audio Processing\nThe modem likes a clean audio path. On receive, the noise blanker should be off. "
+         "On transmit, speech compression should be off.")
+
+
+def test_yes_to_a_state_the_passage_puts_the_other_way_is_not_an_answer() -> None:
+    """"should i leave speech compression on" answered "Yes, leave it on" from a passage that says it
+    should be off: every word is backed and the verdict is backwards (the 1.5B on eval/dev2's FreeDV
+    manual wrote this one as a restatement, which the echo check caught; worded a little
+    differently, only the state tells it)."""
+    question = "should i leave speech compression on with the modem"
+    draft = "Yes, on transmit, speech compression stays on for a clean audio path to the modem. [1]"
+    assert _outcome(question, draft, _hits(AUDIO)) == "evidence_only"
+    agrees = "Yes, on receive the noise blanker should be off for a clean audio path. [1]"
+    assert _outcome("should i leave the noise blanker off on receive", agrees, _hits(AUDIO)) == "answered"
+    from gateway.answer.binding import opposite_state, states_of
+
+    assert states_of("mount it on the frame") == set() and states_of("is the LED on?") == {"on"}
+    assert opposite_state(question, "Speech compression should be off.")
+    assert not opposite_state(question, "Speech compression can stay on.")

@@ -126,6 +126,29 @@ def affirms(question: str, answer: str) -> bool:
         and not negated(first)
 
 
+# A state and its opposite: "leave noise reduction on?" against "noise reduction should be off".
+_STATE_WORDS = {"on": "on", "off": "off", "enable": "enabled", "enabled": "enabled", "disable": "disabled",
+                "disabled": "disabled", "open": "open", "opened": "open", "closed": "closed",
+                "connected": "connected", "disconnected": "disconnected", "plugged": "connected",
+                "unplugged": "disconnected"}
+_OPPOSITE = {"on": "off", "off": "on", "enabled": "disabled", "disabled": "enabled", "open": "closed",
+             "closed": "open", "connected": "disconnected", "disconnected": "connected"}
+# "on" is a state where nothing it sits on follows: "leave it on with ...", "is the LED on?", not "on the frame"
+_STATE_RE = re.compile(r"\b(?:on(?=\s*(?:$|[.,;:!?)]|(?:with|while|during|when|and|or|for|after|before|at all)\b))"
+                       r"|off|enabled?|disabled?|opened|open(?=\s*(?:$|[.,;:!?)]|(?:with|while|during|when|and|or)\b))"
+                       r"|closed|connected|disconnected|plugged|unplugged)\b")
+
+
+def states_of(text: str) -> set[str]:
+    return {_STATE_WORDS[w] for w in _STATE_RE.findall(fold(text))}
+
+
+def opposite_state(question: str, sentence: str) -> bool:
+    """The sentence puts what the question asks about in the opposite state, and never in the asked one."""
+    asked, said = states_of(question), states_of(sentence)
+    return bool(asked) and not asked & said and any(_OPPOSITE[a] in said for a in asked)
+
+
 def passage_says_not(question: str, passages: list[str], ignore: frozenset[str] = frozenset()) -> bool:
     """Do the cited passages' sentences touching the question most all say "not"?
 
@@ -136,7 +159,8 @@ def passage_says_not(question: str, passages: list[str], ignore: frozenset[str] 
     """
     sentences = [p[s:e] for p in passages for s, e in sentence_spans(p)]
     said = closest(overlap_terms(question) - ignore, sentences)
-    return bool(said) and all(negated(s) for s in said)
+    # a "not" or the opposite state turns it round ("should be off" to "leave it on?"); both turn it back
+    return bool(said) and all(negated(s) != opposite_state(question, s) for s in said)
 
 
 _CONTRACTION_RE = re.compile(r"\b\w+n['’]t\b", re.IGNORECASE)
