@@ -109,8 +109,8 @@ def ask_stream(url: str, question: str, max_tokens: int) -> dict[str, Any]:
 def worker(data: str) -> None:
     """stdin: {"question", "max_tokens"} per line; stdout: the messages, then the timed stream."""
     os.environ["MANUALQA_DATA"] = data
+    from gateway.answer.generation import prepare
     from gateway.answer.pipeline import _retrieve
-    from gateway.answer.prompting import fit_prompt
     from gateway.config import load_settings
     from gateway.services import Services
     from runtimes.base import GenerationStats
@@ -126,12 +126,8 @@ def worker(data: str) -> None:
         req = json.loads(line)
         hits, _, _ = _retrieve(gw, req["question"], None, None)
         given = hits[: gw.settings.answer.max_passages]
-        config = gw.profile.generation_config()
-        config.max_tokens = max(1, min(req["max_tokens"], gw.settings.answer.max_answer_tokens))
-        config.timeout_s = min(config.timeout_s, gw.settings.answer.timeout_s)
-        plan = fit_prompt(req["question"], given, runtime.count_tokens, runtime.context_length,
-                          config.max_tokens)
-        config.max_tokens = plan.max_tokens
+        config = gw.profile.generation_config()  # as the pipeline sets it: passages, excerpts, citation grammar
+        plan = prepare(config, runtime, gw.settings.answer, req["question"], given, req["max_tokens"])
         print(json.dumps({"messages": plan.messages, "config": config.to_dict()}), flush=True)
         if sys.stdin.readline().strip() != "go":
             return
@@ -210,6 +206,8 @@ class LlamaServer:
         body = {"messages": messages, "stream": True, "max_tokens": config["max_tokens"],
                 "temperature": config["temperature"], "top_p": config["top_p"], "top_k": config["top_k"],
                 "repeat_penalty": config["repeat_penalty"], "seed": config["seed"]}
+        if config.get("grammar"):  # the citation grammar the gateway constrains its model with
+            body["grammar"] = config["grammar"]
 
         def pieces() -> Iterator[str]:
             with httpx.stream("POST", self.url + "/v1/chat/completions", json=body, timeout=300) as r:
@@ -244,7 +242,8 @@ def streaming(server: Server, direct: Direct, llama: LlamaServer, questions: lis
             else:
                 row[side] = llama.run(prep["messages"], prep["config"])
         fin = row["gateway"]["final"]
-        row["answered"] = fin.get("outcome") == "answered" and fin.get("mode") == "generate"
+        # the model wrote the whole answer; the support check may then show it or the evidence instead
+        row["answered"] = fin.get("mode") == "generate" and fin.get("outcome") in ("answered", "evidence_only")
         t = fin.get("timings") or {}
         row["retrieval_ms"] = t.get("retrieval_ms")
         row["server_overhead_ms"] = t.get("overhead_ms")

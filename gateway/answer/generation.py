@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.answer.events import Text
 from gateway.answer.grammar import citation_grammar
-from gateway.answer.prompting import FenceFilter, fit_prompt, strip_echoed_fences
+from gateway.answer.prompting import FenceFilter, PromptPlan, fit_prompt, strip_echoed_fences
 from gateway.answer.result import elapsed_ms
 from retrieval.types import Hit
 
@@ -65,6 +65,20 @@ def chain_of(runtime: Runtime) -> dict[str, Any] | None:
         return None
 
 
+def prepare(config: GenerationConfig, runtime: Runtime, settings: AnswerSettings, question: str, given: list[Hit],
+            max_tokens: int | None) -> PromptPlan:
+    """The prompt of one answer, and `config` set as the pipeline sends it (token budget, deadline, the
+    citation grammar): one place, so that what bench/suite/server.py times directly is what is asked."""
+    config.max_tokens = max(1, min(max_tokens or config.max_tokens, settings.max_answer_tokens))
+    config.timeout_s = min(config.timeout_s, settings.timeout_s)
+    plan = fit_prompt(question, given[: settings.prompt_passages or None], runtime.count_tokens,
+                      runtime.context_length, config.max_tokens, excerpt_chars=settings.excerpt_chars)
+    config.max_tokens = plan.max_tokens
+    if settings.constrain_citations and plan.hits and runtime.accepts_grammar:
+        config.grammar = citation_grammar(len(plan.hits))
+    return plan
+
+
 def generate(model: Model, settings: AnswerSettings, question: str, given: list[Hit], cancel: threading.Event,
              max_tokens: int | None, t0: float, name: str = "answer") -> Generator[Text, None, Generation]:
     """Stream the model's answer to question from the passages given (as Text events); returns how it went.
@@ -81,18 +95,12 @@ def generate(model: Model, settings: AnswerSettings, question: str, given: list[
         gen.unavailable = f"runtime could not load: {exc}"
         return gen
     gen.chain = chain_of(runtime)
-    config.max_tokens = max(1, min(max_tokens or config.max_tokens, settings.max_answer_tokens))
-    config.timeout_s = min(config.timeout_s, settings.timeout_s)
     tp = time.perf_counter()
     try:
-        plan = fit_prompt(question, given[: settings.prompt_passages or None], runtime.count_tokens,
-                          runtime.context_length, config.max_tokens, excerpt_chars=settings.excerpt_chars)
+        plan = prepare(config, runtime, settings, question, given, max_tokens)
     except Exception as exc:  # noqa: BLE001
         gen.unavailable = f"prompt could not be built: {exc}"
         return gen
-    config.max_tokens = plan.max_tokens
-    if settings.constrain_citations and plan.hits and runtime.accepts_grammar:
-        config.grammar = citation_grammar(len(plan.hits))
     gen.config, gen.hits = config.to_dict(), plan.hits
     gen.flags.extend(plan.flags)
     gen.timings.update(prompt_ms=elapsed_ms(tp), prompt_tokens_planned=plan.prompt_tokens)
