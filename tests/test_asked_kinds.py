@@ -9,6 +9,8 @@ same question still goes through, so each test fails both ways.
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.answer.asked_kinds import answers_direction, answers_fault, reports_fault
 from gateway.answer.generation import Generation
 from gateway.answer.outcome import check_support, decide_outcome
@@ -36,12 +38,28 @@ def _outcome(question: str, draft: str, hits: list[Hit]) -> str:
     return decide_outcome(generation=Generation(draft=draft, text=draft, hits=hits), support=support).outcome
 
 
-def test_a_reported_fault_is_not_answered_by_restating_it() -> None:
-    question = "strainer holes blocked with scale after a month"
-    restated = "The inlet strainer holes will likely be partly blocked by scale after the first month. [1]"
-    remedy = "Clear the strainer holes with a 1 mm pin and flush the strainer with clean water. [1]"
-    assert _outcome(question, restated, _hits(FILTER)) == "evidence_only"
-    assert _outcome(question, remedy, _hits(FILTER)) == "answered"
+@pytest.mark.parametrize(("passage", "question", "held", "shown"), [
+    # a reported fault is not answered by restating it
+    (FILTER, "strainer holes blocked with scale after a month",
+     "The inlet strainer holes will likely be partly blocked by scale after the first month. [1]",
+     "Clear the strainer holes with a 1 mm pin and flush the strainer with clean water. [1]"),
+    # "which direction" is not answered without one
+    (IMPELLER, "fitting the impeller which direction do i turn the shaft for a left-hand pump",
+     "For a left-hand pump, turn the impeller shaft to the mounting position. [1]",
+     "For a left-hand pump, turn the impeller shaft fully counter clockwise to the mounting position. [1]"),
+    # an answer that only says where the answer is claims nothing
+    (SETTINGS, "dosing pump settings, need priming?",
+     "The suggested settings for the dosing pump are given in Table 1. [1]",
+     "Stroke 40 %, rate 12 strokes per minute, priming mode on. [1]"),
+    # nor one whose value is a citation
+    (BATTERY, "what lipo pack fits the pc-200 backup holder",
+     "The pack that fits the holder is [1] (PC-200 layout:). [1]",
+     "The pack that fits the holder is the LP-1400 (1400 mAh). [1]"),
+])
+def test_a_true_sentence_that_answers_nothing_is_held_back(passage: str, question: str, held: str,
+                                                           shown: str) -> None:
+    assert _outcome(question, held, _hits(passage)) == "evidence_only"
+    assert _outcome(question, shown, _hits(passage)) == "answered"
 
 
 def test_what_counts_as_a_reported_fault() -> None:
@@ -56,37 +74,24 @@ def test_what_counts_as_a_reported_fault() -> None:
 
 def test_which_direction_needs_a_direction_the_question_did_not_give() -> None:
     question = "fitting the impeller which direction do i turn the shaft for a left-hand pump"
-    no_way = "For a left-hand pump, turn the impeller shaft to the mounting position. [1]"
-    a_way = "For a left-hand pump, turn the impeller shaft fully counter clockwise to the mounting position. [1]"
-    assert _outcome(question, no_way, _hits(IMPELLER)) == "evidence_only"
-    assert _outcome(question, a_way, _hits(IMPELLER)) == "answered"
-    assert not answers_direction(question, no_way)
+    assert not answers_direction(question, "For a left-hand pump, turn the shaft to the mounting position.")
+    assert answers_direction(question, "Turn the shaft fully counter clockwise.")
     assert answers_direction("which direction does the arrow on the housing point?", "It points up, to the outlet.")
     assert answers_direction("what is the flow rate?", "The flow rate is 12 l/min.")  # no direction asked
 
 
-def test_an_answer_that_only_says_where_the_answer_is_claims_nothing() -> None:
-    question = "dosing pump settings, need priming?"
-    pointer = "The suggested settings for the dosing pump are given in Table 1. [1]"
-    values = "Stroke 40 %, rate 12 strokes per minute, priming mode on. [1]"
-    assert about_the_text(pointer)
+def test_what_only_says_where_the_answer_is() -> None:
+    assert about_the_text("The suggested settings for the dosing pump are given in Table 1. [1]")
     assert about_the_text("See the wiring diagram for the terminal numbers. [2]")
     assert not about_the_text("Set the stroke to 40 % as shown in Table 1. [1]")  # it states the value
-    assert _outcome(question, pointer, _hits(SETTINGS)) == "evidence_only"
-    assert _outcome(question, values, _hits(SETTINGS)) == "answered"
 
 
 def test_a_citation_in_place_of_the_value_claims_nothing() -> None:
-    question = "what lipo pack fits the pc-200 backup holder"
     assert dangling("The pack that fits the holder is [4] (PC-200 layout:). [1]", "")
     assert dangling("The top stroke rate with both heads on is [2] Hz. [3]", "")  # a unit, and no value
     assert not dangling("The stroke is set to [1] (40 %).", "")  # the value in brackets after the marker
     assert not dangling("The pack is 1400 mAh, as stated in [1]", "")
     assert not dangling("The rate is set according to [1].", "")
-    assert _outcome(question, "The pack that fits the holder is [1] (PC-200 layout:). [1]",
-                    _hits(BATTERY)) == "evidence_only"
-    assert _outcome(question, "The pack that fits the holder is the LP-1400 (1400 mAh). [1]",
-                    _hits(BATTERY)) == "answered"
 
 
 def test_a_citation_between_the_verb_and_its_value_keeps_the_sentence_whole() -> None:
