@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
-from runtimes import cpu_build, llamacpp_log
+from runtimes import cpu_build, llamacpp_log, llamacpp_sampler
 from runtimes.base import (
     ArtifactChain,
     GateCheck,
@@ -70,6 +70,10 @@ class LlamaCppRuntime(Runtime):
         self.n_batch = int(self.options.get("n_batch", 512))
         self.n_gpu_layers = int(self.options.get("n_gpu_layers", 0))
         self.use_mmap = bool(self.options.get("use_mmap", True))
+        # True: llama-cpp-python's own order, the grammar over the whole vocabulary at every token (for
+        # comparison); False: the token drawn first, then checked (runtimes.llamacpp_sampler)
+        self.grammar_first = bool(self.options.get("grammar_first", False))
+        self.grammar_sampling = ""
         self.seed = self.options.get("seed")
         self.cache_dir = self.options.get("cache_dir")
         self.path: Path | None = None
@@ -119,6 +123,8 @@ class LlamaCppRuntime(Runtime):
         self.load_ms = (time.perf_counter() - started) * 1000
         self.load_log = llamacpp_log.join_lines(chunks)
         self.placement = llamacpp_log.placement(self.load_log)
+        self.grammar_sampling = (llamacpp_sampler.WHOLE_VOCABULARY if self.grammar_first
+                                 else llamacpp_sampler.install(llm, lib))
         self.path, self.gguf, self._llm, self._lib = path, info, llm, lib
         self.chat_template = template
         self._formatter = _formatter(lib, llm, template)
@@ -197,6 +203,7 @@ class LlamaCppRuntime(Runtime):
         criteria = self._lib.StoppingCriteriaList([check, *(rendered.stopping_criteria or [])])
         ctx = llm.ctx
         self._lib.llama_perf_context_reset(ctx)
+        llm.__dict__.pop("grammar_sampler", None)
         first = last = None
         finish = "stop"
         try:
@@ -230,6 +237,9 @@ class LlamaCppRuntime(Runtime):
             "prompt_eval_tokens": perf.n_p_eval, "prompt_eval_ms": round(perf.t_p_eval_ms, 3),
             "eval_tokens": perf.n_eval, "eval_ms": round(perf.t_eval_ms, 3),
         }
+        checked = llm.__dict__.get("grammar_sampler")
+        if checked is not None:  # how often the grammar refused the model's own choice of token
+            self._last_perf.update(grammar_drawn=checked.drawn, grammar_redrawn=checked.refused)
         tps = None
         if first is not None and last is not None and last > first and output > 1:
             tps = (output - 1) / (last - first)
@@ -278,6 +288,7 @@ class LlamaCppRuntime(Runtime):
             "cpu_build": cpu_build.classify(info),  # portable baseline or beyond it (a native build)
             "gpu_offload_supported": bool(self._lib.llama_supports_gpu_offload()),
             "n_gpu_layers": self.n_gpu_layers,
+            "grammar_sampling": self.grammar_sampling,
         }
         data["context"]["n_ctx"] = self.context_length
         generation = self.options.get("generation")
