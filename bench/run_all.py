@@ -37,6 +37,12 @@ reruns them all and assembles this file (`python -m bench.run_all`), or one at a
 machine and the time. Comparisons are made side by side in one run (ratios), because these machines
 are noisy. Sections are assembled by `python -m bench.run_all --assemble`; one-off experiments and
 dated records are listed at the end.
+
+**eval/test changed on 2026-12-05.** Two of its four manuals (the NOAA PMEL ASVCO2 and LCP
+control-board manuals, 44 of its 97 questions) turned out to be on `../shared/reserved_manuals.txt`,
+manuals kept for independent evaluation that no question may be written for; they and their
+questions were removed and two other manuals took their place (eval/test/README.md). Every eval/test
+figure measured before that date, in the sections below, was measured on the old half with them.
 """
 
 

@@ -84,6 +84,10 @@ class AnswerSettings:
     # score, beside the shared words (0: words only). Chosen on eval/dev (4-12 all within 0.01), eval/test
     # scored once: docs/bench/experiments/extractive_similarity.md.
     sentence_similarity: float = 6.0
+    # Learned weights beside the hand-set evidence score (gateway.answer.sentence_score: a number, a
+    # value of the asked kind, an instruction, the passage's closeness...), fitted on eval/dev and
+    # eval/dev2: docs/bench/experiments/sentence_weights.md. false: the hand-set score alone.
+    learned_evidence: bool = True
     # Constrain generation so every sentence ends with a citation of a given passage (backends that
     # accept a grammar: llama.cpp); others keep the prompt instruction and the checks.
     constrain_citations: bool = True

@@ -90,6 +90,8 @@ class IndexParts:
             facts["reranker"] = ({"setting": s.rerank} if rr is None else
                                  {"setting": s.rerank, **rr.describe(), "pool": s.rerank_pool,
                                   "weight": s.rerank_weight})
+        # the best-sentence step scores with the embedder above (no model of its own)
+        facts["sentence_rank"] = {"weight": s.sentence_weight, "pool": s.sentence_pool}
         return facts
 
     def embedder_for(self, version: str | None = None) -> Embedder:
@@ -154,6 +156,7 @@ class IndexParts:
         from gateway.answer.deps import Retrieved  # noqa: F811 - at run time too: it is built here
         from retrieval.embedders.base import similarity_to
         from retrieval.search import search_with_timings
+        from retrieval.sentence_rank import CACHE as SENTENCE_CACHE
         from retrieval.types import NoIndexError
 
         version = version or self.store.active_id()  # once: the embedder and the search see one version
@@ -171,7 +174,7 @@ class IndexParts:
         timings["embed_ms"] = embed_ms
         timings["total_ms"] += embed_ms
         self.show_titles(hits)
-        return Retrieved(hits, timings, version, similarity_to(embedder, query, vector))
+        return Retrieved(hits, timings, version, similarity_to(embedder, query, vector, cache=SENTENCE_CACHE))
 
     def show_titles(self, items: Sequence[Any]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""

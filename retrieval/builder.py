@@ -279,6 +279,10 @@ def collect_entries(
             if isinstance(entry, IngestError):  # keep nothing half-done
                 raise RetrievalError(f"cannot re-chunk {k.parsed.file_name}: {entry}")
         kept = [e for e in redone if isinstance(e, Entry)]
+    else:  # kept from a version written before sentence vectors were stored: embed them once now
+        started = time.perf_counter()
+        embedding.sentences([e for e in kept if not e.sentence_vectors or any(v is None for v in e.sentence_vectors)])
+        embedding.seconds += time.perf_counter() - started
     entries += kept
     report.embedded = embedding.done
     report.timings["embed"] = embedding.seconds

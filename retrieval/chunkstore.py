@@ -63,7 +63,16 @@ CREATE TABLE chunk_ocr (
     confidence REAL NOT NULL,
     doubtful TEXT NOT NULL DEFAULT '[]'
 );
+CREATE TABLE sentence_vectors (
+    row INTEGER PRIMARY KEY REFERENCES chunks(row),
+    dim INT NOT NULL,
+    vectors BLOB NOT NULL
+);
 """
+# sentence_vectors: each chunk's sentences as retrieval.sentence_rank embeds them (float16, one row of
+# `dim` per sentence, in sentence_texts order), written at ingest so that a search scores its top
+# passages by their best sentence without embedding anything. Versions written before have no such
+# table, and a chunk without a row there is embedded at query time.
 # OCR (ingest.ocr): ocr_pages holds the words Tesseract read on a page image, as JSON
 # [[x0, y0, x1, y1, confidence, start, end], ...] (box as fractions of the page, [start, end) in the
 # page's text), for the viewer to mark cited words; chunk_ocr marks the chunks read from an image,
@@ -116,6 +125,8 @@ class ChunkStore:
         self._manuals: list[dict[str, Any]] | None = None  # cached on a read-only store (versions are immutable)
         self.has_labels = any(r[1] == "label" for r in self._query("PRAGMA table_info(pages)"))
         self.has_ocr = bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_ocr'"))
+        self.has_sentences = bool(self._query(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sentence_vectors'"))
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -181,6 +192,33 @@ class ChunkStore:
             )
             self._df.clear()
         return rows
+
+    def add_sentence_vectors(self, rows: list[int], vectors: list[np.ndarray | None]) -> None:
+        """Each chunk row's sentence vectors (None: none stored for it, embedded at query time)."""
+        self._writable()
+        with self._lock:
+            self._db.executemany(
+                "INSERT INTO sentence_vectors (row, dim, vectors) VALUES (?, ?, ?)",
+                [(r, int(v.shape[1]), np.ascontiguousarray(v, dtype=np.float16).tobytes())
+                 for r, v in zip(rows, vectors, strict=True) if v is not None and v.size])
+
+    def sentence_vector_count(self) -> int:
+        """How many chunks have their sentence vectors stored (0 for a version written before)."""
+        return int(self._query("SELECT COUNT(*) FROM sentence_vectors")[0][0]) if self.has_sentences else 0
+
+    def sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
+        """The stored sentence vectors (float32, one row per sentence) of those rows that have them."""
+        if not self.has_sentences or not rows:
+            return {}
+        out: dict[int, np.ndarray] = {}
+        wanted = [int(r) for r in rows]
+        for i in range(0, len(wanted), 500):
+            part = wanted[i:i + 500]
+            for row, dim, blob in self._query(
+                    f"SELECT row, dim, vectors FROM sentence_vectors WHERE row IN ({','.join('?' * len(part))})",
+                    part):
+                out[int(row)] = np.frombuffer(blob, dtype=np.float16).reshape(-1, int(dim)).astype(np.float32)
+        return out
 
     def commit(self) -> None:
         with self._lock:

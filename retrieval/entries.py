@@ -31,6 +31,9 @@ class Entry:
     chunks: list[Chunk]
     vectors: np.ndarray  # (len(chunks), dim) float32, row i belongs to chunks[i]
     source: Path | None = None  # the original PDF, when it came from this run's input
+    # Per chunk, its sentences' vectors (retrieval.sentence_rank); None where not computed (a chunk
+    # re-used from a version written before they were kept: embedded at query time instead).
+    sentence_vectors: list[np.ndarray | None] | None = None
 
 
 def embedding_info(embedder: Embedder) -> dict[str, Any]:
@@ -68,7 +71,9 @@ def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] |
     vectors = base.vectors.reconstruct(np.asarray(rows, dtype=np.int64)) if rows else None
     if vectors is None:
         vectors = np.zeros((0, base.vectors.dim), dtype=np.float32)
-    return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32))
+    stored = store.sentence_vectors(rows)
+    return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32),
+                 sentence_vectors=[stored.get(r) for r in rows])
 
 
 def reuse_manuals(base: Any, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
@@ -135,4 +140,21 @@ class Embedding:
             if isinstance(entry, Entry):
                 entry.vectors = vectors[offset : offset + len(entry.chunks)]
                 offset += len(entry.chunks)
+        started = time.perf_counter()
+        self.sentences([e for e in results if isinstance(e, Entry)])
+        self.seconds += time.perf_counter() - started
         return results
+
+    def sentences(self, entries: Sequence[Entry]) -> None:
+        """Each chunk's sentence vectors, embedded once per distinct sentence (chunks overlap)."""
+        from retrieval.sentence_rank import sentence_texts
+
+        if not entries:
+            return
+        per_chunk = [[sentence_texts(e.parsed.title, c.heading, c.text) for c in e.chunks] for e in entries]
+        unique = list(dict.fromkeys(t for chunks in per_chunk for texts in chunks for t in texts))
+        if not unique:
+            return
+        found = dict(zip(unique, np.asarray(self.embedder.encode(unique), dtype=np.float32), strict=True))
+        for entry, chunks in zip(entries, per_chunk, strict=True):
+            entry.sentence_vectors = [np.stack([found[t] for t in texts]) for texts in chunks]

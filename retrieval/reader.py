@@ -33,6 +33,10 @@ class ChunkReader(Protocol):
         """(row, BM25 score) best first."""
         ...
 
+    def sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
+        """The sentence vectors written at ingest, of those rows that have them."""
+        ...
+
 
 class VectorReader(Protocol):
     """The dense index of a version (retrieval.vectors.VectorIndex)."""

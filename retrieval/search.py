@@ -18,6 +18,7 @@ import numpy as np
 from retrieval.embedders.base import Embedder
 from retrieval.reader import IndexReader, IndexSource
 from retrieval.rerank import passage_for_rerank, rerank_order
+from retrieval.sentence_rank import best_sentence_similarity, sentence_order
 from retrieval.types import Hit, RetrievalError, SearchParams, shown_label
 
 MODES = ("hybrid", "dense", "lexical")
@@ -133,18 +134,22 @@ def search_with_timings(
     rerank_weight: float = DEFAULTS.rerank_weight,
     params: SearchParams | None = None,
     ocr_doubt: float = DEFAULTS.ocr_doubt,
+    sentence_weight: float = DEFAULTS.sentence_weight,
+    sentence_pool: int = DEFAULTS.sentence_pool,
 ) -> tuple[list[Hit], dict[str, float]]:
-    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, rerank_ms, total_ms.
+    """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, sentence_ms,
+    rerank_ms, total_ms.
 
     `params`, when given, is the configured gateway's SearchParams whole: its fields replace the
     keyword arguments of the same meaning (candidates, rrf_k, weights, page_share, rerank_pool,
-    rerank_weight, ocr_doubt); experiments pass those one by one instead.
+    rerank_weight, ocr_doubt, sentence_weight, sentence_pool); experiments pass those one by one instead.
     """
     if params is not None:
         candidates, rrf_k, page_share = params.candidates, params.rrf_k, params.page_share
         weights = (params.dense_weight, params.lexical_weight)
         rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
         ocr_doubt = params.ocr_doubt
+        sentence_weight, sentence_pool = params.sentence_weight, params.sentence_pool
     t_start = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
         raise RetrievalError("the question is empty")
@@ -188,18 +193,32 @@ def search_with_timings(
     # OCR text read with a mean word confidence under ocr_doubt (a schematic, a wiring diagram) is
     # ranked the same way: its noise shares a word with any question.
     pool = max(k, int(rerank_pool)) if reranker is not None else k
+    by_sentence = sentence_weight > 0 and sentence_pool > 1 and mode == "hybrid"
+    if by_sentence:
+        pool = max(pool, int(sentence_pool))
     if page_share > 0:
         shortlist = list(fused)
     else:
         shortlist = sorted(fused, key=lambda r: (-fused[r], -cos[r], r))[: 3 * pool]
     rows = {c["row"]: c for c in ver.chunks.get_rows(shortlist)}
     fused = page_pool(fused, {r: (c["manual_sha256"], c["page"]) for r, c in rows.items()}, page_share)
+    demoted: set[int] = set()
     for row, c in rows.items():
         confidence = c.get("ocr_confidence")
         if is_navigation(c["heading"], c["text"]) or (confidence is not None and confidence < ocr_doubt):
             fused[row] *= 0.5
+            demoted.add(row)
     order = sorted(shortlist, key=lambda r: (-fused[r], -cos[r], r))[:pool]
     fuse_ms = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    sentence_scores: dict[int, float] = {}
+    if by_sentence and len(order) > 1:
+        head = order[: int(sentence_pool)]
+        stored = ver.chunks.sentence_vectors(head)
+        sims = best_sentence_similarity(embedder, qvec, [rows[r] for r in head], stored=[stored.get(r) for r in head])
+        sentence_scores = dict(zip(head, sims, strict=True))
+        order = sentence_order(order, fused, sentence_scores, sentence_weight, cos, demoted)
+    sentence_ms = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     rerank_scores: dict[int, float] = {}
     if reranker is not None and len(order) > 1:
@@ -215,11 +234,13 @@ def search_with_timings(
             score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
             lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]),
             page_label=shown_label(c["page_label"], c["page"]), rerank_score=rerank_scores.get(c["row"]),
+            sentence_score=sentence_scores.get(c["row"]),
             **ocr_fields(c))
         for c in (rows[r] for r in order)
     ]
     timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,
-               "rerank_ms": rerank_ms, "total_ms": (time.perf_counter() - t_start) * 1000}
+               "sentence_ms": sentence_ms, "rerank_ms": rerank_ms,
+               "total_ms": (time.perf_counter() - t_start) * 1000}
     return hits, timings
 
 
@@ -250,6 +271,8 @@ def search(
     rerank_weight: float = DEFAULTS.rerank_weight,
     params: SearchParams | None = None,
     ocr_doubt: float = DEFAULTS.ocr_doubt,
+    sentence_weight: float = DEFAULTS.sentence_weight,
+    sentence_pool: int = DEFAULTS.sentence_pool,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
@@ -260,5 +283,6 @@ def search(
                                          candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
                                          mode=mode, weights=weights, page_share=page_share,
                                          reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight,
-                                         params=params, ocr_doubt=ocr_doubt)
+                                         params=params, ocr_doubt=ocr_doubt, sentence_weight=sentence_weight,
+                                         sentence_pool=sentence_pool)
     return hits

@@ -44,6 +44,9 @@ class Hit:
     page_label: str | None = None
     # The reranker's logit when one re-ordered this hit (retrieval.rerank); None without one.
     rerank_score: float | None = None
+    # The query's best cosine to one of the passage's sentences when the sentence ranking scored it
+    # (retrieval.sentence_rank); None when it did not (search.sentence_weight 0, or below the pool).
+    sentence_score: float | None = None
     # "ocr" when the passage was read from the page image by Tesseract (ingest.ocr), else "text";
     # then ocr_confidence is its mean word confidence (0-100) and ocr_doubtful the [start, end) in
     # `text` of its words read less surely than ingest.ocr_min_confidence (None for text passages).
@@ -84,6 +87,12 @@ class SearchParams:
     rerank: str = "off"
     rerank_pool: int = 10
     rerank_weight: float = 4.0
+    # The fused top `sentence_pool` re-ordered by fused score / best fused score + sentence_weight x
+    # the query's best cosine to one of the passage's sentences (retrieval.sentence_rank), whose
+    # vectors the index stores. Chosen on the summed MRR of eval/dev and eval/dev2 (pools 10 and 20,
+    # weights 1-4 within 0.006 of each other); 0 turns it off (docs/bench/experiments/sentence_rank.md).
+    sentence_weight: float = 4.0
+    sentence_pool: int = 20
     # A chunk read by OCR whose mean word confidence is under this ranks at half its fused score, as a
     # contents page does: OCR of a schematic or a wiring diagram is mostly noise that matches anything
     # (docs/bench/experiments/ocr_rank.md). 0 ranks OCR text like any other.
@@ -93,4 +102,5 @@ class SearchParams:
         """The keyword arguments retrieval.search.search takes besides k (and the reranker object)."""
         return {"candidates": self.candidates, "rrf_k": self.rrf_k,
                 "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share,
-                "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight, "ocr_doubt": self.ocr_doubt}
+                "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight, "ocr_doubt": self.ocr_doubt,
+                "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool}

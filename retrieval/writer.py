@@ -52,6 +52,8 @@ def write_version(
             rows = list(store.add_chunks(entry.chunks, chunk_params.title_for(entry.parsed.title)))
             if rows != list(range(offset, offset + len(entry.chunks))):
                 raise RetrievalError("chunk store rows are not contiguous with vector positions")
+            if entry.sentence_vectors is not None:
+                store.add_sentence_vectors(rows, entry.sentence_vectors)
             offset += len(entry.chunks)
         store.commit()
     finally:

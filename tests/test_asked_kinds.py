@@ -94,6 +94,20 @@ def test_a_citation_in_place_of_the_value_claims_nothing() -> None:
     assert not dangling("The rate is set according to [1].", "")
 
 
+def test_an_article_or_use_before_the_citation_leaves_the_sentence_without_its_object() -> None:
+    """eval/test's "you should use [1]" (for a glue no manual names) was shown green; eval/dev's "close
+    the [1]" is the same shape. What follows such a marker is a sentence of its own, checked alone."""
+    from gateway.answer.support import draft_spans
+
+    assert dangling("To glue the window to the case from the inside, you should use [1]", "")
+    assert dangling("To reflash the firmware over USB, close the [1]", "")
+    assert not dangling("Fit the terminator as stated in [1]", "")
+    assert not dangling("Use the ESP_PROG1 jumper [1]", "")
+    draft = "Glue the window, you should use [1] Rose Enclosures, 090816060. [2]"
+    assert [draft[s:e] for s, e in draft_spans(draft)] == ["Glue the window, you should use [1]",
+                                                           "Rose Enclosures, 090816060. [2]"]
+
+
 def test_a_citation_between_the_verb_and_its_value_keeps_the_sentence_whole() -> None:
     from gateway.answer.support import draft_spans
 

@@ -57,7 +57,11 @@ def test_cli_walk(run: Any, sample_dir: Path, sample_pdfs: list[Path], tmp_path:
     versions = _json(run("index", "list", "--json"))
     assert [(v["id"], v["active"], v["manuals"]) for v in versions] == [(v1, True, 2)]
     assert v1 in run("index", "list").stdout
-    assert _json(run("index", "show", v1, "--json"))["chunk_count"] == report["chunks"]
+    shown = _json(run("index", "show", v1, "--json"))
+    assert shown["chunk_count"] == report["chunks"]
+    # every chunk's sentence vectors were stored by the ingest (retrieval.sentence_rank)
+    assert shown["sentence_rank"] == {"weight": 4.0, "pool": 20, "stored_chunks": report["chunks"]}
+    assert f"vectors stored for {report['chunks']} of {report['chunks']} chunks" in run("index", "show").stdout
     assert run("index", "verify").stdout.strip() == f"{v1}: ok"
     assert _json(run("index", "verify", "--json"))["ok"] is True
 

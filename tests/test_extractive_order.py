@@ -105,3 +105,14 @@ def test_a_numbered_section_title_is_not_quoted_as_the_answer() -> None:
     troubleshooting.heading = "Hamlib does not work with my Icom radio"
     answer = extractive_answer("icom radio ignores hamlib", [troubleshooting])
     assert answer.startswith("The most common issue is a CI-V address")
+
+
+def test_an_faqs_question_is_not_quoted_as_its_answer() -> None:
+    """An FAQ's own question shares most words with the technician's ("Can I remove the MPS resistor?")
+    and outscored the sentence that answers it (eval/dev's ESP32-POE FAQ, eval/dev2's FreeDV
+    troubleshooting)."""
+    faq = hit("Can I remove the hot MPS resistor from the PoE board? The MPS resistor keeps the PoE switch "
+              "from cutting the power in low-power modes, so removing it is not recommended.")
+    picked = pick_sentences("can I remove the hot resistor on the PoE board?", [faq])
+    assert picked and all(not s.endswith("?") for _, s in picked)
+    assert picked[0][1].startswith("The MPS resistor keeps the PoE switch")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gateway.answer.quantities import asked_quantities, states, unstated_quantities
@@ -18,6 +20,12 @@ from gateway.answer.quantities import asked_quantities, states, unstated_quantit
     ("What SD card size do I need?", []),
     ("How do I flash the firmware?", []),
     ("customer wants vinyl signs cut, ok?", []),
+    # A quantity word naming a mode or a part, and "how far" for turning a control, ask for no value.
+    ("switching from position to torque mode, anything to do first?", []),
+    ("Where is the temperature sensor connector?", []),
+    ("how far do i crank the audio gain?", []),
+    ("How far can the sensor be from the controller?", ["length"]),
+    ("What torque for the frame bolts?", ["torque"]),
 ])
 def test_asked_quantities(question: str, kinds: list[str]) -> None:
     assert asked_quantities(question) == kinds
@@ -34,6 +42,12 @@ def test_asked_quantities(question: str, kinds: list[str]) -> None:
     ("Use version 15 of the slicer", "voltage", False),
     ("A 12V PSU rated 16.7A", "current", True),
     ("Set the bed to 60C and the nozzle to 200 °C", "temperature", True),
+    ("Turn the shaft 0.0 to 360.0 degrees", "temperature", False),
+    ("Heat to 60 degrees C", "temperature", True),
+    ("1 GS/s sampling with an 8-bit ADC", "resolution", True),
+    ("Display resolution 800 x 480", "resolution", True),
+    ("Temperature resolution: 0.1 °C", "resolution", True),
+    ("A high-resolution display makes it readable", "resolution", False),
 ])
 def test_states(text: str, kind: str, expected: bool) -> None:
     assert states(text, kind) is expected
@@ -44,3 +58,31 @@ def test_unstated_quantities_needs_every_asked_kind_somewhere() -> None:
     assert unstated_quantities("heated bed voltage and wattage?", passages) == ["power"]
     assert unstated_quantities("heated bed voltage and wattage?", [*passages, "250W heater"]) == []
     assert unstated_quantities("How do I level the bed?", []) == []
+
+
+def _hit(manual: str, text: str, dense: float) -> Any:
+    from retrieval.types import Hit
+
+    return Hit(chunk_id=f"{manual}-1", manual=f"{manual}.pdf", title=manual, manual_sha256=manual * 16, page=2,
+               heading="Specifications", text=text, score=1.0, dense_rank=1, lexical_rank=1, dense_score=dense)
+
+
+def test_a_value_stated_for_another_manual_does_not_answer_for_the_first() -> None:
+    from gateway.answer.deps import AnswerDeps
+    from gateway.answer.pipeline import answer
+    from gateway.answer.request import AnswerRequest
+    from gateway.config import AnswerSettings
+    from tests.test_answer_core import Model, Shelf, Sink
+
+    board = _hit("aaaa", "The board is 80 x 70 mm and has two relays and a LiPo charger.", 0.8)
+    printer = _hit("bbbb", "The printer works at an ambient temperature of 15 to 30 °C.", 0.7)
+
+    def ask(hits: list[Any]) -> Any:
+        deps = AnswerDeps(settings=AnswerSettings(mode="extractive", min_similarity=0.3), retriever=Shelf(hits),
+                          model=Model("unused [1]."), sink=Sink())
+        return answer(deps, AnswerRequest(question="board operating temperature range for a cabinet?"))
+
+    refused = ask([board, printer])
+    assert refused.outcome == "not_found" and "quantity_not_in_evidence: temperature" in refused.flags
+    shown = ask([printer, board])  # the manual found first states one: shown as evidence, as before
+    assert shown.outcome == "evidence_only" and "15 to 30" in shown.answer

@@ -245,6 +245,7 @@ def test_index_show_and_doctor_name_the_shipped_reranker(sample_data_dir: Path, 
     assert record["retrieval"]["reranker"]["model_id"] == builtin.model_id
     assert record["retrieval"]["reranker"]["model_hash"] == builtin.model_hash
     assert record["retrieval"]["embedding"]["model_hash"]
+    assert record["retrieval"]["sentence_rank"] == {"weight": 4.0, "pool": 20}  # scored with that embedder
 
 
 def test_a_damaged_reranker_shows_in_index_show(sample_data_dir: Path, tmp_path: Path) -> None:

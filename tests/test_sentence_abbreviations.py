@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.answer.citations import sentence_spans
+from retrieval.sentences import sentence_spans
 
 
 def split(text: str) -> list[str]:

@@ -53,17 +53,25 @@ def metrics(rows: list[tuple[list, Any, set]], pool: int, weight: float | None) 
     """hit@1, hit@5, MRR@5 with the first `pool` re-ordered (weight None: the fused order as is)."""
     from retrieval.rerank import rerank_order
 
-    h1 = h5 = mrr = 0.0
+    orders = []
     for hits, scores, gold in rows:
         order = list(range(len(hits)))
         if weight is not None and pool > 1:
             order = rerank_order(scores[:pool], weight) + order[pool:]
+        orders.append((hits, order, gold))
+    return page_hits(orders)
+
+
+def page_hits(orders: list[tuple[list[Any], list[int], set[Any]]]) -> tuple[float, float, float]:
+    """hit@1, hit@K, MRR@K of the gold pages over (hits, their order, gold pages) per question."""
+    h1 = h5 = mrr = 0.0
+    for hits, order, gold in orders:
         rank = next((i for i, j in enumerate(order[:K], 1) if (hits[j].manual, hits[j].page) in gold), None)
         if rank:
             h1 += rank == 1
             h5 += 1
             mrr += 1 / rank
-    n = max(1, len(rows))
+    n = max(1, len(orders))
     return h1 / n, h5 / n, mrr / n
 
 

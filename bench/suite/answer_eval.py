@@ -35,7 +35,7 @@ from bench.harness import REPO, source_tree, write_section
 
 WORK = Path(os.environ.get("MANUALQA_EVAL_WORK", "/tmp/manualqa-answer-eval"))
 BEFORE = "01f8321"  # the code before issue 9
-SPLITS = ("dev", "test", "dev2")
+SPLITS = ("dev", "test", "dev2", "dev3")
 ALL_SPLITS = ("dev", "test")  # what `all` runs; eval/dev2 (a second development set) is run by hand
 SHOWN = ("hit_at_1", "hit_at_5", "mrr", "answer_correctness", "answered_correctness", "citation_precision",
          "supported_sentence_rate", "unsupported_numbers", "false_answer_rate", "unanswerable_not_found_rate",

@@ -34,7 +34,7 @@ from bench.harness import REPO, cores_available, cpu_id, load_avg, revision, sou
 WORK = Path(os.environ.get("MANUALQA_MODEL_ANSWERS_WORK", "/tmp/manualqa-model-answers"))
 INSTRUMENTS = Path(os.environ.get("MANUALQA_INSTRUMENTS", str(WORK / "instruments")))
 RESULTS = REPO / "docs" / "bench" / "model_answers.json"  # every scored run, kept so the report survives /tmp
-SPLITS = ("dev", "test", "dev2")
+SPLITS = ("dev", "test", "dev2", "dev3")
 ALL_SPLITS = ("dev", "test")  # what `all` runs; eval/dev2 (a second development set) is run by hand
 EVERY = 4
 MODELS = ("smollm2", "qwen0.5b", "qwen1.5b")
@@ -212,7 +212,7 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
         extra = similarity_scorer(similarity_to(embedder(), it["question"]["question"]), given,
                                   settings.sentence_similarity) if settings.sentence_similarity > 0 else None
         evidence = extractive_answer(it["question"]["question"], given, max_sentences=settings.evidence_sentences,
-                                     extra=extra)
+                                     extra=extra, weights=None if settings.learned_evidence else {})
         support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
                                 settings.require_question_terms, evidence=evidence,
                                 decline=os.environ.get("MANUALQA_ANSWER__DECLINE", settings.decline),

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-from gateway.answer.citations import CITATION_RE, sentence_spans
+from gateway.answer.citations import CITATION_RE
 from gateway.answer.claim_terms import fold, numbers_of, overlap_terms
+from retrieval.sentences import sentence_spans
 
 _BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
 

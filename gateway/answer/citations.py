@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from retrieval.sentences import sentence_spans
 from retrieval.types import Hit
 
 # "[2]", "[2, 3]", "[2-3]", "[2–3]", "[ 2 ,3 ]"; not "[a]" or "[2.5]".
@@ -18,18 +19,6 @@ CITATION_RE = re.compile(r"\[\s*(\d{1,4}(?:\s*(?:,|;|-|–|and)\s*\d{1,4})*)\s*\
 MAX_RANGE = 20  # "[1-9999]" is not a citation of 9999 passages
 
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-_.]*[a-z0-9]|[a-z0-9]")
-# A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
-# before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.", nor after
-# "Pin.", "No." or "Nr." before a number. A blank line ends one too, unless the next line starts in lower
-# case: some PDFs' text layers put a blank line at every wrapped line ("... concerned, the\n\ntwo parts
-# are ..."), and a sentence cut there is quoted as "As far as the Mechaduino is concerned, the."
-_SENTENCE_END_RE = re.compile(
-    r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?]"
-    r"(?!(?<=\b(?i:pin)\.)\s*\d)(?!(?<=\b(?i:no)\.)\s*\d)(?!(?<=\b(?i:nr)\.)\s*\d)"  # "Pin. 2", "No. 5"
-    r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
-    r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
-    r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
-)
 STOPWORDS = frozenset(
     "a an the and or of to in on at for with by from is are was were be been it its this that these "
     "those as if then than so do does did can could should would will i you he she we they my your "
@@ -105,24 +94,6 @@ def validate(numbers: list[int], n_passages: int) -> tuple[list[int], list[int]]
     valid = [n for n in numbers if 1 <= n <= n_passages]
     dropped = [n for n in numbers if not 1 <= n <= n_passages]
     return valid, dropped
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """[start, end) of each sentence (or list item) in text, whitespace trimmed."""
-    spans, start = [], 0
-    for m in _SENTENCE_END_RE.finditer(text):
-        spans.append((start, m.end()))
-        start = m.end()
-    spans.append((start, len(text)))
-    out = []
-    for s, e in spans:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            out.append((s, e))
-    return out
 
 
 def content_terms(text: str) -> set[str]:

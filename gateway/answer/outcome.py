@@ -36,7 +36,7 @@ from typing import Literal, NamedTuple
 
 from gateway.answer.asked_kinds import answers_direction, answers_fault
 from gateway.answer.binding import affirms, only_denied, passage_says_not, yes_contradicted
-from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, sentence_spans, validate
+from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
@@ -44,6 +44,7 @@ from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.records.answer_rows import Outcome
+from retrieval.sentences import sentence_spans
 from retrieval.types import Hit
 
 log = logging.getLogger("gateway.answer.pipeline")

@@ -176,7 +176,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
         evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences,
-                                     extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res))
+                                     extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res),
+                                     weights=None if settings.learned_evidence else {})
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
         yield Evidence(text=evidence, citations=[c.to_dict() for c in ev_citations])
@@ -219,8 +220,11 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: dict[str, Any],
     """Why the evidence cannot be shown as an answer (None: it can)."""
     if not strong:
         return Weak(NOT_FOUND_TEXT, f"weak_evidence: best similarity {ev['best_similarity']}")
-    unstated = (unstated_quantities(question, (f"{h.heading}\n{h.text}" for h in given))
-                if settings.quantity_check else [])
+    # Only the first passage's manual counts: a value of the asked kind stated for another machine
+    # (another manual, brought up by one close sentence) does not answer for this one.
+    unstated = (unstated_quantities(question, (f"{h.heading}\n{h.text}" for h in given
+                                               if h.manual_sha256 == given[0].manual_sha256))
+                if settings.quantity_check and given else [])
     if unstated:
         return Weak(quantity_not_found_text(unstated), f"quantity_not_in_evidence: {', '.join(unstated)}")
     return None

@@ -11,7 +11,13 @@ with the passages shown, rather than evidence that cannot contain the value.
 The question patterns are deliberately narrow (explicit quantity words, not "size" or "flash"):
 a question they miss is answered as before; one they catch wrongly would be refused. They were
 chosen on eval/dev (refusing 2 of 88 answerable and 8 of 16 unanswerable questions there) and
-measured once on eval/test (docs/benchmarks.md).
+measured once on eval/test (docs/benchmarks.md). Three wrong catches seen on eval/dev2 narrowed them
+("torque mode" names a mode, "how far do I crank" a control, a resolution may be in bits): no
+unanswerable question of any half lost its refusal by that. "360 degrees" is an angle, so a
+temperature needs its C or F. The answer pipeline reads only the passages of the first passage's
+manual for this check (gateway.answer.pipeline): with passages ranked by their best sentence, a
+question about one board drew another manual's temperature into the five (eval/dev2: +2 of 15
+unanswerable refused, no answerable one lost).
 """
 
 from __future__ import annotations
@@ -28,13 +34,14 @@ KINDS: dict[str, tuple[str, str]] = {
     "power": (r"\b(wattage|watts|power (consumption|rating))\b",
               r"\d\s*(w|kw|mw|watts?|va)\b|[(\[]\s*(w|kw)\s*[)\]]"),
     "temperature": (r"\btemperatures?\b",
-                    r"\d\s*(°\s*[cf]|º\s*[cf]|deg|degrees?|c|f)\b|°\s*[cf]"),
+                    r"\d\s*(°\s*[cf]|º\s*[cf]|deg(rees?)?\s*(c|f|celsius|fahrenheit)|c|f)\b|°\s*[cf]"),
     "pressure": (r"\b(pressure|psi|in bar)\b",
                  r"\d\s*(bar|psi|kpa|mpa|pa|hpa)\b|[(\[]\s*(bar|psi|kpa)\s*[)\]]"),
     "duration": (r"\b(in hours|how many hours|lifetime|life expectancy|expected life"
                  r"|how long (does|will|can|should))\b",
                  r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|days?|weeks?|months?|years?)\b"),
-    "length": (r"\b(cable length|how far|in (metres|meters|mm|cm)|distance|footprint|dimensions)\b",
+    "length": (r"\b(cable length|how far(?!\s+(?:\w+\s+){0,3}(?:crank|turn|rotate|tighten|loosen|screw|push"
+               r"|adjust|set|open|back|advance|raise|lower))|in (metres|meters|mm|cm)|distance|footprint|dimensions)\b",
                r"\d\s*(m|mm|cm|km|ft|in|inch|inches|meters?|metres?)\b|[(\[]\s*(m|mm|cm|in)\s*[)\]]"),
     "mass": (r"\b(weight|weigh|weighs|how heavy)\b",
              r"\d\s*(kg|g|lbs?|pounds?|grams?)\b|[(\[]\s*(kg|g|lbs?)\s*[)\]]"),
@@ -47,9 +54,16 @@ KINDS: dict[str, tuple[str, str]] = {
     "humidity": (r"\bhumidity\b", r"\d\s*%"),
     "memory": (r"\b(sram|ram|how much memory|memory size|flash size)\b",
                r"\d\s*(kb|mb|gb|kib|mib|gib|bytes?|kbytes|mbytes)\b"),
-    "resolution": (r"\bresolution\b", r"\d+\s*[x×]\s*\d+|\d\s*(dpi|ppi|px|pixels?)\b"),
+    # A resolution is pixels for a screen, bits for a converter or an encoder, or any unit after the
+    # word itself ("resolution: 0.1 °C"); the last two are not "not stated".
+    "resolution": (r"\bresolution\b", r"\d+\s*[x×]\s*\d+|\d\s*(dpi|ppi|px|pixels?|-?\s*bits?|ppr|cpr)\b"
+                   r"|resolution\W{0,20}(of\W{1,3})?\d"),
 }
 _ASKED = {kind: re.compile(q) for kind, (q, _s) in KINDS.items()}
+# A quantity word naming a mode or a part ("torque mode", "temperature sensor") asks for no value.
+_NOT_A_VALUE = re.compile(
+    r"\b(?:torque|voltage|current|power|temperature|pressure|frequency|humidity|position|speed)\s+"
+    r"(?:modes?|sensors?|probes?|loops?|control|controllers?|feedback|compensation|regulators?)\b")
 _STATED = {kind: re.compile(s) for kind, (_q, s) in KINDS.items()}
 
 
@@ -63,7 +77,7 @@ def asks_how_to(question: str) -> bool:
 
 def asked_quantities(question: str) -> list[str]:
     """The kinds of quantity the question plainly asks for ("how heavy" -> mass)."""
-    low = question.lower()
+    low = _NOT_A_VALUE.sub(" ", question.lower())
     return [kind for kind, pattern in _ASKED.items() if pattern.search(low)]
 
 

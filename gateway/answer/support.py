@@ -32,8 +32,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gateway.answer.binding import same_polarity, unbound_numbers
-from gateway.answer.citations import CITATION_RE, parse_citation_groups, sentence_spans
+from gateway.answer.citations import CITATION_RE, parse_citation_groups
 from gateway.answer.claim_terms import UNIT_GLUE_RE, codes_of, fold, numbers_of, overlap_terms, without_references
+from retrieval.sentences import sentence_spans
 
 DEFAULT_MIN_OVERLAP = 0.6
 _URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|html?)\b", re.IGNORECASE)
@@ -61,6 +62,12 @@ _SOURCE_TALK_RE = re.compile(r"^\W*(?:\([^()]{1,80}\)\s+)?(?:also\s+)?(?:mention
 # "... as stated in [1]", "(page 6). [2]", "(page 4) also mentions ... [3]". A draft is read in those
 # units; a page note next to a citation ("(page 6)") is the model's decoration of it, not a claim.
 _GRAMMAR_BREAK_RE = re.compile(r"\](?=[ \t]+(?:[A-Z]|[1-9]\d?[.)]\s|\((?:pages?|p\.)\s*\d))")
+# Words no sentence ends in, whose object a citation cannot be: an article or determiner ("close the
+# [1]"), "use" ("you should use [1]"). Before a citation they leave the value to the passage; unlike
+# "is [1] VALUE", what follows is not joined to them: the grammar makes a model start a new sentence
+# there, and read as one claim eval/dev's "close the [1] ESP_PROG1 jumper" (half the answer) and
+# eval/test's "use [1] Rose Enclosures" (an enclosure's part number, for a glue) would pass the check.
+_OBJECT_WANTED = r"the|an?|your|its|their|this|these|those|use|using"
 _COPULA_CITED_RE = re.compile(r"\s(?:is|are|was|were|be|to|equals?)\s*:?\s*\[\d+(?:\s*[,;]\s*\d+)*\]$", re.IGNORECASE)
 _STEP_NUMBER_RE = re.compile(r"[1-9]\d?[.)]")
 _YES_NO_RE = re.compile(r"^\W*(?:yes|no)\W*$", re.IGNORECASE)
@@ -122,7 +129,8 @@ _ANNOUNCES_RE = re.compile(r"\b(?:follow(?:ing)?\s+(?:these|the\s+following|the|
 
 # "The Lipo pack that fits the UPS is [4] (ESP32-C5-EVB layout:).", "The max sample rate is [2] MHz.": a
 # citation where the value should be ("according to [1]" and "as stated in [1]" name a source)
-_CITED_AS_VALUE_RE = re.compile(r"(?<!according)\s(?:is|are|was|were|be|to|equals?)\s*:?\s*\[\d+(?:\s*[,;]\s*\d+)*\]"
+_CITED_AS_VALUE_RE = re.compile(r"(?<!according)\s(?:is|are|was|were|be|to|equals?|" + _OBJECT_WANTED + r")\s*:?\s*"
+                                r"\[\d+(?:\s*[,;]\s*\d+)*\]"
                                 r"\s*(?:[^\W\d_]{1,6}\b\.?)?\s*(\([^()]*\))?\s*[.;:]?\s*$", re.IGNORECASE)
 
 

@@ -147,6 +147,9 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     """The manifest of VERSION (default: the active one)."""
     m = ctx.services.store.show(version)
     m = {**m, "reranker": ctx.services.retrieval_facts()["reranker"]}  # query-time: not in the manifest
+    search = ctx.services.settings.search
+    m["sentence_rank"] = {"weight": search.sentence_weight, "pool": search.sentence_pool,
+                          "stored_chunks": ctx.services.store.open(m["id"]).chunks.sentence_vector_count()}
     if as_json:
         emit_json(m)
         return
@@ -158,6 +161,10 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     rr = m["reranker"]
     click.echo(f"reranker  {rr['model_id']} ({str(rr['model_hash'])[:12]}, top {rr['pool']})" if rr.get("model_id")
                else f"reranker  {rr.get('error') or 'off (search.rerank)'}")
+    sr = m["sentence_rank"]
+    click.echo(f"sentences top {sr['pool']} by best sentence x {sr['weight']}; vectors stored for "
+               f"{sr['stored_chunks']} of {m.get('chunk_count')} chunks" if sr["weight"] > 0
+               else "sentences off (search.sentence_weight 0)")
     click.echo(f"chunker   {m.get('chunker')}   chunks {m.get('chunk_count')}")
     for man in m.get("manuals", []):
         click.echo(f"  {man['sha256'][:12]}  {man['file_name']}  \"{man['title']}\"  "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -94,11 +94,13 @@ def passage_text(heading: str, text: str, title: str = "") -> str:
     return text
 
 
-def similarity_to(embedder: Embedder, query: str,
-                  query_vector: np.ndarray | None = None) -> Callable[[list[str]], list[float]]:
+def similarity_to(embedder: Embedder, query: str, query_vector: np.ndarray | None = None,
+                  cache: Any = None) -> Callable[[list[str]], list[float]]:
     """The query's cosine to each of some texts under this embedder (its vectors are unit length).
     The query is embedded on first use only, or not at all when the search's vector is handed over
-    (the same embedder's encode_query of the same text: embedding it twice costs ~10 ms per answer)."""
+    (the same embedder's encode_query of the same text: embedding it twice costs ~10 ms per answer).
+    cache: a retrieval.sentence_rank.VectorCache, so that sentences the search already embedded are
+    not embedded again."""
     vector: list[np.ndarray] = [] if query_vector is None else [np.asarray(query_vector, np.float32)]
 
     def similar(texts: list[str]) -> list[float]:
@@ -106,7 +108,8 @@ def similarity_to(embedder: Embedder, query: str,
             return []
         if not vector:
             vector.append(embedder.encode_query(query))
-        return [float(x) for x in embedder.encode(texts) @ vector[0]]
+        vectors = cache.encode(embedder, texts) if cache is not None else embedder.encode(texts)
+        return [float(x) for x in vectors @ vector[0]]
 
     return similar
 

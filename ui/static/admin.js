@@ -41,12 +41,19 @@ function labelCells(table) {
   }
 }
 
+// Each loader draws only its latest answer: two refreshes in flight (two rollbacks in a row) can be
+// answered out of order, and the older answer must not draw over the newer one.
+const drawn = {};
+function ticket(name) { const n = (drawn[name] || 0) + 1; drawn[name] = n; return () => drawn[name] === n; }
+
 async function refreshAll() {
   await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog(), loadKeys()]);
 }
 
 async function loadManuals() {
+  const latest = ticket("manuals");
   const data = await api("GET", "/api/v1/manuals");
+  if (!latest()) return;
   const tb = $("manuals").querySelector("tbody"); tb.innerHTML = "";
   for (const m of data.manuals) {
     const tr = document.createElement("tr");
@@ -76,7 +83,9 @@ async function loadManuals() {
 }
 
 async function loadVersions() {
+  const latest = ticket("versions");
   const data = await api("GET", "/api/v1/index/versions");
+  if (!latest()) return;
   const tb = $("versions").querySelector("tbody"); tb.innerHTML = "";
   const a = $("diff-a"), b = $("diff-b"); a.innerHTML = ""; b.innerHTML = "";
   // Newest first, whatever order the API lists them in; "diff from" the previous to the newest.

@@ -1,0 +1,41 @@
+"""Sentences of a passage: the unit the evidence quotes and the sentence ranking scores.
+
+Shared by retrieval (retrieval.sentence_rank scores a passage by its best sentence) and the answer
+(gateway.answer.citations, extractive: quoted and cited sentence by sentence), so that both cut a
+passage the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
+# before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.", nor after
+# "Pin.", "No." or "Nr." before a number. A blank line ends one too, unless the next line starts in lower
+# case: some PDFs' text layers put a blank line at every wrapped line ("... concerned, the\n\ntwo parts
+# are ..."), and a sentence cut there is quoted as "As far as the Mechaduino is concerned, the."
+_SENTENCE_END_RE = re.compile(
+    r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?]"
+    r"(?!(?<=\b(?i:pin)\.)\s*\d)(?!(?<=\b(?i:no)\.)\s*\d)(?!(?<=\b(?i:nr)\.)\s*\d)"  # "Pin. 2", "No. 5"
+    r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
+    r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
+    r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
+)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each sentence (or list item) in text, whitespace trimmed."""
+    spans, start = [], 0
+    for m in _SENTENCE_END_RE.finditer(text):
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            out.append((s, e))
+    return out
