@@ -91,7 +91,7 @@ class IndexParts:
                                  {"setting": s.rerank, **rr.describe(), "pool": s.rerank_pool,
                                   "weight": s.rerank_weight})
         # the best-sentence step scores with the embedder above (no model of its own)
-        facts["sentence_rank"] = {"weight": s.sentence_weight, "pool": s.sentence_pool}
+        facts["sentence_rank"] = {"weight": s.sentence_weight, "pool": s.sentence_pool, "term_weight": s.term_weight}
         return facts
 
     def embedder_for(self, version: str | None = None) -> Embedder:

@@ -382,6 +382,16 @@ class ChunkStore:
             out[unit] = self._df[key]
         return out
 
+    def term_doc_freqs(self, words: list[str]) -> dict[str, int]:
+        """Rows holding each word (letters and digits only, as retrieval.fts.tokens gives them),
+        stemmed as the index stems; for retrieval.term_coverage's weights."""
+        total = self._row_total()
+        counts = self._doc_freqs([f'"{w}"' for w in words if w.isalnum()], max(1, total))
+        return {w: counts.get(f'"{w}"', 0) for w in words}
+
+    def row_total(self) -> int:
+        return self._row_total()
+
     def lexical_plan(self, units: list[str], searchable: int) -> list[list[str]]:
         """Groups of MATCH expressions to try in turn; the first group that finds rows is used.
 

@@ -37,6 +37,12 @@ class ChunkReader(Protocol):
         """The sentence vectors written at ingest, of those rows that have them."""
         ...
 
+    def term_doc_freqs(self, words: list[str]) -> dict[str, int]:
+        """Rows holding each word, stemmed as the lexical index stems."""
+        ...
+
+    def row_total(self) -> int: ...
+
 
 class VectorReader(Protocol):
     """The dense index of a version (retrieval.vectors.VectorIndex)."""

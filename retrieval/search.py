@@ -19,6 +19,7 @@ from retrieval.embedders.base import Embedder
 from retrieval.reader import IndexReader, IndexSource
 from retrieval.rerank import passage_for_rerank, rerank_order
 from retrieval.sentence_rank import best_sentence_similarity, sentence_order
+from retrieval.term_coverage import term_coverage
 from retrieval.types import Hit, RetrievalError, SearchParams, shown_label
 
 MODES = ("hybrid", "dense", "lexical")
@@ -136,13 +137,15 @@ def search_with_timings(
     ocr_doubt: float = DEFAULTS.ocr_doubt,
     sentence_weight: float = DEFAULTS.sentence_weight,
     sentence_pool: int = DEFAULTS.sentence_pool,
+    term_weight: float = DEFAULTS.term_weight,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, sentence_ms,
     rerank_ms, total_ms.
 
     `params`, when given, is the configured gateway's SearchParams whole: its fields replace the
     keyword arguments of the same meaning (candidates, rrf_k, weights, page_share, rerank_pool,
-    rerank_weight, ocr_doubt, sentence_weight, sentence_pool); experiments pass those one by one instead.
+    rerank_weight, ocr_doubt, sentence_weight, sentence_pool, term_weight); experiments pass those one by
+    one instead.
     """
     if params is not None:
         candidates, rrf_k, page_share = params.candidates, params.rrf_k, params.page_share
@@ -150,6 +153,7 @@ def search_with_timings(
         rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
         ocr_doubt = params.ocr_doubt
         sentence_weight, sentence_pool = params.sentence_weight, params.sentence_pool
+        term_weight = params.term_weight
     t_start = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
         raise RetrievalError("the question is empty")
@@ -193,7 +197,7 @@ def search_with_timings(
     # OCR text read with a mean word confidence under ocr_doubt (a schematic, a wiring diagram) is
     # ranked the same way: its noise shares a word with any question.
     pool = max(k, int(rerank_pool)) if reranker is not None else k
-    by_sentence = sentence_weight > 0 and sentence_pool > 1 and mode == "hybrid"
+    by_sentence = (sentence_weight > 0 or term_weight > 0) and sentence_pool > 1 and mode == "hybrid"
     if by_sentence:
         pool = max(pool, int(sentence_pool))
     if page_share > 0:
@@ -212,12 +216,16 @@ def search_with_timings(
     fuse_ms = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     sentence_scores: dict[int, float] = {}
+    term_scores: dict[int, float] = {}
     if by_sentence and len(order) > 1:
         head = order[: int(sentence_pool)]
         stored = ver.chunks.sentence_vectors(head)
         sims = best_sentence_similarity(embedder, qvec, [rows[r] for r in head], stored=[stored.get(r) for r in head])
         sentence_scores = dict(zip(head, sims, strict=True))
-        order = sentence_order(order, fused, sentence_scores, sentence_weight, cos, demoted)
+        if term_weight > 0:
+            shares = term_coverage(query, [rows[r] for r in head], ver.chunks.term_doc_freqs, ver.chunks.row_total())
+            term_scores = dict(zip(head, shares, strict=True))
+        order = sentence_order(order, fused, sentence_scores, sentence_weight, cos, demoted, term_scores, term_weight)
     sentence_ms = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     rerank_scores: dict[int, float] = {}
@@ -234,7 +242,7 @@ def search_with_timings(
             score=fused[c["row"]], dense_rank=dense_rank.get(c["row"]),
             lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]),
             page_label=shown_label(c["page_label"], c["page"]), rerank_score=rerank_scores.get(c["row"]),
-            sentence_score=sentence_scores.get(c["row"]),
+            sentence_score=sentence_scores.get(c["row"]), term_score=term_scores.get(c["row"]),
             **ocr_fields(c))
         for c in (rows[r] for r in order)
     ]
@@ -273,6 +281,7 @@ def search(
     ocr_doubt: float = DEFAULTS.ocr_doubt,
     sentence_weight: float = DEFAULTS.sentence_weight,
     sentence_pool: int = DEFAULTS.sentence_pool,
+    term_weight: float = DEFAULTS.term_weight,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version.
 
@@ -284,5 +293,5 @@ def search(
                                          mode=mode, weights=weights, page_share=page_share,
                                          reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight,
                                          params=params, ocr_doubt=ocr_doubt, sentence_weight=sentence_weight,
-                                         sentence_pool=sentence_pool)
+                                         sentence_pool=sentence_pool, term_weight=term_weight)
     return hits

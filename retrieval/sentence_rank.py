@@ -101,13 +101,17 @@ def best_sentence_similarity(embedder: Embedder, query_vector: np.ndarray, rows:
 
 
 def sentence_order(order: Sequence[int], fused: dict[int, float], best: dict[int, float], weight: float,
-                   cos: dict[int, float], demoted: frozenset[int] | set[int] = frozenset()) -> list[int]:
+                   cos: dict[int, float], demoted: frozenset[int] | set[int] = frozenset(),
+                   terms: dict[int, float] | None = None, term_weight: float = 0.0) -> list[int]:
     """The rows of `order` that have a sentence score, by fused score over the best fused + weight x
-    best-sentence cosine (ties: the closer chunk, then document order); rows without one keep their
-    place after them. A demoted row (a contents page, doubtful OCR: its fused score already halved)
-    gets half the sentence bonus too: a contents line is a section title that matches any question
-    about its section, and must not bring the page that points to the answer back above it."""
+    best-sentence cosine + term_weight x the share of the question's words the passage holds
+    (retrieval.term_coverage; ties: the closer chunk, then document order); rows without a sentence
+    score keep their place after them. A demoted row (a contents page, doubtful OCR: its fused score
+    already halved) gets half the bonus too: a contents line is a section title that matches any
+    question about its section, and must not bring the page that points to the answer back above it."""
     scored = [r for r in order if r in best]
     top = max((fused[r] for r in scored), default=0.0) or 1.0
-    key = {r: fused[r] / top + weight * best[r] * (0.5 if r in demoted else 1.0) for r in scored}
+    share = terms or {}
+    key = {r: fused[r] / top + (weight * best[r] + term_weight * share.get(r, 0.0)) * (0.5 if r in demoted else 1.0)
+           for r in scored}
     return sorted(scored, key=lambda r: (-key[r], -cos.get(r, 0.0), r)) + [r for r in order if r not in best]

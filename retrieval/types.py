@@ -47,6 +47,9 @@ class Hit:
     # The query's best cosine to one of the passage's sentences when the sentence ranking scored it
     # (retrieval.sentence_rank); None when it did not (search.sentence_weight 0, or below the pool).
     sentence_score: float | None = None
+    # The IDF-weighted share of the question's words the passage holds, when the sentence step scored
+    # it with search.term_weight > 0 (retrieval.term_coverage); None otherwise.
+    term_score: float | None = None
     # "ocr" when the passage was read from the page image by Tesseract (ingest.ocr), else "text";
     # then ocr_confidence is its mean word confidence (0-100) and ocr_doubtful the [start, end) in
     # `text` of its words read less surely than ingest.ocr_min_confidence (None for text passages).
@@ -93,6 +96,10 @@ class SearchParams:
     # weights 1-4 within 0.006 of each other); 0 turns it off (docs/bench/experiments/sentence_rank.md).
     sentence_weight: float = 4.0
     sentence_pool: int = 20
+    # Added to that key: term_weight x the IDF-weighted share of the question's words the passage holds
+    # (retrieval.term_coverage). Chosen the same way among 0-6 (docs/bench/experiments/sentence_terms.md);
+    # 0 turns it off.
+    term_weight: float = 3.0
     # A chunk read by OCR whose mean word confidence is under this ranks at half its fused score, as a
     # contents page does: OCR of a schematic or a wiring diagram is mostly noise that matches anything
     # (docs/bench/experiments/ocr_rank.md). 0 ranks OCR text like any other.
@@ -103,4 +110,5 @@ class SearchParams:
         return {"candidates": self.candidates, "rrf_k": self.rrf_k,
                 "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share,
                 "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight, "ocr_doubt": self.ocr_doubt,
-                "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool}
+                "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool,
+                "term_weight": self.term_weight}

@@ -60,8 +60,11 @@ def test_cli_walk(run: Any, sample_dir: Path, sample_pdfs: list[Path], tmp_path:
     shown = _json(run("index", "show", v1, "--json"))
     assert shown["chunk_count"] == report["chunks"]
     # every chunk's sentence vectors were stored by the ingest (retrieval.sentence_rank)
-    assert shown["sentence_rank"] == {"weight": 4.0, "pool": 20, "stored_chunks": report["chunks"]}
-    assert f"vectors stored for {report['chunks']} of {report['chunks']} chunks" in run("index", "show").stdout
+    assert shown["sentence_rank"] == {"weight": 4.0, "pool": 20, "term_weight": 3.0,
+                                     "stored_chunks": report["chunks"]}
+    shown_text = run("index", "show").stdout
+    assert f"vectors stored for {report['chunks']} of {report['chunks']} chunks" in shown_text
+    assert "by best sentence x 4.0 + question words held x 3.0" in shown_text
     assert run("index", "verify").stdout.strip() == f"{v1}: ok"
     assert _json(run("index", "verify", "--json"))["ok"] is True
 

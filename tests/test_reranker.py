@@ -245,7 +245,8 @@ def test_index_show_and_doctor_name_the_shipped_reranker(sample_data_dir: Path, 
     assert record["retrieval"]["reranker"]["model_id"] == builtin.model_id
     assert record["retrieval"]["reranker"]["model_hash"] == builtin.model_hash
     assert record["retrieval"]["embedding"]["model_hash"]
-    assert record["retrieval"]["sentence_rank"] == {"weight": 4.0, "pool": 20}  # scored with that embedder
+    # the best-sentence step (and the word share) need no model of their own: scored with that embedder
+    assert record["retrieval"]["sentence_rank"] == {"weight": 4.0, "pool": 20, "term_weight": 3.0}
 
 
 def test_a_damaged_reranker_shows_in_index_show(sample_data_dir: Path, tmp_path: Path) -> None:

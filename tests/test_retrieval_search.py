@@ -102,7 +102,7 @@ def test_hybrid_ordered_by_fused_score_and_every_hit_has_cosine(store: OneVersio
                                                                  embedder: Embedder) -> None:
     q = "how do I flash new firmware onto the board"
     # the fused order alone (the best-sentence step re-orders it: tests/test_sentence_rank.py)
-    hits = search(store, embedder, q, k=8, rrf_k=60, sentence_weight=0.0)
+    hits = search(store, embedder, q, k=8, rrf_k=60, sentence_weight=0.0, term_weight=0.0)
     assert len(hits) == 8
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     qv = embedder.encode_query(q)

@@ -79,15 +79,19 @@ def test_the_real_search_ranks_by_sentence_and_says_so(sample_data_dir: Path, em
 
     store = IndexStore(sample_data_dir)
     q = questions[0]["question"]
-    plain, t0 = search_with_timings(store, embedder, q, k=5, sentence_weight=0.0)
-    ranked, t1 = search_with_timings(store, embedder, q, k=10, sentence_weight=2.0, sentence_pool=10)
-    assert all(h.sentence_score is None for h in plain) and t0["sentence_ms"] < 1.0
+    plain, t0 = search_with_timings(store, embedder, q, k=5, sentence_weight=0.0, term_weight=0.0)
+    ranked, t1 = search_with_timings(store, embedder, q, k=10, sentence_weight=2.0, sentence_pool=10,
+                                     term_weight=1.5)
+    assert all(h.sentence_score is None and h.term_score is None for h in plain) and t0["sentence_ms"] < 1.0
     assert all(h.sentence_score is not None and -1.0 <= h.sentence_score <= 1.0 for h in ranked)
+    assert all(h.term_score is not None and 0.0 <= h.term_score <= 1.0 for h in ranked)
     assert t1["sentence_ms"] > 0
-    # the whole pool comes back: its order is fused / best fused + 2 x best sentence, which the hits carry
+    # the whole pool comes back: its order is fused / best fused + 2 x best sentence + 1.5 x the share of
+    # the question's words, which the hits carry (no sample passage is a contents page: none is demoted)
     best_fused = max(h.score for h in ranked)
-    keys = [h.score / best_fused + 2.0 * (h.sentence_score or 0.0) for h in ranked]
+    keys = [h.score / best_fused + 2.0 * (h.sentence_score or 0.0) + 1.5 * (h.term_score or 0.0) for h in ranked]
     assert keys == sorted(keys, reverse=True)
+    assert len({round(h.term_score or 0.0, 6) for h in ranked}) > 1  # the share tells passages apart
 
 
 def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_same(

@@ -165,8 +165,9 @@ def test_search(client: httpx.Client) -> None:
     assert len(body["hits"]) == 3 and body["version"] and body["took_ms"] >= 0
     assert body["hits"][0]["manual"] == "voron0_setup_guide.pdf"
     # ordered by fused score (over the best) + search.sentence_weight x the best sentence's cosine
+    # + search.term_weight x the share of the question's words the passage holds
     best = max(h["score"] for h in body["hits"])
-    keys = [h["score"] / best + 4.0 * h["sentence_score"] for h in body["hits"]]
+    keys = [h["score"] / best + 4.0 * h["sentence_score"] + 3.0 * h["term_score"] for h in body["hits"]]
     assert keys == sorted(keys, reverse=True)
     sha = body["hits"][0]["manual_sha256"]
     scoped = client.post("/api/v1/search", json={"query": "power supply", "manuals": [sha], "k": 5}).json()

@@ -45,7 +45,8 @@ def scored(store: Any, embedder: Any, questions: list[dict[str, Any]]) -> Scored
         if not q.get("answerable"):
             continue
         qv = embedder.encode_query(q["question"])
-        hits = search(store, embedder, q["question"], k=max(POOLS), query_vector=qv, sentence_weight=0.0)
+        hits = search(store, embedder, q["question"], k=max(POOLS), query_vector=qv, sentence_weight=0.0,
+                      term_weight=0.0)
         sims = best_sentence_similarity(embedder, qv, [{"title": h.title, "heading": h.heading, "text": h.text}
                                                        for h in hits])
         out.append((hits, sims, gold_pages(q)))
@@ -89,7 +90,7 @@ def latency(store: Any, embedder: Any, questions: list[dict[str, Any]], pool: in
                                    "sentence step (stored vectors)": [],
                                    "sentence step (no stored vectors: embedded per search)": []}
     for q in questions:
-        _h, t0 = search_with_timings(store, embedder, q["question"], k=K, sentence_weight=0.0)
+        _h, t0 = search_with_timings(store, embedder, q["question"], k=K, sentence_weight=0.0, term_weight=0.0)
         hits, t1 = search_with_timings(store, embedder, q["question"], k=pool, sentence_weight=weight,
                                        sentence_pool=pool)
         CACHE.clear()

@@ -46,10 +46,16 @@ class Query:
     rrf_k: int = 60
     page_share: float = 0.0
     candidates: int = 50
+    # the passages re-ordered by their best sentence (retrieval.sentence_rank); 0 is off, as before it
+    sentence_weight: float = 0.0
+    sentence_pool: int = 20
+    term_weight: float = 0.0  # + the share of the question's words (retrieval.term_coverage); 0 is off
 
     def options(self) -> dict[str, Any]:
         return {"weights": (self.dense_weight, self.lexical_weight), "rrf_k": self.rrf_k,
-                "page_share": self.page_share, "candidates": self.candidates}
+                "page_share": self.page_share, "candidates": self.candidates,
+                "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool,
+                "term_weight": self.term_weight}
 
 
 BEFORE = (recipe(600, 100, "heading"), Query())  # the defaults before issue 9
@@ -159,7 +165,8 @@ def shipped() -> tuple[Any, Query]:
 
     c, s = ChunkParams(), SearchParams()
     return (recipe(c.max_chars, c.overlap_chars, c.context),
-            Query(s.dense_weight, s.lexical_weight, s.rrf_k, s.page_share, s.candidates))
+            Query(s.dense_weight, s.lexical_weight, s.rrf_k, s.page_share, s.candidates, s.sentence_weight,
+                  s.sentence_pool, s.term_weight))
 
 
 def grid() -> list[Query]:
@@ -223,9 +230,11 @@ def run(sweep: bool, write: bool, recipes: list[Any], chosen: tuple[Any, Query] 
             s_test, hits_test = evaluate(store_for("test", recipe), embedder, test_q, query, vec)
             for half, s, hits, qs in (("dev", s_dev, hits_dev, dev_q), ("test", s_test, hits_test, test_q)):
                 un, fa = refusals(qs, hits, threshold)
+                step = (f", best sentence x {query.sentence_weight} + question words x {query.term_weight} "
+                        f"over the top {query.sentence_pool}" if query.sentence_weight or query.term_weight else "")
                 lines.append(f"| {label}: {recipe.max_chars} chars, {recipe.context}, weights "
                              f"{query.dense_weight}/{query.lexical_weight}, rrf_k {query.rrf_k}, page share "
-                             f"{query.page_share} | {half} | {s.row()} | {threshold:.2f} | {un:.2f} | {fa:.2f} |")
+                             f"{query.page_share}{step} | {half} | {s.row()} | {threshold:.2f} | {un:.2f} | {fa:.2f} |")
             lines.append(f"| {label} | test misses at 5 | {', '.join(s_test.misses) or '-'} | | | | | |")
         for store in stores.values():
             store.open().chunks.close()

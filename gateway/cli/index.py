@@ -149,6 +149,7 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     m = {**m, "reranker": ctx.services.retrieval_facts()["reranker"]}  # query-time: not in the manifest
     search = ctx.services.settings.search
     m["sentence_rank"] = {"weight": search.sentence_weight, "pool": search.sentence_pool,
+                          "term_weight": search.term_weight,
                           "stored_chunks": ctx.services.store.open(m["id"]).chunks.sentence_vector_count()}
     if as_json:
         emit_json(m)
@@ -162,9 +163,10 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
     click.echo(f"reranker  {rr['model_id']} ({str(rr['model_hash'])[:12]}, top {rr['pool']})" if rr.get("model_id")
                else f"reranker  {rr.get('error') or 'off (search.rerank)'}")
     sr = m["sentence_rank"]
-    click.echo(f"sentences top {sr['pool']} by best sentence x {sr['weight']}; vectors stored for "
-               f"{sr['stored_chunks']} of {m.get('chunk_count')} chunks" if sr["weight"] > 0
-               else "sentences off (search.sentence_weight 0)")
+    click.echo(f"sentences top {sr['pool']} by best sentence x {sr['weight']} + question words held x "
+               f"{sr['term_weight']}; vectors stored for {sr['stored_chunks']} of {m.get('chunk_count')} chunks"
+               if sr["weight"] > 0 or sr["term_weight"] > 0
+               else "sentences off (search.sentence_weight and search.term_weight 0)")
     click.echo(f"chunker   {m.get('chunker')}   chunks {m.get('chunk_count')}")
     for man in m.get("manuals", []):
         click.echo(f"  {man['sha256'][:12]}  {man['file_name']}  \"{man['title']}\"  "
