@@ -210,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         "same rule (the best summed development MRR) chose again. The light stemming was corrected once "
         "(\"cables\" had lost its e; \"settings\" and \"setting\" differed) before the last run; the choice "
         "did not move. The before row scores 0.727 / 0.974 / 0.833 on eval/test here, against 0.753 / 0.987 / "
-        "0.855 in sentence_rank.md: those indexes were built by another run at an earlier commit; compare "
-        "rows of one run only."])
+        "0.855 in sentence_rank.md: those indexes were built by another run at an earlier commit on another "
+        "machine (AMD EPYC, AVX2 without VNNI); the int8 embedder's kernels differ by CPU, a likely cause that "
+        "was not verified. Compare rows of one run only."])
     print(text)
     if not args.no_write:
         write_section(__spec__.name, text, argv=sys.argv[1:] if argv is None else argv)
