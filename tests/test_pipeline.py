@@ -43,8 +43,17 @@ def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any, sample_pdfs: lis
     g.log.close()
 
 
+def flash_n(gw: Services) -> int:
+    """The number the pipeline gives the passage that says how to flash the piston board (the MSP-FET
+    passage) for FLASH_Q: the ranking decides it, these tests are about what happens to a citation of it."""
+    gw.runtime = scripted(script="Nothing to say.")
+    res = gw.answer(FLASH_Q)
+    return next(p["n"] for p in res.passages if "MSP-FET" in p["text"] and p.get("given"))
+
+
 def test_answer_with_valid_citation_is_logged_with_provenance(gw: Services) -> None:
-    rt = scripted(script="Use the MSP-FET emulation tool and run make flash [1].")
+    n = flash_n(gw)
+    rt = scripted(script=f"Use the MSP-FET emulation tool and run make flash [{n}].")
     gw.runtime = rt
     events = list(gw.answer_events(FLASH_Q, client="api", key_name="tech1"))
     kinds = [kind(e) for e in events]
@@ -56,11 +65,11 @@ def test_answer_with_valid_citation_is_logged_with_provenance(gw: Services) -> N
     assert "".join(e.text for e in events if isinstance(e, Text)) == "".join(rt.pieces)
     res = events[-1].result
     assert res.outcome == "answered" and res.mode == "generate"
-    assert res.answer == "Use the MSP-FET emulation tool and run make flash [1]."
-    assert [c.n for c in res.citations] == [1] and not res.citations[0].supporting
+    assert res.answer == f"Use the MSP-FET emulation tool and run make flash [{n}]."
+    assert [c.n for c in res.citations] == [n] and not res.citations[0].supporting
     cite = res.citations[0]
-    top = res.passages[0]
-    assert (cite.chunk_id, cite.page, cite.manual) == (top["chunk_id"], top["page"], top["manual"])
+    cited = res.passages[n - 1]
+    assert (cite.chunk_id, cite.page, cite.manual) == (cited["chunk_id"], cited["page"], cited["manual"])
     assert cite.manual == "noaa_lcp_pistonboard_user_manual.pdf"
     assert cite.pdf_url.endswith(f"/file#page={cite.page}") and cite.sentences
     assert res.index_version == gw.store.active_id()
@@ -68,7 +77,7 @@ def test_answer_with_valid_citation_is_logged_with_provenance(gw: Services) -> N
     # The model received the fenced passages; the system message is the fixed instruction.
     messages = rt.received[-1]
     assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
-    assert f'<passage id=1 manual="{cite.title}" page="{cite.page}"' in messages[1]["content"]
+    assert f'<passage id={n} manual="{cite.title}" page="{cite.page}"' in messages[1]["content"]
     assert FLASH_Q in messages[1]["content"]
     row = gw.log.get(res.id)
     assert row["outcome"] == "answered" and row["client"] == "api" and row["key_name"] == "tech1"
@@ -99,9 +108,10 @@ def test_answer_cut_at_max_tokens_says_so(gw: Services) -> None:
 
 
 def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Services) -> None:
-    gw.runtime = scripted(script="Run make flash [1] as shown in [17].")
+    n = flash_n(gw)
+    gw.runtime = scripted(script=f"Run make flash [{n}] as shown in [17].")
     res = gw.answer(FLASH_Q)
-    assert [c.n for c in res.citations] == [1]
+    assert [c.n for c in res.citations] == [n]
     assert "dropped_invalid_citations: [17]" in res.flags
     # Uncited: a passage given that backs it is attached as an inferred citation (and flagged).
     gw.runtime = scripted(script="Use the MSP-FET emulation tool and run make flash.")
@@ -112,7 +122,9 @@ def test_invalid_citations_are_dropped_and_missing_ones_flagged(gw: Services) ->
 
 
 def test_a_miscited_sentence_is_cited_to_its_passage_only_when_configured(gw: Services) -> None:
-    gw.runtime = scripted(script="Use the MSP-FET emulation tool and run make flash [2].")
+    n = flash_n(gw)
+    wrong = 2 if n == 1 else 1  # a passage given that does not say it
+    gw.runtime = scripted(script=f"Use the MSP-FET emulation tool and run make flash [{wrong}].")
     res = gw.answer(FLASH_Q)
     assert res.outcome == "evidence_only" and "no_supported_sentence" in res.flags  # the default: off
     gw.settings.answer.recite_citations = True
@@ -121,16 +133,17 @@ def test_a_miscited_sentence_is_cited_to_its_passage_only_when_configured(gw: Se
     finally:
         gw.settings.answer.recite_citations = False
     assert res.outcome == "answered" and "citations_corrected: 1" in res.flags
-    assert res.answer.endswith("[1]") and [c.n for c in res.citations] == [1]
+    assert res.answer.endswith(f"[{n}]") and [c.n for c in res.citations] == [n]
     assert "citations_corrected: 1" in gw.log.get(res.id)["flags"]
 
 
 def test_unsupported_sentences_are_removed_and_the_draft_is_kept(gw: Services) -> None:
-    draft = ("Use the MSP-FET emulation tool and run make flash [1]. "
-             "Then plug in the 12 V USB-C power adapter from www.example.com [1].")
+    n = flash_n(gw)
+    draft = (f"Use the MSP-FET emulation tool and run make flash [{n}]. "
+             f"Then plug in the 12 V USB-C power adapter from www.example.com [{n}].")
     gw.runtime = scripted(script=draft)
     res = gw.answer(FLASH_Q)
-    assert res.outcome == "answered" and res.answer == "Use the MSP-FET emulation tool and run make flash [1]."
+    assert res.outcome == "answered" and res.answer == f"Use the MSP-FET emulation tool and run make flash [{n}]."
     assert "unsupported_sentences_removed: 1" in res.flags and res.draft == draft
     assert [s["supported"] for s in res.support] == [True, False]
     row = gw.log.get(res.id)
