@@ -219,13 +219,16 @@ def search_with_timings(
     term_scores: dict[int, float] = {}
     if by_sentence and len(order) > 1:
         head = order[: int(sentence_pool)]
-        stored = ver.chunks.sentence_vectors(head)
-        sims = best_sentence_similarity(embedder, qvec, [rows[r] for r in head], stored=[stored.get(r) for r in head])
-        sentence_scores = dict(zip(head, sims, strict=True))
+        if sentence_weight > 0:  # with the weight 0 only the word share re-orders: no sentence is scored
+            stored = ver.chunks.sentence_vectors(head)
+            sims = best_sentence_similarity(embedder, qvec, [rows[r] for r in head],
+                                            stored=[stored.get(r) for r in head])
+            sentence_scores = dict(zip(head, sims, strict=True))
         if term_weight > 0:
             shares = term_coverage(query, [rows[r] for r in head], ver.chunks.term_doc_freqs, ver.chunks.row_total())
             term_scores = dict(zip(head, shares, strict=True))
-        order = sentence_order(order, fused, sentence_scores, sentence_weight, cos, demoted, term_scores, term_weight)
+        order = sentence_order(order, fused, sentence_scores or dict.fromkeys(head, 0.0), sentence_weight, cos,
+                               demoted, term_scores, term_weight)
     sentence_ms = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     rerank_scores: dict[int, float] = {}

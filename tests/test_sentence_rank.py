@@ -92,6 +92,13 @@ def test_the_real_search_ranks_by_sentence_and_says_so(sample_data_dir: Path, em
     keys = [h.score / best_fused + 2.0 * (h.sentence_score or 0.0) + 1.5 * (h.term_score or 0.0) for h in ranked]
     assert keys == sorted(keys, reverse=True)
     assert len({round(h.term_score or 0.0, 6) for h in ranked}) > 1  # the share tells passages apart
+    # the share alone: no sentence is scored (none embedded), the order is fused / best fused + 1.5 x share
+    alone, t2 = search_with_timings(store, embedder, q, k=10, sentence_weight=0.0, sentence_pool=10,
+                                    term_weight=1.5)
+    assert all(h.sentence_score is None and h.term_score is not None for h in alone)
+    top = max(h.score for h in alone)
+    keys = [h.score / top + 1.5 * (h.term_score or 0.0) for h in alone]
+    assert keys == sorted(keys, reverse=True)
 
 
 def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_same(
