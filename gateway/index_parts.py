@@ -105,7 +105,8 @@ class IndexParts:
         configured = self.embedder
         ver = self.store.open(version)
         recorded = (ver.manifest or {}).get("embedding") or {}
-        if recorded.get("model_id") in (None, configured.model_id):
+        if recorded.get("model_id") is None or (recorded.get("model_id") == configured.model_id
+                                                and recorded.get("model_hash") in (None, configured.model_hash)):
             return configured
         key = f"{recorded.get('model_id')}#{recorded.get('model_hash')}"
         with self._lock:
@@ -128,8 +129,9 @@ class IndexParts:
         import logging
 
         logging.getLogger("manualqa").warning(
-            "index version %s was built with %s; searching it with that model (the configured one is %s); "
-            "`manualqa ingest` re-embeds with the configured model", ver.id, other.model_id, configured.model_id)
+            "index version %s was built with %s (sha256 %s); searching it with those weights (the configured "
+            "model is %s, sha256 %s); `manualqa ingest` re-embeds with the configured model", ver.id, other.model_id,
+            other.model_hash[:12], configured.model_id, configured.model_hash[:12])
         with self._lock:
             return self._other_embedders.setdefault(key, other)
 

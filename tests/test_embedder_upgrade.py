@@ -82,3 +82,46 @@ def test_a_model_that_cannot_be_found_again_is_a_plain_refusal(data: Path, torch
     with pytest.raises(RetrievalError, match="built with embedding model local:gone.*re-ingest"):
         gw.search(QUESTION)
     gw.log.close()
+
+
+FULL_RANGE = "onnx:minilm-l6-int8-full-range"
+
+
+def test_spec_of_names_the_replaced_weights_a_version_records() -> None:
+    from retrieval.embedders import load_embedder
+
+    old, new = load_embedder(FULL_RANGE), load_embedder("onnx:minilm-l6-int8")
+    assert old.model_id == new.model_id and old.model_hash != new.model_hash
+    assert spec_of({"model": "onnx:minilm-l6-int8", "model_hash": old.model_hash}) == FULL_RANGE
+    assert spec_of({"model": "onnx:minilm-l6-int8", "model_hash": new.model_hash}) == "onnx:minilm-l6-int8"
+
+
+def test_versions_built_with_the_replaced_int8_weights_stay_searchable_until_ingest(
+        tmp_path_factory: pytest.TempPathFactory, sample_pdfs: list[Path]) -> None:
+    """The built-in model's weights changed (reduce_range, docs/bench/experiments/int8_portability.md)
+    under the same name and id: an index a gateway built before is searched with the weights it was
+    built with, not refused, and the next ingest re-embeds it with the current ones."""
+    from retrieval.embedders import load_embedder
+    from tests.support.server import built_index
+
+    old = load_embedder(FULL_RANGE)
+    data = built_index(tmp_path_factory.mktemp("full-range") / "data", old)
+    manifest_path = Path(Services(Settings(data_dir=data), embedder=old).store.open().path) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["embedding"]["model"] = "onnx:minilm-l6-int8"  # what a gateway of before the change recorded
+    manifest_path.write_text(json.dumps(manifest))
+    before = Services(Settings(data_dir=data), embedder=old)
+    expected = [(h.manual, h.page, h.chunk_id) for h in before.search(QUESTION)]
+
+    gw = Services(Settings(data_dir=data))  # the default: the current weights
+    assert gw.embedder.model_hash != old.model_hash
+    assert gw.embedder_for().model_hash == old.model_hash
+    assert [(h.manual, h.page, h.chunk_id) for h in gw.search(QUESTION)] == expected
+
+    report = gw.ingest(sample_pdfs)
+    assert report.version and "embedding model changed" in (report.reprocessed or "")
+    assert gw.store.open().manifest["embedding"]["model_hash"] == gw.embedder.model_hash
+    assert gw.embedder_for() is gw.embedder
+    assert gw.search(QUESTION)[0].manual == "noaa_lcp_pistonboard_user_manual.pdf"
+    gw.log.close()
+    before.log.close()

@@ -33,11 +33,12 @@ def spec_of(embedding: dict[str, Any]) -> str | None:
 
     Versions record it since it was added; for older ones it is derived from the id of the
     packaged models (``...@<distribution>==<version>``). A local directory recorded before then
-    cannot be found again: None.
+    cannot be found again: None. A built-in model whose weights were replaced since the version was
+    built gives the name of the weights the version records, when they are still shipped.
     """
     spec = embedding.get("model")
     if spec:
-        return str(spec)
+        return _weights_recorded(str(spec), str(embedding.get("model_hash") or ""))
     model_id = str(embedding.get("model_id") or "")
     if "@" not in model_id:
         return None
@@ -45,3 +46,16 @@ def spec_of(embedding: dict[str, Any]) -> str | None:
     if model_id.startswith(ONNX_PREFIX):
         return f"{ONNX_PREFIX}{distribution}"
     return distribution if distribution == PACKAGED_MODEL else None
+
+
+def _weights_recorded(spec: str, model_hash: str) -> str:
+    """`spec`, or the name of the earlier weights of that built-in model whose hash the index records."""
+    if not spec.startswith(ONNX_PREFIX) or not model_hash:
+        return spec
+    from retrieval.embedders.onnx import SUPERSEDED
+
+    for older in SUPERSEDED.get(spec[len(ONNX_PREFIX):], ()):
+        candidate = ONNX_PREFIX + older
+        if load_embedder(candidate).model_hash == model_hash:
+            return candidate
+    return spec

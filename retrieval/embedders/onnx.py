@@ -78,7 +78,12 @@ PACKAGES: dict[str, OnnxPackage] = {
 BUILTIN_DIR = MODELS_DIR
 BUILTIN: dict[str, tuple[str, str]] = {
     "minilm-l6-int8": ("minilm_l6_int8", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
+    # the weights before 2026-12-05 (full-range int8, CPU-dependent vectors): the same model id, another
+    # hash; kept so that index versions built with them stay searchable until the next ingest re-embeds
+    "minilm-l6-int8-full-range": ("minilm_l6_int8_full_range", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
 }
+# A built-in name whose weights were replaced -> the names of the weights it had before (spec_of picks by hash).
+SUPERSEDED: dict[str, tuple[str, ...]] = {"minilm-l6-int8": ("minilm-l6-int8-full-range",)}
 
 
 def _threads() -> int:
