@@ -20,7 +20,7 @@ from retrieval.reader import IndexReader, IndexSource
 from retrieval.rerank import passage_for_rerank, rerank_order
 from retrieval.sentence_rank import best_sentence_similarity, sentence_order
 from retrieval.term_coverage import term_coverage
-from retrieval.types import Hit, RetrievalError, SearchParams, shown_label
+from retrieval.types import CLOSEST, Hit, RetrievalError, SearchParams, shown_label
 
 MODES = ("hybrid", "dense", "lexical")
 # The defaults of search() are SearchParams' (chosen on eval/dev), so that a caller passing no
@@ -140,7 +140,8 @@ def search_with_timings(
     term_weight: float = DEFAULTS.term_weight,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, sentence_ms,
-    rerank_ms, total_ms.
+    rerank_ms, total_ms; and `closest_cosine` (retrieval.types.CLOSEST), the best cosine of any
+    candidate in scope, which the hits kept may not hold once re-ordered.
 
     `params`, when given, is the configured gateway's SearchParams whole: its fields replace the
     keyword arguments of the same meaning (candidates, rrf_k, weights, page_share, rerank_pool,
@@ -252,6 +253,10 @@ def search_with_timings(
     timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,
                "sentence_ms": sentence_ms, "rerank_ms": rerank_ms,
                "total_ms": (time.perf_counter() - t_start) * 1000}
+    if cos:
+        # the closest passage in scope, whatever the order kept: the answer's not-found check reads it,
+        # so re-ordering (sentence step, word share, reranker) cannot make a question look unanswered
+        timings[CLOSEST] = float(max(cos.values()))
     return hits, timings
 
 

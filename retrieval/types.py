@@ -112,3 +112,7 @@ class SearchParams:
                 "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight, "ocr_doubt": self.ocr_doubt,
                 "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool,
                 "term_weight": self.term_weight}
+
+# Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in
+# scope, the closest passage whatever order is kept (the answer's not-found check reads it).
+CLOSEST = "closest_cosine"

@@ -68,6 +68,7 @@ class Scores:
     hit5: float = 0.0
     mrr: float = 0.0
     misses: list[str] = field(default_factory=list)
+    closest: dict[str, float] = field(default_factory=dict)  # question id -> best cosine the search saw
 
     def row(self) -> str:
         return f"{self.hit1:.3f} | {self.hit5:.3f} | {self.mrr:.3f}"
@@ -112,13 +113,17 @@ def build(pdfs: list[Path], recipe: Any, embedder: Any, data_dir: Path) -> Any:
 def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], query: Query,
              vectors: dict[str, Any], k: int = 5) -> tuple[Scores, dict[str, list[Any]]]:
     """Scores over answerable questions, and each question's top hits (for the refusal sweep)."""
-    from retrieval.search import search
+    from retrieval.search import search_with_timings
+    from retrieval.types import CLOSEST
 
     s = Scores()
     hits_by_id: dict[str, list[Any]] = {}
     for q in questions:
-        hits = search(store, embedder, q["question"], k=k, query_vector=vectors[q["id"]], **query.options())
+        hits, timings = search_with_timings(store, embedder, q["question"], k=k, query_vector=vectors[q["id"]],
+                                            **query.options())
         hits_by_id[q["id"]] = hits
+        if CLOSEST in timings:
+            s.closest[q["id"]] = timings[CLOSEST]
         if not q.get("answerable"):
             continue
         s.n += 1
@@ -135,24 +140,27 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], query: 
     return s, hits_by_id
 
 
-def refusals(questions: list[dict[str, Any]], hits_by_id: dict[str, list[Any]], threshold: float
-             ) -> tuple[float, float]:
+def refusals(questions: list[dict[str, Any]], hits_by_id: dict[str, list[Any]], threshold: float,
+             closest: dict[str, float] | None = None) -> tuple[float, float]:
     """(share of unanswerable refused, share of answerable refused) at one min_similarity."""
     from gateway.answer.pipeline import evidence_is_strong
 
+    def weak(q: dict[str, Any]) -> bool:
+        return not evidence_is_strong(hits_by_id[q["id"]], threshold, (closest or {}).get(q["id"]))[0]
+
     ans = [q for q in questions if q.get("answerable")]
     un = [q for q in questions if not q.get("answerable")]
-    refused_un = sum(1 for q in un if not evidence_is_strong(hits_by_id[q["id"]], threshold)[0])
-    refused_ans = sum(1 for q in ans if not evidence_is_strong(hits_by_id[q["id"]], threshold)[0])
+    refused_un = sum(1 for q in un if weak(q))
+    refused_ans = sum(1 for q in ans if weak(q))
     return refused_un / max(1, len(un)), refused_ans / max(1, len(ans))
 
 
 def choose_threshold(questions: list[dict[str, Any]], hits_by_id: dict[str, list[Any]],
-                     max_false_refusals: float = 0.05) -> float:
+                     max_false_refusals: float = 0.05, closest: dict[str, float] | None = None) -> float:
     """The highest min_similarity that refuses at most max_false_refusals of answerable questions."""
     best = 0.0
     for t in [x / 100 for x in range(20, 80)]:
-        _, false_ref = refusals(questions, hits_by_id, t)
+        _, false_ref = refusals(questions, hits_by_id, t, closest)
         if false_ref <= max_false_refusals:
             best = t
     return best
@@ -226,10 +234,10 @@ def run(sweep: bool, write: bool, recipes: list[Any], chosen: tuple[Any, Query] 
         for label, (recipe, query) in (("before", BEFORE), ("after", chosen)):
             dev_store = store_for("dev", recipe)
             s_dev, hits_dev = evaluate(dev_store, embedder, dev_q, query, vec)
-            threshold = choose_threshold(dev_q, hits_dev)
+            threshold = choose_threshold(dev_q, hits_dev, closest=s_dev.closest)
             s_test, hits_test = evaluate(store_for("test", recipe), embedder, test_q, query, vec)
             for half, s, hits, qs in (("dev", s_dev, hits_dev, dev_q), ("test", s_test, hits_test, test_q)):
-                un, fa = refusals(qs, hits, threshold)
+                un, fa = refusals(qs, hits, threshold, s.closest)
                 step = (f", best sentence x {query.sentence_weight} + question words x {query.term_weight} "
                         f"over the top {query.sentence_pool}" if query.sentence_weight or query.term_weight else "")
                 lines.append(f"| {label}: {recipe.max_chars} chars, {recipe.context}, weights "

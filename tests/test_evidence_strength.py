@@ -1,0 +1,79 @@
+"""The not-found check reads the closest passage the search saw, not only the passages kept.
+
+The sentence step and the word share re-order the fused top 20, so the passages kept first are not
+always the closest; a close passage ranked sixth still says the manuals cover the question. Real
+FAISS and SQLite on the sample manuals; the check itself is gateway.answer.pipeline.evidence_is_strong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.answer.pipeline import evidence_is_strong
+from retrieval.search import search, search_with_timings
+from retrieval.types import CLOSEST, Hit
+from retrieval.versions import IndexStore
+
+FLASH_Q = "How do I flash the firmware onto the piston board?"
+
+
+def hit(dense: float, dense_rank: int | None = 9, lexical_rank: int | None = 9) -> Hit:
+    return Hit(chunk_id="c", manual="m.pdf", title="M", manual_sha256="0" * 64, page=1, heading="", text="t",
+               score=0.1, dense_rank=dense_rank, lexical_rank=lexical_rank, dense_score=dense)
+
+
+def test_a_closer_passage_outside_the_kept_ones_makes_the_evidence_strong() -> None:
+    kept = [hit(0.20), hit(0.25)]
+    assert evidence_is_strong(kept, 0.36) == (False, {"best_similarity": 0.25, "agree": False})
+    assert evidence_is_strong(kept, 0.36, closest=0.41) == (True, {"best_similarity": 0.41, "agree": False})
+    # a closest value below the kept ones changes nothing (it can only be the max of a superset)
+    assert evidence_is_strong(kept, 0.36, closest=0.10)[1]["best_similarity"] == 0.25
+    assert evidence_is_strong([], 0.36, closest=0.9)[0] is False  # nothing to show is never an answer
+
+
+def test_search_reports_the_closest_cosine_in_scope(sample_data_dir: Path, embedder: Any) -> None:
+    store = IndexStore(sample_data_dir)
+    hits, timings = search_with_timings(store, embedder, FLASH_Q, k=2)
+    top_dense = search(store, embedder, FLASH_Q, k=1, mode="dense")[0]
+    assert timings[CLOSEST] == pytest.approx(top_dense.dense_score, abs=1e-6)
+    assert timings[CLOSEST] >= max(h.dense_score or 0.0 for h in hits)
+    other = next(h.manual for h in search(store, embedder, FLASH_Q, k=20) if h.manual != top_dense.manual)
+    _, scoped = search_with_timings(store, embedder, FLASH_Q, k=2, manuals=[other])
+    in_scope = search(store, embedder, FLASH_Q, k=1, mode="dense", manuals=[other])[0]
+    assert scoped[CLOSEST] == pytest.approx(in_scope.dense_score, abs=1e-6) and scoped[CLOSEST] < timings[CLOSEST]
+
+
+def test_the_answer_is_not_refused_when_only_the_kept_passages_are_far(sample_data_dir: Path, embedder: Any,
+                                                                       tmp_path: Path) -> None:
+    import shutil
+
+    from gateway.config import Settings
+    from gateway.services import Services
+
+    data = tmp_path / "data"
+    shutil.copytree(sample_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
+    gw = Services(Settings(data_dir=data), embedder=embedder)
+    gw.settings.answer.mode = "extractive"
+    real = gw.retrieve
+
+    def far_kept(*args: Any, with_closest: bool = True) -> Any:
+        got = real(*args)
+        hits = [dataclasses.replace(h, dense_score=0.05, dense_rank=40, lexical_rank=40) for h in got.hits]
+        timings = dict(got.timings)
+        if not with_closest:
+            timings.pop(CLOSEST)
+        return got._replace(hits=hits, timings=timings)
+
+    try:
+        gw.retrieve = far_kept  # type: ignore[method-assign]
+        res = gw.answer(FLASH_Q)
+        assert res.outcome == "evidence_only" and res.timings["best_similarity"] > 0.36
+        gw.retrieve = lambda *a: far_kept(*a, with_closest=False)  # type: ignore[method-assign]
+        res = gw.answer(FLASH_Q)
+        assert res.outcome == "not_found" and res.timings["best_similarity"] == 0.05
+    finally:
+        gw.log.close()
