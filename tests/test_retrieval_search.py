@@ -20,7 +20,7 @@ from retrieval.chunkstore import ChunkStore
 from retrieval.embedders import Embedder, passage_text
 from retrieval.manifest import decode_manifest
 from retrieval.search import fuse, is_navigation, search, search_with_timings
-from retrieval.types import RetrievalError
+from retrieval.types import CLOSEST, RetrievalError
 from retrieval.vectors import VectorIndex
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,7 +144,9 @@ def test_modes_and_timings(store: OneVersionStore, embedder: Embedder) -> None:
     assert all(h.dense_rank is None and h.lexical_rank for h in lexical)
     assert [h.dense_rank for h in dense] == [1, 2, 3, 4, 5]
     hits, t = search_with_timings(store, embedder, q, k=5)
-    assert set(t) == {"embed_ms", "dense_ms", "lexical_ms", "fuse_ms", "sentence_ms", "rerank_ms", "total_ms"}
+    assert set(t) == {"embed_ms", "dense_ms", "lexical_ms", "fuse_ms", "sentence_ms", "rerank_ms", "total_ms",
+                      CLOSEST}
+    assert t[CLOSEST] == pytest.approx(dense[0].dense_score, abs=1e-6)  # the closest passage, kept or not
     assert t["total_ms"] >= t["embed_ms"] + t["dense_ms"] + t["lexical_ms"] > 0
     same, t2 = search_with_timings(store, embedder, q, k=5, query_vector=embedder.encode_query(q))
     assert [h.chunk_id for h in same] == [h.chunk_id for h in hits] and t2["embed_ms"] < 5
