@@ -135,6 +135,19 @@ class IndexParts:
         with self._lock:
             return self._other_embedders.setdefault(key, other)
 
+    def embedder_note(self, version: str | None = None) -> str | None:
+        """What an operator should know when a version is not searched with the configured embedder
+        (built before an upgrade changed it): /health shows it until `manualqa ingest` re-embeds."""
+        try:
+            other = self.embedder_for(version)
+        except Exception:  # noqa: BLE001 - a model that cannot be loaded is reported by search itself
+            return None
+        if other is self.embedder:
+            return None
+        return (f"the active index was built with {other.model_id} (sha256 {other.model_hash[:12]}) and is searched "
+                f"with it; the configured embedder is {self.embedder.model_id} (sha256 "
+                f"{self.embedder.model_hash[:12]}): `manualqa ingest` re-embeds the manuals with it")
+
     @property
     def chunk_params(self) -> ChunkParams:
         return self.settings.chunking

@@ -117,11 +117,34 @@ def test_versions_built_with_the_replaced_int8_weights_stay_searchable_until_ing
     assert gw.embedder.model_hash != old.model_hash
     assert gw.embedder_for().model_hash == old.model_hash
     assert [(h.manual, h.page, h.chunk_id) for h in gw.search(QUESTION)] == expected
+    note = gw.embedder_note()
+    assert note and old.model_hash[:12] in note and gw.embedder.model_hash[:12] in note and "manualqa ingest" in note
+    health_warning = _health(data)
+    assert health_warning == (200, "ok", note)  # the operator sees it; the gateway serves
 
     report = gw.ingest(sample_pdfs)
     assert report.version and "embedding model changed" in (report.reprocessed or "")
     assert gw.store.open().manifest["embedding"]["model_hash"] == gw.embedder.model_hash
     assert gw.embedder_for() is gw.embedder
+    assert gw.embedder_note() is None and _health(data) == (200, "ok", None)
     assert gw.search(QUESTION)[0].manual == "noaa_lcp_pistonboard_user_manual.pdf"
     gw.log.close()
     before.log.close()
+
+
+def _health(data: Path) -> tuple[int, str, str | None]:
+    """/api/v1/health of a real app over this data directory, once warmed up."""
+    import time
+
+    from litestar.testing import TestClient
+
+    from gateway.web.app import create_app
+
+    with TestClient(create_app(Settings(data_dir=data))) as client:
+        for _ in range(600):
+            r = client.get("/api/v1/health")
+            if r.status_code != 503:
+                break
+            time.sleep(0.05)
+        body = r.json()
+        return r.status_code, body["status"], body.get("warning")

@@ -140,8 +140,10 @@ class ImportedVersion(msgspec.Struct):
 # -- system ------------------------------------------------------------------------------------
 class Health(msgspec.Struct, omit_defaults=True):
     """`degraded`: the generation runtime failed (crashed repeatedly or cannot load) and answers are
-    extractive until an admin reloads it; `warning` says why. `runtime` is the runtime's life cycle
-    state (unloaded, loading, ready, restarting, failed)."""
+    extractive until an admin reloads it; `warning` says why. With `ok`, `warning` may say that the
+    active index is searched with the embedder it was built with, not the configured one, until an
+    ingest re-embeds it. `runtime` is the runtime's life cycle state (unloaded, loading, ready,
+    restarting, failed)."""
 
     status: Literal["ok", "loading", "degraded"]
     index_version: str | None

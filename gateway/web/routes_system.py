@@ -26,8 +26,10 @@ class SystemController(Controller):
         decision = services.answer_mode()
         failed = rt.state == "failed" and decision.mode == "generate"
         status = "loading" if not ready else "degraded" if failed else "ok"
+        # in a thread: after a rollback to a version of another embedder, the first call loads that model
+        note = await sync_to_thread(services.embedder_note) if ready and services.store.active_id() else None
         body = Health(status=status, index_version=services.store.active_id(),
-                      warning=state.load_error or (rt.reason if failed else None), runtime=rt.state,
+                      warning=state.load_error or (rt.reason if failed else None) or note, runtime=rt.state,
                       answer_mode=decision.mode, answer_mode_reason=decision.reason)
         if not ready:
             return Response(body, status_code=503, headers={"Retry-After": "5"})
