@@ -73,7 +73,7 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: floa
     The best cosine is that of the closest passage the search saw (`closest`, when given), not only of
     the passages kept: the re-ordering keeps the passages that answer best, which are not always the
     closest, and a close passage ranked sixth still says the manuals cover the question
-    (eval/dev3: 3 answerable questions refused by the top five's cosine, docs/bench/answer_eval.md).
+    (eval/dev3: 2 of 5 answerable refusals came from the top five's cosine alone, docs/bench/answer_eval.md).
     """
     if not hits:
         return False, {"best_similarity": None, "agree": False}
