@@ -116,3 +116,26 @@ def test_an_faqs_question_is_not_quoted_as_its_answer() -> None:
     picked = pick_sentences("can I remove the hot resistor on the PoE board?", [faq])
     assert picked and all(not s.endswith("?") for _, s in picked)
     assert picked[0][1].startswith("The MPS resistor keeps the PoE switch")
+
+
+def test_a_figure_caption_alone_is_not_quoted_but_a_sentence_after_a_figure_label_is() -> None:
+    text = ("Figure 43 - CyControl program (firmware update step 1). "
+            "Select the firmware file in the CyControl program and press Program to start the firmware update. "
+            "Figure 44 - CyControl program (firmware update step 2).")
+    picked = [s for _, s in pick_sentences("How do I update the firmware with the CyControl program?", [hit(text)])]
+    assert picked == ["Select the firmware file in the CyControl program and press Program to start the firmware "
+                      "update."]
+    # a table's title carries its rows: kept
+    table = "Table 4: Screw lengths for the finger joints D2D 15 mm D2I 15.5 mm D3P 20.5 mm"
+    assert pick_sentences("screw lengths for the finger joints", [hit(table)])[0][1] == table
+
+
+def test_the_same_statement_from_two_passages_is_quoted_once() -> None:
+    # overlapping chunks, or one paragraph written twice for two board variants, differing by a word
+    first = hit("Refer to this Arduino IDE example to see how you can check for external power and check the "
+                "battery measurement.", page=3)
+    second = hit("Refer to this Arduino IDE example to see how you can check for the presence of external power "
+                 "and check the battery measurement.", page=4)
+    other = hit("The battery measurement needs the BAT_SENS jumper closed before it reads external power.", page=5)
+    picked = pick_sentences("How do I check the battery measurement and external power?", [first, second, other])
+    assert [n for n, _ in picked] == [1, 3] or [n for n, _ in picked] == [3, 1]

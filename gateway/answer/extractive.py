@@ -26,6 +26,14 @@ MAX_SENTENCE_CHARS = 400
 # own order, never best step first.
 _BULLET_RE = re.compile(r"^[•●◆▪◦‣]\s*")
 _NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
+# A figure's caption on its own ("Figure 27: Finished breadboard hub.", "Figure 43 - CyControl program
+# (Firmware update step 1).") names a picture the text cannot show: it answers nothing. A table's title
+# is kept, as its rows follow it in the same "sentence".
+_CAPTION_RE = re.compile(r"^(?:fig(?:ure)?\.?)\s*\d+(?:[.\-–]\d+)*\s*[:.\-–]?\s", re.I)
+CAPTION_MAX_WORDS = 12
+# Two quoted sentences whose content words are this alike say the same thing (overlapping chunks, a
+# paragraph repeated for two board variants): the second is not quoted.
+SAME_SHARE = 0.85
 
 
 def _clean(sentence: str) -> str:
@@ -52,6 +60,19 @@ def trim_to_window(sentence: str, want: set[str], words: int) -> str:
     start = max(0, min(first - 2, len(tokens) - words))  # the terms lead, the value after them stays in
     window = " ".join(tokens[start:start + words])
     return ("… " if start else "") + window.rstrip(" …") + (" …" if start + words < len(tokens) else "")
+
+
+def is_caption(sentence: str) -> bool:
+    """A figure caption and nothing else (a short "Figure 3: ..." / "Fig. 2-7 ...")."""
+    return _CAPTION_RE.match(sentence) is not None and len(sentence.split()) <= CAPTION_MAX_WORDS
+
+
+def same_statement(a: Candidate, b: Candidate) -> bool:
+    """The same sentence, or one that differs only by a few words (Jaccard of content words)."""
+    if a.sentence == b.sentence:
+        return True
+    union = a.terms | b.terms
+    return bool(union) and len(a.terms & b.terms) / len(union) >= SAME_SHARE
 
 
 class Candidate(NamedTuple):
@@ -93,6 +114,8 @@ def scored_candidates(
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
             if sentence.endswith("?"):  # a question (an FAQ's, a troubleshooting table's) answers nothing
+                continue
+            if is_caption(sentence):
                 continue
             found.append((n, pos, sentence, content_terms(scored)))
     df: dict[str, int] = {}
@@ -147,7 +170,7 @@ def pick_sentences(
     for item in ranked:
         if len(chosen) >= max_sentences or chosen and item.score < min_ratio * top:
             break
-        if per_passage.get(item.n, 0) >= 2 or any(item.sentence == c.sentence for c in chosen):
+        if per_passage.get(item.n, 0) >= 2 or any(same_statement(item, c) for c in chosen):
             continue
         if chosen and not (item.terms & want):  # a filler sentence with no question term: stop
             break
