@@ -21,12 +21,21 @@ from ingest.outline import matches
 MIN_OUTLINE = 3  # fewer bookmarks than this is a cover link, not a table of the sections
 
 _NUMBERED = re.compile(
-    r"^(?:(?:chapter|section|part|appendix)\s+[\dA-Z]+[.:]?|\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.(?:\d{1,2}\.?)*)"
+    r"^(?:(?P<named>(?:chapter|section|part|appendix)\s+[\dA-Z]+[.:]?|step\s*\d{1,3}[.:]?)"
+    r"|\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.(?:\d{1,2}\.?)*|\d{1,2}\)|[a-z]\))"
     r"\s+(?:[-–—:]\s*)?(?P<title>\S.*)$",
     re.IGNORECASE,
 )
+_LETTER_ITEM = re.compile(r"^([a-z])\)\s", re.IGNORECASE)
+_ITEM_MARK = re.compile(r"^(?:\d{1,2}|[a-z])\)\s", re.IGNORECASE)  # "6) " / "a) ": its ")" opens nothing
+# A value with its unit after a label ("RF Bandwidth 300 MHz to 3800 MHz", "Dimensions 5.5x5.5 cm"): a row
+# of a specification or parts table, not a title. A title may start with one ("12V Supply"), a name may
+# hold one glued to letters ("P1dB"), and a numbered title may hold one ("5.2 Potentiometers (1h 45m)").
+_VALUE = re.compile(r"(?<![^\W\d_])\d\s*(?:[kmgµu]?(?:hz|v|w|a|bit|bits|bps|b)|mm|cm|km|m|kg|g|lbs?|mah|ohms?|Ω|°\s*[cf]|%"
+                    r"|db|dbm|ms|sec|min)(?![\w])", re.IGNORECASE)
 _MULTILEVEL = re.compile(r"^\d{1,2}(?:\.\d{1,2}){1,4}\.?\s")
 _CAPTION = re.compile(r"^(fig(ure)?|table|image|photo|diagram|chart|illustration)\.?\s*\d", re.IGNORECASE)
+_TABLE_CAPTION = re.compile(r"^tab(le)?\.?\s*\d", re.IGNORECASE)  # a figure's caption may sit above a title
 _LEADER = re.compile(r"(\.\s?){4,}|…{2,}|_{4,}|\s\.\.\.\s*[\divxlcIVXLC]+$")  # TOC entries
 _WORD = re.compile(r"[^\W\d_][\w'’/&+-]*")
 _MINOR = {"a", "an", "the", "and", "or", "nor", "of", "in", "on", "at", "to", "for", "with", "by", "from",
@@ -102,7 +111,7 @@ def is_heading(line: str, prev: str, following: list[str], furniture: set[str]) 
     """Heuristics that hold for most manuals: numbered titles, short Title Case or CAPS lines."""
     if (len(line) > 90 or not line[0].isalnum() or _LEADER.search(line) or _CAPTION.match(line)
             or furniture_key(line) in furniture or line.endswith((".", ",", ";", ":", "!", "?", "–", "—"))
-            or not _balanced(line)):
+            or not _balanced(_ITEM_MARK.sub("", line))):
         return False
     if line.lower() in _STRUCTURAL:
         return True
@@ -112,21 +121,21 @@ def is_heading(line: str, prev: str, following: list[str], furniture: set[str]) 
     tokens = line.split()
     if len(tokens) >= 4 and _BARE_NUMBER.fullmatch(tokens[-1]):
         return False  # a table row ending in a quantity, pin or page number
-    if prev and (_CONTINUES.search(prev) or _CAPTION.match(prev)):
+    if prev and (_CONTINUES.search(prev) or _TABLE_CAPTION.match(prev)):
         return False  # the line continues a wrapped sentence, or is a table's header row
-    if following and following[0][:1].islower():
-        return False  # a sentence fragment that goes on below
+    if following and following[0][:1].islower() and not _LETTER_ITEM.match(following[0]):
+        return False  # a sentence fragment that goes on below (not "a) Introduction", a subsection)
     numbered = _NUMBERED.match(line)
     if numbered:
         title = numbered.group("title")
         title_words = _WORD.findall(title)
         if not title[0].isalpha() or len(title_words) > 12:
             return False
-        if _MULTILEVEL.match(line):
-            return True
+        if _MULTILEVEL.match(line) or numbered.group("named"):
+            return True  # "2.5.1 Open", "Step 1: Frame triangles": the numbering says it is a title
         return not _in_numbered_list(line, prev, following) and _title_case(title_words)
     if (len(words) > 8 or len(line) > 60 or _letter_share(line) < 0.65 or _NOT_TITLE_CHARS.search(line)
-            or _is_admonition(words) or _table_cells(tokens)):
+            or _is_admonition(words) or _table_cells(tokens) or _VALUE.search(line, len(tokens[0]))):
         return False
     if not following or not (_body_like(following[0]) or (
             len(following) > 1 and _body_like(following[1]) and len(following[0]) <= 60)):
@@ -142,7 +151,14 @@ def _in_numbered_list(line: str, prev: str, following: list[str]) -> bool:
     """True for "3. Remove the cover" between "2. ..." and "4. ...": a step, not a chapter."""
     number = _LIST_ITEM.match(line)
     if not number:
-        return False
+        letter = _LETTER_ITEM.match(line)  # "b) Tighten the nut" between "a) ..." and "c) ...": a step too
+        if not letter:
+            return False
+        n = ord(letter.group(1).lower())
+        before = _LETTER_ITEM.match(prev) if prev else None
+        after = _LETTER_ITEM.match(following[0]) if following else None
+        return bool((before and ord(before.group(1).lower()) == n - 1)
+                    or (after and ord(after.group(1).lower()) == n + 1))
     n = int(number.group(1))
     before = _LIST_ITEM.match(prev) if prev else None
     after = _LIST_ITEM.match(following[0]) if following else None

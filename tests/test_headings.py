@@ -190,3 +190,43 @@ def test_an_index_version_keeps_the_outline_for_re_chunking(sample_data_dir: Pat
     again = chunk_manual(kept.parsed, ChunkParams(max_chars=700, overlap_chars=80))
     assert heading_of(again, "There are two LEDs") == "2.2. LEDs"
     assert all(c.heading in titles for c in again if c.page >= kept.parsed.outline[0][0])
+
+
+def test_step_and_parenthesised_section_numbers_are_headings() -> None:
+    # outline-less manuals number their sections "Step 2: ...", "6) ...", "a) ..."
+    text = ("Step 1: Frame triangles\n" + BODY + "\n"
+            "Step2: Cross bars\n"
+            "Slide the cross bars through the vertices and fit a nut and washer on each end of them.\n"
+            "6) RASDRViewer and RASDR Software Basics\n"
+            "a) Introduction\n" + BODY + "\n"
+            "b) Installing RASDRviewer\n"
+            "The viewer runs under Windows XP, 7 and 8 and is downloaded from the project's site.")
+    chunks = chunk_manual(manual(text), PARAMS)
+    assert heading_of(chunks, "Check every item") == "Step 1: Frame triangles"
+    assert heading_of(chunks, "Slide the cross bars") == "Step2: Cross bars"
+    assert heading_of(chunks, "The viewer runs") == "b) Installing RASDRviewer"
+    assert any(c.heading == "a) Introduction" for c in chunks)
+
+
+def test_lettered_steps_in_a_row_are_not_headings() -> None:
+    text = ("Mounting the Board\n" + BODY + "\n"
+            "a) Remove Four Screws\n"
+            "b) Lift The Cover\n"
+            "c) Unplug The Fan\n"
+            "Keep the screws together; the cover goes back on with the same four of them.")
+    chunks = chunk_manual(manual(text), PARAMS)
+    assert {c.heading for c in chunks} == {"Mounting the Board"}
+
+
+def test_a_specification_row_with_a_value_is_not_a_heading() -> None:
+    text = ("a) Specifications\n"
+            "Basic specifications of the receiver are presented in the table below this line.\n"
+            "RF Bandwidth (BW) 300 MHz to 3800 MHz\n"
+            "Sampling Rate 32 MHz I & Q (equivalent to 64MHz Nyquist), in sixteen discrete steps.\n"
+            "Dimensions 70 mm x 70 mm\n"
+            "The dimensions are for the bare boards; a case adds about a centimetre each way.")
+    chunks = chunk_manual(manual(text), PARAMS)
+    assert heading_of(chunks, "a case adds") == "a) Specifications"
+    # a value that starts the title, or is glued to letters in a name, does not make it a table row
+    titles = ("12V Supply\n" + BODY + "\nP1dB\nThe 1 dB compression point is measured at every frequency of the sweep.")
+    assert [c.heading for c in chunk_manual(manual(titles), PARAMS)] == ["12V Supply", "P1dB"]
