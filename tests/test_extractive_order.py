@@ -139,3 +139,13 @@ def test_the_same_statement_from_two_passages_is_quoted_once() -> None:
     other = hit("The battery measurement needs the BAT_SENS jumper closed before it reads external power.", page=5)
     picked = pick_sentences("How do I check the battery measurement and external power?", [first, second, other])
     assert [n for n, _ in picked] == [1, 3] or [n for n, _ in picked] == [3, 1]
+
+
+def test_two_alike_sentences_with_other_numbers_are_both_quoted() -> None:
+    # two board variants, one paragraph each: the values differ, so they are two facts
+    a = hit("The ESP32-POE board draws about 200 mA from the Ethernet port when WiFi and Ethernet both run "
+            "at full speed during the tests.", page=3)
+    b = hit("The ESP32-POE board draws about 250 mA from the Ethernet port when WiFi and Ethernet both run "
+            "at full speed during the tests.", page=4)
+    picked = pick_sentences("How much current does the ESP32-POE board draw from the Ethernet port?", [a, b])
+    assert sorted(n for n, _ in picked) == [1, 2]

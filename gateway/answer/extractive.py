@@ -68,11 +68,18 @@ def is_caption(sentence: str) -> bool:
 
 
 def same_statement(a: Candidate, b: Candidate) -> bool:
-    """The same sentence, or one that differs only by a few words (Jaccard of content words)."""
+    """The same sentence, or one that differs only by a few words (Jaccard of content words) and by no
+    number: "the -ISO draws 250 mA" is another fact than "the board draws 200 mA", however alike."""
     if a.sentence == b.sentence:
         return True
     union = a.terms | b.terms
-    return bool(union) and len(a.terms & b.terms) / len(union) >= SAME_SHARE
+    if not union or len(a.terms & b.terms) / len(union) < SAME_SHARE:
+        return False
+    return _numbers(a.terms) == _numbers(b.terms)
+
+
+def _numbers(terms: set[str]) -> set[str]:
+    return {t for t in terms if any(ch.isdigit() for ch in t)}
 
 
 class Candidate(NamedTuple):
