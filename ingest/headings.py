@@ -31,8 +31,8 @@ _ITEM_MARK = re.compile(r"^(?:\d{1,2}|[a-z])\)\s", re.IGNORECASE)  # "6) " / "a)
 # A value with its unit after a label ("RF Bandwidth 300 MHz to 3800 MHz", "Dimensions 5.5x5.5 cm"): a row
 # of a specification or parts table, not a title. A title may start with one ("12V Supply"), a name may
 # hold one glued to letters ("P1dB"), and a numbered title may hold one ("5.2 Potentiometers (1h 45m)").
-_VALUE = re.compile(r"(?<![^\W\d_])\d\s*(?:[kmgµu]?(?:hz|v|w|a|bit|bits|bps|b)|mm|cm|km|m|kg|g|lbs?|mah|ohms?|Ω|°\s*[cf]|%"
-                    r"|db|dbm|ms|sec|min)(?![\w])", re.IGNORECASE)
+_VALUE = re.compile(r"(?<![^\W\d_])\d\s*(?:[kmgµu]?(?:hz|v|w|a|bit|bits|bps|b)|mm|cm|km|m|kg|g|lbs?|mah|ohms?|Ω"
+                    r"|°\s*[cf]|%|db|dbm|ms|sec|min)(?![\w])", re.IGNORECASE)
 _MULTILEVEL = re.compile(r"^\d{1,2}(?:\.\d{1,2}){1,4}\.?\s")
 _CAPTION = re.compile(r"^(fig(ure)?|table|image|photo|diagram|chart|illustration)\.?\s*\d", re.IGNORECASE)
 _TABLE_CAPTION = re.compile(r"^tab(le)?\.?\s*\d", re.IGNORECASE)  # a figure's caption may sit above a title
