@@ -149,3 +149,18 @@ def test_two_alike_sentences_with_other_numbers_are_both_quoted() -> None:
             "at full speed during the tests.", page=4)
     picked = pick_sentences("How much current does the ESP32-POE board draw from the Ethernet port?", [a, b])
     assert sorted(n for n, _ in picked) == [1, 2]
+
+
+def test_a_figure_caption_line_above_a_sentence_is_not_quoted_with_it() -> None:
+    # the sample piston-board manual: the caption sits on its own line, the sentence on the next
+    text = ("In order to flash the firmware, a flash emulation tool from TI is required as shown below.\n"
+            "Figure 6: MSP-FET Emulation Tool\n"
+            "There is a 10 pins female connector at the end of this emulation tool that connects\n"
+            "to the 10 pins male header on the piston-board (J5).")
+    picked = [s for _, s in pick_sentences("Which header does the emulation tool connector go on?", [hit(text)])]
+    assert picked[0].startswith("There is a 10 pins female connector")
+    assert not any("Figure 6" in s for s in picked)
+    # a sentence that merely starts with a figure's number and goes on below is kept whole
+    wrapped = "Figure 5 shows the locations\nthat need to be sanded before the joint of the finger is assembled."
+    assert pick_sentences("which locations need to be sanded on the finger joint", [hit(wrapped)])[0][1].startswith(
+        "Figure 5 shows the locations")

@@ -67,6 +67,20 @@ def is_caption(sentence: str) -> bool:
     return _CAPTION_RE.match(sentence) is not None and len(sentence.split()) <= CAPTION_MAX_WORDS
 
 
+def past_caption_line(text: str, s: int, e: int) -> int:
+    """Where the sentence text[s:e] starts once a figure's caption on its own first line is passed
+    ("Figure 6: MSP-FET Emulation Tool\nThere is a 10 pins female connector ..." starts at "There")."""
+    cut = text.find("\n", s, e)
+    rest = text[cut:e].strip() if cut >= 0 else ""
+    # the next line must open a sentence: "Figure 5 shows the parts\nthat need sanding." is one sentence
+    if not rest[:1].isupper() or not is_caption(" ".join(text[s:cut].split()) + " "):
+        return s
+    s = cut + 1
+    while s < e and text[s].isspace():
+        s += 1
+    return s
+
+
 def same_statement(a: Candidate, b: Candidate) -> bool:
     """The same sentence, or one that differs only by a few words (Jaccard of content words) and by no
     number: "the -ISO draws 250 mA" is another fact than "the board draws 200 mA", however alike."""
@@ -111,7 +125,8 @@ def scored_candidates(
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
             scored = hit.text[s:e]  # a glued title still tells what the sentence is about: it scores
             if drop_headings:
-                s = past_glued_title(hit.text, past_title_lines(hit.text, s, e, hit.heading or ""), e)
+                s = past_caption_line(hit.text, past_glued_title(
+                    hit.text, past_title_lines(hit.text, s, e, hit.heading or ""), e), e)
             sentence = _clean(hit.text[s:e])
             if ITEM_RE.match(sentence) or _NUMBER_RE.match(before):
                 steps.add((n, pos))
