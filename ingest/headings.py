@@ -148,21 +148,23 @@ def is_heading(line: str, prev: str, following: list[str], furniture: set[str]) 
 
 
 def _in_numbered_list(line: str, prev: str, following: list[str]) -> bool:
-    """True for "3. Remove the cover" between "2. ..." and "4. ...": a step, not a chapter."""
+    """True for "3. Remove the cover" between "2. ..." and "4. ...", or "b) Lift it" between "a)" and
+    "c)": a step, not a chapter."""
+    item = _item_number(line)
+    if item is None:
+        return False
+    kind, n = item
+    return (_item_number(prev) if prev else None) == (kind, n - 1) or (
+        _item_number(following[0]) if following else None) == (kind, n + 1)
+
+
+def _item_number(line: str) -> tuple[str, int] | None:
+    """("digit", 3) for "3. ..." / "3) ...", ("letter", 2) for "b) ...", else None."""
     number = _LIST_ITEM.match(line)
-    if not number:
-        letter = _LETTER_ITEM.match(line)  # "b) Tighten the nut" between "a) ..." and "c) ...": a step too
-        if not letter:
-            return False
-        n = ord(letter.group(1).lower())
-        before = _LETTER_ITEM.match(prev) if prev else None
-        after = _LETTER_ITEM.match(following[0]) if following else None
-        return bool((before and ord(before.group(1).lower()) == n - 1)
-                    or (after and ord(after.group(1).lower()) == n + 1))
-    n = int(number.group(1))
-    before = _LIST_ITEM.match(prev) if prev else None
-    after = _LIST_ITEM.match(following[0]) if following else None
-    return bool((before and int(before.group(1)) == n - 1) or (after and int(after.group(1)) == n + 1))
+    if number:
+        return "digit", int(number.group(1))
+    letter = _LETTER_ITEM.match(line)
+    return ("letter", ord(letter.group(1).lower())) if letter else None
 
 
 def _table_cells(tokens: list[str]) -> bool:
