@@ -4,7 +4,10 @@ A chunk is a contiguous slice of ONE page's text (never two pages), so a citatio
 point at its page. Sections start at detected headings; the current heading carries forward across
 pages. Long sections split at paragraph > sentence > line > word boundaries with overlap; tiny
 fragments merge into a neighbour on the same page. Running headers/footers (lines repeated at the
-top or bottom of many pages) are left out of chunks and never taken for headings.
+top or bottom of many pages) and page-number lines ("Page 3 of 9", "第 7 页", "Seite 4") are left out
+of chunks and never taken for headings; a page holding nothing else (a figure page) gives no chunk.
+Each chunk records its language (ingest.text.languages): its own text's, else its page's, else the
+manual's, so a bilingual manual's chunks carry each their own.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from dataclasses import dataclass
 from ingest.headings import Headings, furniture_key
 from ingest.models import Chunk, ChunkParams, ParsedManual, ParseLimits
 from ingest.ocr import chunk_confidence
+from ingest.text.languages import detect
+from ingest.text.pagenumbers import is_page_number_line
 
 DEFAULT_MIN_CONFIDENCE = ParseLimits().ocr_min_confidence
 
@@ -40,10 +45,12 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
     headings = Headings.for_manual(parsed.outline)
     chunks: list[Chunk] = []
     min_confidence = float(parsed.ocr_engine.get("min_confidence", DEFAULT_MIN_CONFIDENCE))  # type: ignore[arg-type]
+    manual_language = detect(" ".join(p.text[:2000] for p in parsed.pages[:50])) or "en"
     for page in sorted(parsed.pages, key=lambda p: p.number):
         if page.number in skip or not page.text.strip():
             continue
         pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture, params)
+        page_language = detect(page.text) or manual_language if pieces else manual_language
         ocr = parsed.ocr.get(page.number)
         for n, piece in enumerate(pieces):
             raw = page.text[piece.start:piece.end]
@@ -56,6 +63,7 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
                 chunk_id=f"{parsed.sha256[:12]}-p{page.number:04d}-{n:03d}",
                 manual_sha256=parsed.sha256, page=page.number, ordinal=len(chunks),
                 heading=piece.heading, text=text, ocr_confidence=confidence, ocr_doubtful=doubtful,
+                language=detect(text) or page_language,
             ))
     return chunks
 
@@ -82,13 +90,20 @@ def _page_pieces(number: int, text: str, heading: str, headings: Headings, furni
         if raw.strip():
             lines.append((pos, pos + len(raw), raw.strip()))
         pos += len(raw) + 1
+    edge = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 3), len(lines)))
+    lines = [line for i, line in enumerate(lines) if i not in edge or not is_page_number_line(line[2])]
+    if not lines:
+        return [], heading
     first, last = 0, len(lines)
     while first < last and furniture_key(lines[first][2]) in furniture:
         first += 1
     while last > first and furniture_key(lines[last - 1][2]) in furniture:
         last -= 1
-    if first < last:  # a page made only of "furniture" is kept whole rather than lost
+    if first < last:
         lines = lines[first:last]
+    elif sum(len(ln) for _s, _e, ln in lines) < params.min_chars:
+        return [], heading  # only a running header and footer: a figure or blank page, nothing to quote
+    # else a page made only of "furniture" lines is kept whole rather than lost (identical pages)
     sections: list[tuple[int, int, str]] = []  # (start, end, heading)
     start = lines[0][0]
     texts = [ln for _s, _e, ln in lines]

@@ -76,6 +76,9 @@ class Chunk:
     # [start, end) in `text` of OCR words read with a confidence under ingest.ocr_min_confidence:
     # a number in one of them is not taken as support (gateway.answer.ocr_text)
     ocr_doubtful: tuple[tuple[int, int], ...] = ()
+    # ISO 639-1 code of the chunk's language (ingest.text.languages); "" when not yet known (a chunk
+    # re-used from a version written before languages: the chunk store detects it when writing)
+    language: str = ""
 
     @property
     def source(self) -> str:

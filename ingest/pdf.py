@@ -43,7 +43,9 @@ _CHAR_MAP = str.maketrans({
 })
 _LEADER_DOTS = re.compile(r"(?:\s?[.·…]){5,}\s?")
 _SPACE_RUN = re.compile(r"[ \u2000-\u200a\u205f\u3000]+")
-_LINE_END_HYPHEN = re.compile(r"([a-z])-\n([a-z]+)( ?)")
+# A word hyphenated at a line end: lower-case letters on both sides ("zu-\nnächst", "config-\nuration");
+# "Raspberry-\nPi" keeps its hyphen (a compound's second part is capitalised).
+_LINE_END_HYPHEN = re.compile(r"([^\W\d_])-\n([^\W\d_]+)( ?)")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _BAD_TITLE = re.compile(
     r"^(untitled.*|title|document\d*|slide \d+|powerpoint presentation|microsoft (word|powerpoint) - .*"
@@ -103,6 +105,8 @@ def normalise_text(raw: str) -> str:
     text = "\n".join(_SPACE_RUN.sub(" ", line).strip() for line in text.split("\n"))
 
     def join(match: re.Match[str]) -> str:
+        if not (match.group(1).islower() and match.group(2)[0].islower()):
+            return match.group(0)
         rest = match.string[match.end():match.end() + 1]
         return match.group(1) + match.group(2) + ("" if rest in ("", "\n") else "\n")
 

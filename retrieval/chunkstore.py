@@ -3,8 +3,12 @@
 One SQLite file (``chunks.db``) inside the version directory. ``chunks.row`` is the chunk's
 position in the FAISS index, so the two halves of a version line up without a mapping table.
 The FTS5 table is contentless (it stores only the index): its text is NFKC-normalised so that
-PDF ligatures ("ﬁrmware") match what people type, and the porter+unicode61 tokenizer makes
-"flashing" find "flash" while part numbers like "M3x8" or "PA13" stay single tokens.
+PDF ligatures ("ﬁrmware") match what people type. Each chunk records its language (``chunks.lang``,
+ingest.text.languages) and the FTS5 table holds the chunk's terms as that language's analyser makes
+them (ingest.text.terms: Snowball stems, CJK character pairs), so "flashing" finds "flash",
+"Temperaturen" finds "Temperatur" and 最大电流 finds its pairs, while part numbers like "M3x8" or
+"PA13" stay single tokens. Versions written before languages have no ``lang`` column and hold raw
+text under SQLite's porter tokenizer; they are searched as before (``analysed`` is False).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from ingest.models import Chunk, OcrPage, ParsedManual
+from ingest.text.languages import detect
+from ingest.text.terms import has_cjk, index_text, term_variants
 from retrieval.fts import match_units, normalize
 from retrieval.types import RetrievalError
 
@@ -45,11 +51,12 @@ CREATE TABLE chunks (
     page INT NOT NULL,
     ordinal INT NOT NULL,
     heading TEXT NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    lang TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX chunks_manual ON chunks(manual_sha256, row);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    heading, text, content='', tokenize='porter unicode61 remove_diacritics 2'
+    heading, text, content='', tokenize='unicode61 remove_diacritics 2'
 );
 CREATE TABLE ocr_pages (
     manual_sha256 TEXT NOT NULL REFERENCES manuals(sha256),
@@ -96,7 +103,9 @@ _DF_CACHE_MAX = 50_000
 _ROW_COLUMNS = ("c.row, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text,"
                 " m.file_name, m.title")
 _ROW_KEYS = ("row", "chunk_id", "manual_sha256", "page", "ordinal", "heading", "text", "file_name", "title",
-             "page_label")
+             "language", "page_label")
+# The chunk's language (chunks.lang); versions written before languages read "" (unknown).
+_LANG_COLUMN = (", c.lang", ", ''")
 # The printed page label (pages.label). Versions written before it existed have no such column:
 # their rows read NULL, so they stay searchable and simply show no label.
 _LABEL_JOIN = (", p.label", " LEFT JOIN pages p ON p.manual_sha256 = c.manual_sha256 AND p.page = c.page")
@@ -127,6 +136,8 @@ class ChunkStore:
         self.has_ocr = bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_ocr'"))
         self.has_sentences = bool(self._query(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sentence_vectors'"))
+        self.analysed = any(r[1] == "lang" for r in self._query("PRAGMA table_info(chunks)"))
+        self._languages: list[str] | None = None
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -175,16 +186,32 @@ class ChunkStore:
         with self._lock:
             start = self._db.execute("SELECT COALESCE(MAX(row) + 1, 0) FROM chunks").fetchone()[0]
             rows = list(range(start, start + len(chunks)))
-            self._db.executemany(
-                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(r, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text)
-                 for r, c in zip(rows, chunks, strict=True)],
-            )
-            self._db.executemany(
-                "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
-                [(r, normalize(f"{title} {c.heading}".strip()), normalize(c.text))
-                 for r, c in zip(rows, chunks, strict=True)],
-            )
+            if self.analysed:
+                langs = [c.language or detect(c.text) or "en" for c in chunks]
+                self._db.executemany(
+                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(r, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text, lang)
+                     for r, c, lang in zip(rows, chunks, langs, strict=True)],
+                )
+                self._db.executemany(
+                    "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
+                    [(r, index_text(normalize(f"{title} {c.heading}".strip()), lang),
+                      index_text(normalize(c.text), lang))
+                     for r, c, lang in zip(rows, chunks, langs, strict=True)],
+                )
+                self._languages = None
+            else:
+                self._db.executemany(
+                    "INSERT INTO chunks (row, chunk_id, manual_sha256, page, ordinal, heading, text)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(r, c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text)
+                     for r, c in zip(rows, chunks, strict=True)],
+                )
+                self._db.executemany(
+                    "INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
+                    [(r, normalize(f"{title} {c.heading}".strip()), normalize(c.text))
+                     for r, c in zip(rows, chunks, strict=True)],
+                )
             self._db.executemany(
                 "INSERT INTO chunk_ocr (row, confidence, doubtful) VALUES (?, ?, ?)",
                 [(r, c.ocr_confidence, json.dumps([list(d) for d in c.ocr_doubtful]))
@@ -272,11 +299,12 @@ class ChunkStore:
         found: dict[int, dict[str, Any]] = {}
         label, join = _LABEL_JOIN if self.has_labels else _NO_LABEL
         ocr, ocr_join = _OCR_JOIN if self.has_ocr else _NO_OCR
+        lang = _LANG_COLUMN[0] if self.analysed else _LANG_COLUMN[1]
         for i in range(0, len(wanted), 500):  # stay under SQLite's variable limit
             part = wanted[i:i + 500]
             marks = ",".join("?" * len(part))
             for r in self._query(
-                f"SELECT {_ROW_COLUMNS}{label}{ocr} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
+                f"SELECT {_ROW_COLUMNS}{lang}{label}{ocr} FROM chunks c JOIN manuals m ON m.sha256 = c.manual_sha256"
                 f"{join}{ocr_join} WHERE c.row IN ({marks})", part,
             ):
                 row = dict(zip(_ROW_KEYS, r[:-2], strict=True))
@@ -297,13 +325,37 @@ class ChunkStore:
 
     def chunks_for_manual(self, sha: str) -> list[Chunk]:
         ocr, join = _OCR_JOIN if self.has_ocr else _NO_OCR
+        lang = _LANG_COLUMN[0] if self.analysed else _LANG_COLUMN[1]
         rows = self._query(
-            f"SELECT c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text{ocr} FROM chunks c{join}"
-            " WHERE c.manual_sha256 = ? ORDER BY c.row", (sha,),
+            f"SELECT c.chunk_id, c.manual_sha256, c.page, c.ordinal, c.heading, c.text{ocr}{lang}"
+            f" FROM chunks c{join} WHERE c.manual_sha256 = ? ORDER BY c.row", (sha,),
         )
         return [Chunk(chunk_id=r[0], manual_sha256=r[1], page=r[2], ordinal=r[3], heading=r[4], text=r[5],
-                      ocr_confidence=r[6], ocr_doubtful=tuple((int(a), int(b)) for a, b in json.loads(r[7] or "[]")))
+                      ocr_confidence=r[6], ocr_doubtful=tuple((int(a), int(b)) for a, b in json.loads(r[7] or "[]")),
+                      language=r[8])
                 for r in rows]
+
+    def languages(self) -> list[str]:
+        """The languages of the chunks, most chunks first ([] for a version written before languages)."""
+        if not self.analysed:
+            return []
+        if self._languages is not None and self.readonly:
+            return list(self._languages)
+        found = [str(r[0]) for r in self._query(
+            "SELECT lang FROM chunks WHERE lang != '' GROUP BY lang ORDER BY COUNT(*) DESC, lang")]
+        if self.readonly:
+            self._languages = found
+        return found
+
+    def manual_languages(self) -> dict[str, list[str]]:
+        """Each manual's languages, most chunks first (a bilingual manual has two)."""
+        if not self.analysed:
+            return {}
+        out: dict[str, list[str]] = {}
+        for sha, lang in self._query("SELECT manual_sha256, lang FROM chunks WHERE lang != ''"
+                                     " GROUP BY manual_sha256, lang ORDER BY manual_sha256, COUNT(*) DESC"):
+            out.setdefault(str(sha), []).append(str(lang))
+        return out
 
     def ocr_pages(self, sha: str) -> dict[int, OcrPage]:
         """The pages of a manual read by OCR, with their words and boxes ({} before OCR existed)."""
@@ -386,8 +438,16 @@ class ChunkStore:
         """Rows holding each word (letters and digits only, as retrieval.fts.tokens gives them),
         stemmed as the index stems; for retrieval.term_coverage's weights."""
         total = self._row_total()
-        counts = self._doc_freqs([f'"{w}"' for w in words if w.isalnum()], max(1, total))
-        return {w: counts.get(f'"{w}"', 0) for w in words}
+        units = {w: self._term_unit(w) for w in words if w.isalnum()}
+        counts = self._doc_freqs(list(dict.fromkeys(units.values())), max(1, total))
+        return {w: counts.get(units[w], 0) if w in units else 0 for w in words}
+
+    def _term_unit(self, word: str) -> str:
+        """The MATCH unit that finds `word`: as typed where SQLite stems (old versions); in an analysed
+        version a CJK pair as it is, a word as each of the index's languages stems it."""
+        if not self.analysed or has_cjk(word):
+            return f'"{word}"'
+        return " OR ".join(f'"{v}"' for v in term_variants(word, self.languages() or ["en"]))
 
     def row_total(self) -> int:
         return self._row_total()
@@ -431,13 +491,17 @@ class ChunkStore:
             return [[rare_or]]
         return [[rare_or, f"({rare_or}) AND ({' OR '.join(common)})"]]
 
+    def match_units(self, query: str) -> list[str]:
+        """The question's MATCH units as this version's index holds its terms (retrieval.fts)."""
+        return match_units(query, (self.languages() or ["en"]) if self.analysed else None)
+
     def lexical(self, query: str, n: int, manual_shas: list[str] | None = None) -> list[tuple[int, float]]:
         """BM25 over heading+text: (row, score) best first; score is positive, higher is better.
 
         On large stores the words found in a large share of the chunks are left out of the query
         (see :meth:`lexical_plan`), which bounds the rows FTS5 has to score.
         """
-        units = match_units(query)
+        units = self.match_units(query)
         if not units or n <= 0:
             return []
         scope_sql = ""

@@ -247,7 +247,7 @@ def search_with_timings(
             lexical_rank=lexical_rank.get(c["row"]), dense_score=float(cos[c["row"]]),
             page_label=shown_label(c["page_label"], c["page"]), rerank_score=rerank_scores.get(c["row"]),
             sentence_score=sentence_scores.get(c["row"]), term_score=term_scores.get(c["row"]),
-            **ocr_fields(c))
+            language=c.get("language") or "", **ocr_fields(c))
         for c in (rows[r] for r in order)
     ]
     timings = {"embed_ms": embed_ms, "dense_ms": dense_ms, "lexical_ms": lexical_ms, "fuse_ms": fuse_ms,

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ingest.text.sentences import sentence_spans
 from retrieval.embedders.base import Embedder, passage_text
-from retrieval.sentences import sentence_spans
 
 MIN_WORDS = 3  # shorter pieces (a heading, "Note:", a part number) are not sentences to score
 CACHE_ENTRIES = 4096  # ~6 MiB of 384-d float32 vectors

@@ -20,7 +20,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from retrieval.fts import STOPWORDS, tokens
+from ingest.text.languages import detect_question
+from ingest.text.stopwords import search_stopwords
+from ingest.text.terms import bigrams, cjk_query_runs, pieces, tokens
 
 MAX_TERMS = 32  # as the lexical side: a pasted page of text costs no more than a question
 
@@ -41,19 +43,36 @@ def stem(word: str) -> str:
     return w
 
 
+def _words(token: str) -> list[tuple[str, bool]]:
+    """A token as the share counts it: a CJK run as its character pairs, other letters as one word."""
+    out: list[tuple[str, bool]] = []
+    for piece, cjk in pieces(token):
+        out.extend([(b, True) for b in bigrams(piece)] if cjk else [(piece, False)])
+    return out
+
+
 def question_terms(query: str) -> dict[str, str]:
-    """The question's content words: stem -> the word as typed (lower-cased), first occurrence kept."""
+    """The question's content words: stem -> the word as typed (lower-cased), first occurrence kept;
+    a CJK run, cut at its question words, counts as its character pairs."""
+    stop = search_stopwords(detect_question(query))
     out: dict[str, str] = {}
     for t in tokens(query):
-        if t not in STOPWORDS:
-            out.setdefault(stem(t), t)
+        if t in stop:
+            continue
+        for piece, cjk in pieces(t):
+            if cjk:
+                for run in cjk_query_runs(piece):
+                    for pair in bigrams(run):
+                        out.setdefault(pair, pair)
+            else:
+                out.setdefault(stem(piece), piece)
         if len(out) >= MAX_TERMS:
             break
     return out
 
 
 def passage_terms(title: str, heading: str, text: str) -> set[str]:
-    return {stem(t) for t in tokens(f"{title} {heading} {text}")}
+    return {w if cjk else stem(w) for t in tokens(f"{title} {heading} {text}") for w, cjk in _words(t)}
 
 
 def term_coverage(query: str, rows: Sequence[dict[str, Any]],

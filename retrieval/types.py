@@ -56,6 +56,9 @@ class Hit:
     source: str = "text"
     ocr_confidence: float | None = None
     ocr_doubtful: list[list[int]] | None = None
+    # ISO 639-1 code of the passage's language ("zh", "de", "en"; ingest.text.languages): the evidence
+    # is quoted in it, whatever the question's; "" for a version written before languages.
+    language: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a str, number or None (ocr_doubtful: a list, copied), so a shallow copy is what

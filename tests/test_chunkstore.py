@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import random
 import sqlite3
 from pathlib import Path
@@ -84,7 +86,8 @@ def test_manuals_pages_and_chunks_round_trip(store: ChunkStore) -> None:
     chunks = store.chunks_for_manual(SHA_B)
     assert [c.ordinal for c in chunks] == [0, 1, 2]
     text = "Error ERR_42 means the impeller is blocked. Clear it and restart."
-    assert chunks[1] == chunk(SHA_B, 2, 1, text)
+    # a chunk handed over without a language is stored with the one its text shows
+    assert chunks[1] == dataclasses.replace(chunk(SHA_B, 2, 1, text), language="en")
 
 
 def test_lexical_stems_and_folds_ligatures(store: ChunkStore) -> None:
@@ -208,9 +211,7 @@ def test_pruned_lexical_keeps_exact_tokens(big: ChunkStore) -> None:
 def test_pruned_scores_equal_full_bm25_over_rows_with_a_rare_term(big: ChunkStore) -> None:
     big.rescore_terms = 99  # every common unit re-scored: the scores must be bm25 of the full question
     for query in ["SKR Mini E3 power jumper", "PA13 printer board", "impeller ERR_42 firmware cable motor"]:
-        from retrieval.fts import match_units
-
-        units = match_units(query)
+        units = big.match_units(query)
         plan = big.lexical_plan(units, big.chunk_count())
         rare = plan[0][0]
         assert len(plan) == 1 and rare != " OR ".join(units)  # pruning did happen

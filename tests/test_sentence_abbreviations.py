@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 
 
 def split(text: str) -> list[str]:

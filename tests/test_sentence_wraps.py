@@ -10,7 +10,7 @@ items stay apart.
 from __future__ import annotations
 
 from gateway.answer.extractive import extractive_answer
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit
 
 WRAPPED = ("Note:\n\nMechaduinos purchased between 3/1/2018 and 7/1/2018 used an AS5048A encoder\n\ninstead of "

@@ -11,7 +11,7 @@ import re
 
 from gateway.answer.citations import CITATION_RE
 from gateway.answer.claim_terms import fold, numbers_of, overlap_terms
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 
 _BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
 
@@ -175,7 +175,7 @@ def only_denied(question: str, passages: list[str], ignore: frozenset[str] = fro
     is "Do not rub it with a sponge or microfiber cloth". A yes about something the passages name
     only to forbid is not shown as an answer.
     """
-    from retrieval.fts import STOPWORDS  # the search's stop list: "them", "still" ask about nothing
+    from ingest.text.stopwords import SEARCH_EN as STOPWORDS  # search's list: "them", "still" ask about nothing
 
     sentences = [p[s:e] for p in passages for s, e in sentence_spans(p)]
     for term in sorted(overlap_terms(_CONTRACTION_RE.sub(" ", question)) - ignore - STOPWORDS):

@@ -11,20 +11,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
+from ingest.text.terms import content_terms
 from retrieval.types import Hit
 
 # "[2]", "[2, 3]", "[2-3]", "[2–3]", "[ 2 ,3 ]"; not "[a]" or "[2.5]".
 CITATION_RE = re.compile(r"\[\s*(\d{1,4}(?:\s*(?:,|;|-|–|and)\s*\d{1,4})*)\s*\]")
 MAX_RANGE = 20  # "[1-9999]" is not a citation of 9999 passages
-
-_WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-_.]*[a-z0-9]|[a-z0-9]")
-STOPWORDS = frozenset(
-    "a an the and or of to in on at for with by from is are was were be been it its this that these "
-    "those as if then than so do does did can could should would will i you he she we they my your "
-    "how what when where which who why there here not no yes into out up down over under about "
-    "also any all each some such only just may might must have has had use used using".split()
-)
 
 
 def pdf_url(manual_sha256: str, page: int) -> str:
@@ -50,6 +43,7 @@ class Citation:
     # ocr_confidence: its mean word confidence, 0-100 (None for text-layer passages)
     source: str = "text"
     ocr_confidence: float | None = None
+    language: str = ""  # the passage's language (Hit.language): the quote is in it, whatever the question's
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,15 +88,6 @@ def validate(numbers: list[int], n_passages: int) -> tuple[list[int], list[int]]
     valid = [n for n in numbers if 1 <= n <= n_passages]
     dropped = [n for n in numbers if not 1 <= n <= n_passages]
     return valid, dropped
-
-
-def content_terms(text: str) -> set[str]:
-    terms = set()
-    for w in _WORD_RE.findall(text.lower()):
-        if w in STOPWORDS or len(w) < 2 and not w.isdigit():
-            continue
-        terms.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
-    return terms
 
 
 def best_sentences(passage: str, claim: str, limit: int = 2) -> list[tuple[int, int]]:
@@ -179,4 +164,5 @@ def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool =
                     manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=hit.text,
                     sentences=[hit.text[s:e] for s, e in spans], spans=[[s, e] for s, e in spans],
                     pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting,
-                    page_label=hit.page_label, source=hit.source, ocr_confidence=hit.ocr_confidence)
+                    page_label=hit.page_label, source=hit.source, ocr_confidence=hit.ocr_confidence,
+                    language=hit.language)

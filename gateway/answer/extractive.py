@@ -17,7 +17,7 @@ from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.section_titles import ITEM_RE, is_heading, past_glued_title, past_title_lines
 from gateway.answer.sentence_score import adjustment, features
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400

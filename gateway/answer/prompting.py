@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.answer.citations import content_terms
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit
 
 # Rule 3 once told the model to answer "The manuals do not cover this." when the passages do not:

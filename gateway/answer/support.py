@@ -34,7 +34,7 @@ from typing import Any
 from gateway.answer.binding import same_polarity, unbound_numbers
 from gateway.answer.citations import CITATION_RE, parse_citation_groups
 from gateway.answer.claim_terms import UNIT_GLUE_RE, codes_of, fold, numbers_of, overlap_terms, without_references
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 
 DEFAULT_MIN_OVERLAP = 0.6
 _URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|html?)\b", re.IGNORECASE)

@@ -38,6 +38,9 @@ class CitationOut(msgspec.Struct):
     # the page"; ocr_confidence is its mean word confidence (0-100), null for text-layer passages.
     source: str = "text"
     ocr_confidence: float | None = None
+    # ISO 639-1 code of the passage's language ("zh", "de", "en"): the quote is in the manual's
+    # language, whatever the question's; "" for index versions written before languages.
+    language: str = ""
 
 
 class AnswerOut(msgspec.Struct):

@@ -2,12 +2,15 @@
 
 Shared by retrieval (retrieval.sentence_rank scores a passage by its best sentence) and the answer
 (gateway.answer.citations, extractive: quoted and cited sentence by sentence), so that both cut a
-passage the same way.
+passage the same way. Chinese and Japanese end a sentence with 。！？； (full width, no space after),
+and a half-width ";" or "!" or "?" after one of their characters ends one too.
 """
 
 from __future__ import annotations
 
 import re
+
+from ingest.text.scripts import HAN, HANGUL, KANA
 
 # A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
 # before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.", nor after
@@ -17,9 +20,11 @@ import re
 _SENTENCE_END_RE = re.compile(
     r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?]"
     r"(?!(?<=\b(?i:pin)\.)\s*\d)(?!(?<=\b(?i:no)\.)\s*\d)(?!(?<=\b(?i:nr)\.)\s*\d)"  # "Pin. 2", "No. 5"
-    r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-])"
+    r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-ÄÖÜÀÂÇÉÈÊÎÔÛ])"
     r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
     r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
+    rf"|[。！？；]+(?:\s*\[[\d,;\s\-–]+\])*[”」』）)]*\s*"  # CJK sentence ends: no space, no capital after
+    rf"|(?<=[{HAN}{KANA}{HANGUL}])[;!?](?:\s*\[[\d,;\s\-–]+\])*\s*"
 )
 
 
