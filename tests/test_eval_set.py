@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
-HALVES = ("dev", "test", "dev2", "dev3")
+HALVES = ("dev", "test", "dev2", "dev3", "zh-dev", "de-dev")
 # eval/dev2 and eval/dev3 (more development sets, growing a manual at a time) need not yet match the coverage of
-# the two original halves: per half, the fewest questions of each type and the fewest unanswerable ones
-MIN_PER_TYPE = {"dev": 8, "test": 8, "dev2": 3, "dev3": 3}
-MIN_UNANSWERABLE = {"dev": 13, "test": 13, "dev2": 6, "dev3": 6}
+# the two original halves: per half, the fewest questions of each type and the fewest unanswerable ones.
+# eval/zh-* and eval/de-* (issue 47) hold Chinese and German manuals; a manual tag ending in "en" marks an English
+# question about them (zh-dev-hbqsen-03), every other tag a question in the manual's language.
+MIN_PER_TYPE = {"dev": 8, "test": 8, "dev2": 3, "dev3": 3, "zh-dev": 3, "de-dev": 3}
+MIN_UNANSWERABLE = {"dev": 13, "test": 13, "dev2": 6, "dev3": 6, "zh-dev": 5, "de-dev": 5}
+FOREIGN = tuple(h for h in HALVES if h[:3] in ("zh-", "de-"))
 TYPES = {"spec", "procedure", "troubleshooting", "safety"}
 FIELDS = {"id", "question", "manual", "answerable", "pages", "answer", "evidence", "type"}
 
@@ -47,7 +50,7 @@ def test_questions_are_well_formed_and_their_evidence_is_on_the_gold_page(half: 
     for q in questions:
         assert set(q) == FIELDS, q.get("id")
         assert q["type"] in TYPES and q["question"].strip(), q["id"]
-        assert re.fullmatch(rf"{half}-[a-z0-9]+-\d{{2,}}", q["id"]), q["id"]
+        assert re.fullmatch(rf"{re.escape(half)}-[a-z0-9]+-\d{{2,}}", q["id"]), q["id"]
         if not q["answerable"]:
             assert q["manual"] is None and q["pages"] == [] and "-none-" in q["id"], q["id"]
             continue
@@ -102,3 +105,19 @@ def test_no_eval_manual_is_one_kept_for_independent_evaluation() -> None:
     for half in HALVES:
         for pdf in (EVAL / half / "manuals").glob("*.pdf"):
             assert hashlib.sha256(pdf.read_bytes()).hexdigest() not in reserved, f"eval/{half}/{pdf.name} is reserved"
+
+
+@pytest.mark.parametrize("half", FOREIGN)
+def test_foreign_halves_mark_the_question_language(half: str) -> None:
+    """Chinese and German halves: questions in the manual's language and in English, told apart by the id's tag."""
+    questions = _questions(half)
+    tag = {q["id"]: q["id"][len(half) + 1:].rsplit("-", 1)[0] for q in questions}
+    english = [q for q in questions if q["answerable"] and tag[q["id"]].endswith("en")]
+    native = [q for q in questions if q["answerable"] and not tag[q["id"]].endswith("en")]
+    assert len(english) >= 5 and len(native) >= 15, (len(english), len(native))
+    cjk = re.compile(r"[\u3400-\u9fff]")
+    for q in english:
+        assert not cjk.search(q["question"]), q["id"]
+        assert any(tag[n["id"]] + "en" == tag[q["id"]] for n in native), f"{q['id']}: no native tag for its manual"
+    if half.startswith("zh-"):
+        assert all(cjk.search(q["question"]) for q in questions if q not in english), half
