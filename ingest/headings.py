@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.outline import matches
+from ingest.text.terms import has_cjk
 
 MIN_OUTLINE = 3  # fewer bookmarks than this is a cover link, not a table of the sections
 
@@ -33,6 +34,12 @@ _ITEM_MARK = re.compile(r"^(?:\d{1,2}|[a-z])\)\s", re.IGNORECASE)  # "6) " / "a)
 # hold one glued to letters ("P1dB"), and a numbered title may hold one ("5.2 Potentiometers (1h 45m)").
 _VALUE = re.compile(r"(?<![^\W\d_])\d\s*(?:[kmgµu]?(?:hz|v|w|a|bit|bits|bps|b)|mm|cm|km|m|kg|g|lbs?|mah|ohms?|Ω"
                     r"|°\s*[cf]|%|db|dbm|ms|sec|min)(?![\w])", re.IGNORECASE)
+# Chinese and Japanese titles: 第三章 接线说明, 第2节 安装, 一、产品概述, 2.1 技术参数, （三）注意事项; short, and not
+# a sentence (no 。，；： inside, no full stop at the end).
+_CJK_NUMBERED = re.compile(
+    r"^(?:第\s*[\d一二三四五六七八九十百零〇]+\s*[章节部分篇条]|[一二三四五六七八九十]+[、.．]"
+    r"|[（(][一二三四五六七八九十\d]+[）)]|\d{1,2}(?:\.\d{1,2}){0,3}[.、．]?)\s*(?P<title>[^\s。，；：！？,;:].{0,30})$")
+_CJK_SENTENCE_MARKS = re.compile(r"[。，；：！？]")
 _MULTILEVEL = re.compile(r"^\d{1,2}(?:\.\d{1,2}){1,4}\.?\s")
 _CAPTION = re.compile(r"^(fig(ure)?|table|image|photo|diagram|chart|illustration)\.?\s*\d", re.IGNORECASE)
 _TABLE_CAPTION = re.compile(r"^tab(le)?\.?\s*\d", re.IGNORECASE)  # a figure's caption may sit above a title
@@ -115,6 +122,8 @@ def is_heading(line: str, prev: str, following: list[str], furniture: set[str]) 
         return False
     if line.lower() in _STRUCTURAL:
         return True
+    if has_cjk(line):
+        return cjk_heading(line)
     words = _WORD.findall(_QUOTED.sub(" ", line)) or _WORD.findall(line)  # a quoted label is not the title
     if not any(len(w) >= 3 for w in words) or _letter_share(line) < 0.5:
         return False
@@ -145,6 +154,15 @@ def is_heading(line: str, prev: str, following: list[str], furniture: set[str]) 
     # Sentence-case headings ("Cleaning the filter") only where a paragraph has just ended.
     return (len(words) <= 5 and words[0][0].isupper() and len(line) <= 40
             and (not prev or prev.endswith((".", "!", "?", ":"))))
+
+
+def cjk_heading(line: str) -> bool:
+    """A numbered CJK title (第三章 接线说明, 2.1 技术参数) that is not a sentence. An unnumbered line is
+    not taken: without capitals or a full stop to read, a short Chinese line is as often a table cell."""
+    numbered = _CJK_NUMBERED.match(line)
+    if numbered:
+        return has_cjk(numbered.group("title")) and not _CJK_SENTENCE_MARKS.search(numbered.group("title"))
+    return False
 
 
 def _in_numbered_list(line: str, prev: str, following: list[str]) -> bool:

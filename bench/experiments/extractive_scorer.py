@@ -38,10 +38,10 @@ from typing import Any
 
 from bench.harness import write_section
 from bench.suite.retrieval_eval import build, shipped, split_paths
-from gateway.answer.citations import content_terms
 from gateway.answer.extractive import _clean, extractive_answer
 from gateway.qa.metrics import correctness
 from ingest.text.sentences import sentence_spans
+from ingest.text.terms import content_terms
 
 FORMS = {"s": "sentence alone", "hs": "title - heading + sentence"}
 WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0, None)  # None: the reranker alone (plus the passage rank)

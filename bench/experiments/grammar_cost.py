@@ -44,7 +44,7 @@ def _pages() -> list[Any]:
 
 
 def _given(question: str, pages: list[Any], k: int) -> list[Any]:
-    from gateway.answer.citations import content_terms
+    from ingest.text.terms import content_terms
 
     want = content_terms(question)
     return sorted(pages, key=lambda h: -len(want & content_terms(h.text)))[:k]

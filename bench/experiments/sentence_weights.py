@@ -76,10 +76,10 @@ class Question:
     """One answerable question: its candidates' hand-set scores and features, their targets, the cached similarity."""
 
     def __init__(self, split: str, q: dict[str, Any], hits: list[Any] | None, embedder: Any) -> None:
-        from gateway.answer.citations import content_terms
         from gateway.answer.extractive import scored_candidates, similarity_scorer
         from gateway.config import AnswerSettings
         from gateway.qa.metrics import correctness
+        from ingest.text.terms import content_terms
         from retrieval.embedders.base import similarity_to
 
         self.split, self.q, self.hits = split, q, hits

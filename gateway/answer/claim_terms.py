@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from gateway.answer.citations import content_terms
+from ingest.text.terms import content_terms
 
 # A number glued to letters and more digits opens a part number ("1N4148", "2N3904"): no value;
 # "600x400" is two.

@@ -12,12 +12,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from gateway.answer.citations import content_terms
 from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.section_titles import ITEM_RE, is_heading, past_glued_title, past_title_lines
 from gateway.answer.sentence_score import adjustment, features
 from ingest.text.sentences import sentence_spans
+from ingest.text.terms import content_terms, word_count
 from retrieval.types import Hit
 
 MAX_SENTENCE_CHARS = 400
@@ -131,7 +131,7 @@ def scored_candidates(
             if ITEM_RE.match(sentence) or _NUMBER_RE.match(before):
                 steps.add((n, pos))
             before = sentence
-            if len(sentence.split()) < 4 or drop_headings and is_heading(hit.text[s:e], hit.heading or ""):
+            if word_count(sentence) < 4 or drop_headings and is_heading(hit.text[s:e], hit.heading or ""):
                 continue
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
@@ -259,7 +259,7 @@ def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, ma
     for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
                                       value_bonus=value_bonus, extra=extra, weights=weights,
                                       **choice):  # type: ignore[arg-type]
-        if sentence[-1:] not in ".!?…":
+        if sentence[-1:] not in ".!?…。！？；":
             sentence += "."
         bullet = _BULLET_RE.match(sentence)
         part = f"• {sentence[bullet.end():]} [{n}]" if bullet else f"{sentence} [{n}]"

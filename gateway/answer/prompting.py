@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gateway.answer.citations import content_terms
 from ingest.text.sentences import sentence_spans
+from ingest.text.terms import content_terms
 from retrieval.types import Hit
 
 # Rule 3 once told the model to answer "The manuals do not cover this." when the passages do not:

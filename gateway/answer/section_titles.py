@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+from ingest.headings import cjk_heading
+from ingest.text.terms import has_cjk
+
 # A list item opening a sentence: a bullet or "Step 3"
 ITEM_RE = re.compile(r"^(?:step\s+\d|[•●◆▪◦‣]|[*-]\s)", re.IGNORECASE)
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
@@ -37,6 +40,8 @@ def is_heading(raw: str, heading: str = "") -> bool:
     bare = _SECTION_NUMBER_RE.sub("", text)
     if heading and _folded(heading) in (_folded(text), _folded(bare)):
         return True
+    if has_cjk(text):  # no capitals to read: only a numbered title (第二章 技术参数) is one
+        return cjk_heading(text)
     if not bare or bare[-1] in ".!?;)\"”" or _VALUE_RE.search(bare) or ITEM_RE.match(bare):
         return False
     words = _WORD_RE.findall(bare)

@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from ingest.text.terms import word_count
 from retrieval.types import Hit
 
 # What each candidate carries (extractive.Candidate.features), and the subset the shipped weights use:
@@ -61,7 +62,7 @@ def features(sentence: str, terms: set[str], want: set[str], lex: float, n: int,
     the sentence's own terms); n the passage's rank (1 = first); pos the sentence's place in it."""
     wanted = max(len(want), 1)
     return [lex, 1.0 / n, 1.0 / (pos + 1), float(bool(_DIGIT_RE.search(sentence))), float(states_asked),
-            math.log(len(sentence.split()) + 1), float(bool(_STEP_RE.match(sentence))),
+            math.log(word_count(sentence) + 1), float(bool(_STEP_RE.match(sentence))),
             float(hit.dense_score or 0.0), len(terms & want) / wanted, len(heading_terms & want) / wanted,
             float(bool(_IMPERATIVE_RE.match(sentence)))]
 

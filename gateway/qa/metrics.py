@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.answer.citations import CITATION_RE, content_terms
+from gateway.answer.citations import CITATION_RE
 from gateway.answer.claim_terms import numbers_of
 from gateway.records.answer_rows import Outcome
+from ingest.text.terms import content_terms
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ _PROFILE = {
           "oder auch sich wenn aus kann nach wie ich sind durch über vor nur muss können",
     "fr": "le la les et est des du un une pour dans que qui sur avec pas ne ce au par vous il sont être",
     "es": "el los las y es del una para con que por se no al lo su como está son puede",
-    "it": "il lo gli della delle di è per con che non si da sono questo nella alla",
+    "it": "il lo gli della delle di è con che non si da sono questo nella alla",
     "nl": "het een en van is niet met voor op te dat zijn wordt aan bij naar ook kan",
     "pt": "os do da um uma para com que não em no na se por são é",
 }
@@ -65,8 +65,8 @@ def detect(text: str) -> str | None:
     ranked = sorted(hits.items(), key=lambda kv: -kv[1])
     best, n = ranked[0]
     runner_up = ranked[1][1] if len(ranked) > 1 else 0
-    if n < MIN_HITS and not (n == 1 and runner_up == 0 and len(_WORD.findall(text)) <= 4):
-        return None
+    if n < MIN_HITS and not (n == 1 and runner_up == 0 and len(_WORD.findall(text)) <= 12):
+        return None  # one function word decides a question or a line, not a page
     return best if n > runner_up else None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zlib
 from pathlib import Path
 
@@ -62,3 +63,53 @@ def scanned_pdf(folder: Path, name: str, pages: list[list[str]], hostile: dict[i
     path = folder / name
     path.write_bytes(image_pdf(rendered, sizes, extra=hostile))
     return path
+
+
+_CJK_RUN = re.compile(r"[\u2100-\u214f\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")
+
+
+def _line_ops(text: str, y: int, size: int) -> bytes:
+    """One line at height y: CJK runs in STSong-Light (UCS-2, not embedded, as many Chinese manuals
+    ship it), the rest in Helvetica with WinAnsi (so "ä", "ö", "ü", "ß" are real characters)."""
+    out = [b"BT %d %d Td " % (72, y)]
+    pos = 0
+    runs = []
+    for m in _CJK_RUN.finditer(text):
+        if m.start() > pos:
+            runs.append((text[pos:m.start()], False))
+        runs.append((m.group(), True))
+        pos = m.end()
+    if pos < len(text):
+        runs.append((text[pos:], False))
+    for run, cjk in runs:
+        if cjk:
+            out.append(b"/F2 %d Tf <" % size + run.encode("utf-16-be").hex().upper().encode() + b"> Tj ")
+        else:
+            esc = run.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            out.append(b"/F1 %d Tf (" % size + esc.encode("cp1252") + b") Tj ")
+    out.append(b"ET\n")
+    return b"".join(out)
+
+
+def multilingual_pdf(pages: list[list[str]], size: int = 11) -> bytes:
+    """A born-digital PDF, one list of lines per page, in Chinese and any Western European language."""
+    n = len(pages)
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n)).encode()
+    fonts = 3 + 2 * n
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % n]
+    for i, lines in enumerate(pages):
+        content = b"".join(_line_ops(line, 760 - 18 * k, size) for k, line in enumerate(lines))
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+                       b"/Resources << /Font << /F1 %d 0 R /F2 %d 0 R >> >> >>" % (4 + 2 * i, fonts, fonts + 1))
+        objects.append(stream(content))
+    objects += [
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        b"<< /Type /Font /Subtype /Type0 /BaseFont /STSong-Light /Encoding /UniGB-UCS2-H "
+        b"/DescendantFonts [%d 0 R] >>" % (fonts + 2),
+        b"<< /Type /Font /Subtype /CIDFontType0 /BaseFont /STSong-Light "
+        b"/CIDSystemInfo << /Registry (Adobe) /Ordering (GB1) /Supplement 2 >> /FontDescriptor %d 0 R >>"
+        % (fonts + 3),
+        b"<< /Type /FontDescriptor /FontName /STSong-Light /Flags 6 /FontBBox [-25 -254 1000 880] "
+        b"/ItalicAngle 0 /Ascent 880 /Descent -120 /CapHeight 880 /StemV 93 >>",
+    ]
+    return write_pdf(objects)

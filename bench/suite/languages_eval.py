@@ -1,0 +1,162 @@
+"""Search in other languages: Chinese and German manuals, asked in their language and in English.
+
+Each half (eval/zh-dev, eval/de-dev choose; eval/zh-test, eval/de-test report) is its own gateway: its
+manuals plus the two English sample manuals as distractors, ingested by the real path into a temporary
+data directory with the shipped settings, searched as the gateway searches (Services.search, k=5). A
+hit is a passage of the gold manual on a gold page. Questions are grouped by the language they are
+asked in: a manual tag ending in "en" marks an English question about the half's manual.
+
+    python -m bench.suite.languages_eval                       # this tree, writes docs/bench/languages_eval.md
+    python -m bench.suite.languages_eval --before d28aebe      # and a revision before, side by side
+    python -m bench.suite.languages_eval --halves zh-dev --no-write --embedder multilingual-e5-small
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+EVAL = HERE.parents[2] / "eval"
+SAMPLES = HERE.parents[2] / "sample_manuals"
+HALVES = ("zh-dev", "de-dev", "zh-test", "de-test")
+
+
+def group_of(half: str, qid: str) -> str:
+    """"zh" for a Chinese question of zh-dev, "en->zh" for an English one about its manuals."""
+    lang = half.split("-")[0]
+    tag = re.fullmatch(rf"{re.escape(half)}-([a-z0-9]+)-\d+", qid)
+    return f"en->{lang}" if tag and tag.group(1).endswith("en") else lang
+
+
+def measure(halves: list[str], eval_dir: Path, embedder: str | None) -> dict[str, Any]:
+    """{half: {group: {n, hit1, hit5, mrr, misses}}, "_cost": {...}} for this interpreter's manualqa."""
+    from gateway.config import Settings
+    from gateway.services import Services
+
+    out: dict[str, Any] = {}
+    cost: dict[str, Any] = {}
+    for half in halves:
+        folder = eval_dir / half
+        pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
+        questions = [json.loads(x) for x in (folder / "questions.jsonl").read_text("utf-8").splitlines() if x.strip()]
+        with tempfile.TemporaryDirectory(prefix=f"lang-{half}-") as tmp:
+            settings = Settings(data_dir=Path(tmp) / "data")
+            if embedder:
+                settings.embedding.model = embedder
+            gw = Services(settings)
+            t = time.perf_counter()
+            report = gw.ingest(pdfs)
+            ingest_s = time.perf_counter() - t
+            failed = getattr(report, "failed", None)
+            if failed:
+                raise SystemExit(f"{half}: ingest failed: {failed}")
+            pages = sum(m["page_count"] for m in gw.store.open().chunks.manuals())
+            groups: dict[str, dict[str, Any]] = {}
+            latencies = []
+            for q in questions:
+                t = time.perf_counter()
+                hits = gw.search(q["question"], k=5)
+                latencies.append((time.perf_counter() - t) * 1000)
+                if not q["answerable"]:
+                    continue
+                g = groups.setdefault(group_of(half, q["id"]), {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": []})
+                gold = {(q["manual"], p) for p in q["pages"]}
+                rank = next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
+                g["n"] += 1
+                if rank is None:
+                    g["misses"].append(q["id"])
+                    continue
+                g["hit1"] += rank == 1
+                g["hit5"] += 1
+                g["mrr"] += 1.0 / rank
+            gw.log.close()
+        out[half] = groups
+        latencies.sort()
+        cost[half] = {"pages": pages, "ingest_s": ingest_s, "pages_per_s": pages / ingest_s,
+                      "search_p50_ms": latencies[len(latencies) // 2]}
+    out["_cost"] = cost
+    return out
+
+
+def in_tree(tree: Path, halves: list[str], embedder: str | None) -> dict[str, Any]:
+    """measure() run by a child Python whose manualqa is the one in `tree` (a revision before)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as fh:
+        cmd = [sys.executable, str(HERE), "--measure", fh.name, "--eval-dir", str(EVAL), "--halves", *halves]
+        if embedder:
+            cmd += ["--embedder", embedder]
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        subprocess.run(cmd, cwd=tree, env=env, check=True)
+        return dict(json.loads(Path(fh.name).read_text()))
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """One row per half and question language, one column group per side."""
+    sides = list(results)
+    head = "| half | asked in | n | " + " | ".join(f"{s} hit@1 | {s} hit@5 | {s} MRR" for s in sides) + " |"
+    lines = [head, "|" + "---|" * (3 + 3 * len(sides))]
+    first = results[sides[0]]
+    for half in (h for h in first if not h.startswith("_")):
+        for group, g in first[half].items():
+            cells = []
+            for side in sides:
+                x = results[side][half].get(group, {"n": 0})
+                n = x["n"] or 1
+                cells.append(f"{x.get('hit1', 0) / n:.2f} | {x.get('hit5', 0) / n:.2f} | {x.get('mrr', 0) / n:.2f}")
+            lines.append(f"| {half} | {group} | {g['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cost_table(results: dict[str, dict[str, Any]]) -> str:
+    lines = ["| side | half | pages | ingest s | pages/s | search p50 ms |", "|---|---|---|---|---|---|"]
+    for side, res in results.items():
+        for half, c in res["_cost"].items():
+            lines.append(f"| {side} | {half} | {c['pages']} | {c['ingest_s']:.1f} | {c['pages_per_s']:.2f} | "
+                         f"{c['search_p50_ms']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--halves", nargs="+", default=list(HALVES), choices=HALVES)
+    parser.add_argument("--before", help="a git revision (or source tree) measured the same way, side by side")
+    parser.add_argument("--embedder", help="embedding.model for both sides (default: the configured one)")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # child mode: write measure()'s JSON here
+    parser.add_argument("--eval-dir", default=str(EVAL), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        Path(args.measure).write_text(json.dumps(measure(args.halves, Path(args.eval_dir), args.embedder)))
+        return 0
+    sys.path.insert(0, str(HERE.parents[2]))
+    from bench.harness import source_tree, write_section
+
+    results: dict[str, dict[str, Any]] = {}
+    if args.before:
+        with source_tree(args.before) as tree:
+            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder)
+    results["now"] = measure(args.halves, EVAL, args.embedder)
+    text = ("# Search in Chinese and German (issue 47)\n\n"
+            "Retrieval on the language halves (their manuals + the two sample manuals as distractors, shipped "
+            "settings, k = 5); a hit is a passage of the gold manual on a gold page. `zh`/`de`: asked in the "
+            "manual's language; `en->zh`/`en->de`: asked in English about those manuals. The -dev halves chose, "
+            "the -test halves report.\n\n" + table(results) + "\n\nCost (2 cores; ingest includes the two sample "
+            "manuals):\n\n" + cost_table(results) + "\n\nMisses (now): " + json.dumps(
+                {h: {g: v["misses"] for g, v in groups.items()} for h, groups in results["now"].items()
+                 if not h.startswith("_")}, ensure_ascii=False))
+    print(text)
+    if not args.no_write:
+        write_section(__spec__.name if __spec__ else "bench.suite.languages_eval", text, argv=sys.argv[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

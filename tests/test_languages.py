@@ -1,0 +1,184 @@
+"""Manuals in Chinese and German beside an English one (issue 47): real PDFs written here (Chinese in a
+non-embedded STSong-Light, as many Chinese manuals ship it; German with umlauts and a word hyphenated
+at a line end), ingested into a real index (FAISS, SQLite FTS5), searched and answered extractively.
+Each chunk knows its language; Chinese questions find their page by their words; a page holding only
+its running header and footer is never a passage; Chinese evidence is cut into sentences at 。；！？."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.config import Settings
+from gateway.services import Services
+from ingest.text.languages import detect
+from ingest.text.pagenumbers import is_page_number_line
+from ingest.text.sentences import sentence_spans
+from ingest.text.terms import content_terms, index_terms
+from retrieval.fts import match_units
+from tests.support.pdfs import multilingual_pdf
+
+ZH_HEADER = "BLDC-300 无刷电机驱动器 使用说明书"
+ZH_PAGES = [
+    ["BLDC-300 无刷电机驱动器", "使用说明书", "版本 V3.0"],
+    ["第二章 技术参数", "本驱动器的输入电压范围为12V至24V，请勿超过24V。", "最大持续电流为5A，峰值电流为10A。",
+     "工作温度为-20℃至60℃，存储温度为-40℃至85℃。"],
+    [],  # a figure page: nothing but the running header and footer in its text layer
+    ["第三章 接线说明", "将电机的三根相线分别接到U、V、W端子。", "霍尔传感器接到HALL接口，注意电源极性。",
+     "全部接线完成并检查无误后，再接通电源。"],
+    ["第四章 故障排除", "如果指示灯闪烁红色，表示过流保护已经触发。", "请断开电源，检查电机相线是否短路。",
+     "排除故障后重新上电即可恢复正常工作。"],
+]
+DE_HEADER = "Labornetzteil LNG-30 Bedienungsanleitung"
+DE_PAGES = [
+    ["Labornetzteil LNG-30", "Bedienungsanleitung", "Ausgabe 2024"],
+    ["2 Technische Daten", "Die Ausgangsspannung ist stufenlos von 0 bis 30 V einstellbar.",
+     "Der maximale Ausgangsstrom beträgt 5 A bei einer Restwelligkeit unter 10 mV."],
+    ["3 Sicherheitshinweise", "Schalten Sie das Gerät zu-", "nächst aus, bevor Sie die Sicherung wechseln.",
+     "Betreiben Sie das Netzteil nur in trockenen Räumen und decken Sie die Lüftungsschlitze nie ab."],
+    ["4 Fehlerbehebung", "Wenn die Stromanzeige blinkt, ist die Strombegrenzung aktiv.",
+     "Verringern Sie die Last oder erhöhen Sie den eingestellten Grenzwert des Stroms."],
+]
+EN_PAGES = [
+    ["AquaFlow P-40 Pump", "Service Manual"],
+    ["1 Specifications", "The pump delivers 40 litres per minute at a head of 12 metres.",
+     "Supply voltage is 230 V AC, 50 Hz; rated power is 750 W."],
+    ["2 Maintenance", "Replace the shaft seal every 2000 operating hours.",
+     "Clean the inlet strainer monthly to keep the flow rate up."],
+]
+
+
+def _with_furniture(pages: list[list[str]], header: str, footer: str) -> list[list[str]]:
+    return [[header, *lines, footer.format(n=n, total=len(pages))] for n, lines in enumerate(pages, 1)]
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
+    work = tmp_path_factory.mktemp("languages")
+    files = {
+        "bldc300_zh.pdf": _with_furniture(ZH_PAGES, ZH_HEADER, "共 {total} 页 第 {n} 页"),
+        "lng30_de.pdf": _with_furniture(DE_PAGES, DE_HEADER, "Seite {n} von {total}"),
+        "aquaflow_en.pdf": _with_furniture(EN_PAGES, "AquaFlow P-40 Service Manual", "Page {n} of {total}"),
+    }
+    paths = []
+    for name, pages in files.items():
+        path = work / name
+        path.write_bytes(multilingual_pdf(pages))
+        paths.append(path)
+    g = Services(Settings(data_dir=work / "data"), embedder=embedder)
+    g.ingest(paths)
+    yield g
+    g.log.close()
+
+
+def _sha(gw: Any, name: str) -> str:
+    return next(m["sha256"] for m in gw.store.open().chunks.manuals() if m["file_name"] == name)
+
+
+def test_each_chunk_records_its_language(gw: Any) -> None:
+    store = gw.store.open().chunks
+    languages = store.manual_languages()
+    assert languages[_sha(gw, "bldc300_zh.pdf")] == ["zh"]
+    assert languages[_sha(gw, "lng30_de.pdf")] == ["de"]
+    assert languages[_sha(gw, "aquaflow_en.pdf")] == ["en"]
+    hits = gw.search("输入电压范围", k=3)
+    assert hits and hits[0].language == "zh"
+
+
+def test_a_page_of_only_header_and_footer_gives_no_passage(gw: Any) -> None:
+    chunks = gw.store.open().chunks.chunks_for_manual(_sha(gw, "bldc300_zh.pdf"))
+    assert 3 not in {c.page for c in chunks}
+    assert chunks and not any("第" in c.text and "页" in c.text and "共" in c.text for c in chunks)
+    for q in ["驱动器的说明书", "BLDC-300 使用说明书 第几页"]:
+        assert all(h.page != 3 or h.manual != "bldc300_zh.pdf" for h in gw.search(q, k=5)), q
+
+
+@pytest.mark.parametrize(("question", "manual", "page"), [
+    ("驱动器的输入电压是多少？", "bldc300_zh.pdf", 2),
+    ("三根相线应该接到哪些端子", "bldc300_zh.pdf", 4),
+    ("指示灯闪烁红色是什么原因", "bldc300_zh.pdf", 5),
+    ("Wie hoch ist der maximale Ausgangsstrom?", "lng30_de.pdf", 2),
+    ("Was bedeutet es, wenn die Stromanzeige blinkt?", "lng30_de.pdf", 4),
+    ("Wann muss ich die Sicherung wechseln?", "lng30_de.pdf", 3),
+    ("How often should the shaft seal be replaced?", "aquaflow_en.pdf", 3),
+])
+def test_questions_find_their_page_by_their_words(gw: Any, question: str, manual: str, page: int) -> None:
+    hits = gw.search(question, k=5)
+    assert (hits[0].manual, hits[0].page) == (manual, page), [(h.manual, h.page) for h in hits]
+    assert hits[0].lexical_rank == 1  # the words found it, not the English embedder's luck
+
+
+def test_a_word_hyphenated_at_a_line_end_is_joined(gw: Any) -> None:
+    text = gw.store.open().chunks.page_text(_sha(gw, "lng30_de.pdf"), 3)
+    assert "zunächst aus" in " ".join(text.split()) and "zu-" not in text
+
+
+def test_chinese_extractive_evidence_quotes_the_sentence_that_answers(gw: Any) -> None:
+    res = gw.answer("驱动器的输入电压范围是多少？", mode="extractive")
+    assert res.outcome != "error" and res.citations, res.answer
+    first = res.citations[0]
+    assert (first.manual, first.page, first.language) == ("bldc300_zh.pdf", 2, "zh")
+    assert any("12V至24V" in s and len(s) < 40 for s in first.sentences), first.sentences  # one sentence
+    assert "第 2 页" not in res.answer and "共 5 页" not in res.answer
+
+
+def test_detect_names_the_language() -> None:
+    assert detect("本驱动器的输入电压范围为12V至24V，请勿超过24V。") == "zh"
+    assert detect("Die Ausgangsspannung ist stufenlos von 0 bis 30 V einstellbar.") == "de"
+    assert detect("Le moteur ne démarre pas quand on appuie sur le bouton.") == "fr"
+    assert detect("The pump delivers 40 litres per minute.") == "en"
+    assert detect("このボタンを押してください。") == "ja"
+    assert detect("USB 5V 2A") is None  # part numbers and values say no language
+
+
+def test_chinese_sentences_end_at_full_width_marks() -> None:
+    text = "本产品支持FOC控制。输入电压12V至24V；请勿超过！是否支持CAN？支持"
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "本产品支持FOC控制。", "输入电压12V至24V；", "请勿超过！", "是否支持CAN？", "支持"]
+    english = "Set the voltage to 12 V. Then press OK; wait."
+    assert [english[s:e] for s, e in sentence_spans(english)] == ["Set the voltage to 12 V.", "Then press OK; wait."]
+
+
+def test_terms_pair_cjk_characters_and_stem_per_language() -> None:
+    assert index_terms("最大电流5A", "zh") == ["最大", "大电", "电流", "5a"]
+    assert index_terms("電機\n驅動", "zh") == ["電機", "機驅", "驅動"]  # a wrapped line is no word break
+    assert index_terms("Temperaturen", "de") == ["temperatur"]
+    assert index_terms("flashing", "en") == ["flash"]
+    units = match_units("电机的最大电流是多少", ["zh"])
+    assert '"电机"' in units and '"最大 大电 电流"' in units and not any("多少" in u or "的" in u for u in units)
+    assert {"输入", "电压", "12v"} <= content_terms("输入电压为12V。")
+    assert content_terms("Set the pumps to 12 V") == {"set", "pump", "12"}  # English as it always was
+
+
+@pytest.mark.parametrize("line", ["Page 3 of 24", "共 24 页 第 7 页", "第 7 页", "Seite 4 von 12", "- 7 -", "3/24"])
+def test_page_number_lines(line: str) -> None:
+    assert is_page_number_line(line)
+
+
+@pytest.mark.parametrize("line", ["Step 3", "Table 2", "M3", "2.5 mm", "第三章 接线说明", "Seitenwand"])
+def test_lines_that_are_not_page_numbers(line: str) -> None:
+    assert not is_page_number_line(line)
+
+
+def test_an_index_written_before_languages_is_searched_as_before(tmp_path: Path) -> None:
+    """A version without the lang column keeps SQLite's porter stemming of the raw text."""
+    import sqlite3
+
+    from ingest.models import Chunk
+    from retrieval.chunkstore import SCHEMA, ChunkStore
+
+    old_schema = SCHEMA.replace(",\n    lang TEXT NOT NULL DEFAULT ''", "").replace(
+        "tokenize='unicode61 remove_diacritics 2'", "tokenize='porter unicode61 remove_diacritics 2'")
+    db = sqlite3.connect(tmp_path / "chunks.db")
+    db.executescript(old_schema)
+    db.execute("INSERT INTO manuals VALUES ('a', 'a.pdf', 'A', 1, 1, '[]')")
+    db.commit()
+    db.close()
+    store = ChunkStore(tmp_path / "chunks.db")
+    assert not store.analysed
+    store.add_chunks([Chunk("a-1", "a", 1, 0, "Firmware", "Flashing the board takes a minute.")])
+    store.commit()
+    assert [r for r, _ in store.lexical("flash", 5)] == [0]
+    assert store.get_rows([0])[0]["language"] == ""
