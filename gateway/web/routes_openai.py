@@ -3,39 +3,44 @@
 The last user message is the question, capped like one (2,000 characters: a longer one is a 400,
 never cut); earlier user turns join the retrieval query, so that a follow-up ("and its torque?")
 finds the page the conversation is about. The answer comes with its citations both in a
-`citations` field (with absolute `pdf_url`s) and as a "Sources:" footer in the text. What the
-gateway cannot do is refused the way the OpenAI API refuses it (unknown model: 404
-`model_not_found`; `n > 1`, `tools`, non-text content parts: 400), never silently ignored.
+`citations` field (with absolute `pdf_url`s) and as a "Sources:" footer in the text; streamed or
+not, the text is the same (gateway.web.openai_replies). What the gateway cannot do is refused the
+way the OpenAI API refuses it (unknown model: 404 `model_not_found`; `n > 1`, non-text content
+parts: 400). Tools offered (`tools`, `tool_choice`, `functions`) are ignored, not refused: chat
+clients such as Open WebUI attach theirs to every request, and the answer simply calls none. A chat
+client's own housekeeping requests (a title, tags, follow-ups) are answered without the manuals
+(gateway.web.chat_tasks).
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath, JSONBody
 
-from gateway.answer.events import Final, Text
 from gateway.answer.request import AnswerRequest
 from gateway.web.bridge import EventStream, final_result, stream_events
+from gateway.web.chat_tasks import ClientTask, client_task
 from gateway.web.errors import ApiError
+from gateway.web.openai_replies import (
+    MODEL_ID,
+    Reply,
+    answer_reply,
+    completion,
+    once,
+    reply_chunks,
+    settled,
+    sources_footer,
+)
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
 from gateway.web.schemas import MAX_QUESTION_CHARS, ChatCompletionRequest, ChatMessage
 from gateway.web.security import client_id, reader_guard
 
-MODEL_ID = "manualqa"
+__all__ = ["EARLIER_TURNS", "OpenAIController", "sources_footer"]
+
 EARLIER_TURNS = 2  # earlier user turns that join the retrieval query of a follow-up
-
-
-def sources_footer(citations: list[dict[str, Any]]) -> str:
-    if not citations:
-        return ""
-    lines = [f"[{c['n']}] {c['title']} p.{c['page']}" + (f" (printed {c['page_label']})" if c.get("page_label") else "")
-             + (" (OCR, check the page)" if c.get("source") == "ocr" else "") for c in citations]
-    return "\n\nSources:\n" + "\n".join(lines)
 
 
 def message_text(message: ChatMessage) -> str:
@@ -70,27 +75,12 @@ def refuse_unsupported(data: ChatCompletionRequest) -> None:
                                                f"it serves {MODEL_ID!r} (GET /v1/models)")
     if data.n not in (None, 1):
         raise ApiError(400, "invalid_request", "n > 1 is not supported: this gateway gives one answer per question")
-    if data.tools:
-        raise ApiError(400, "invalid_request", "tools (function calling) are not supported by this gateway")
 
 
-def absolute_citations(citations: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
-    """Citations whose pdf_url an integrator's tool can open as it is (relative to this request's host)."""
-    base = base_url.rstrip("/")
-    return [{**c, "pdf_url": base + c["pdf_url"]} if str(c.get("pdf_url", "")).startswith("/") else c
-            for c in citations]
-
-
-def usage_of(result: dict[str, Any]) -> dict[str, int]:
-    timings = result.get("timings") or {}
-    usage = {"prompt_tokens": timings.get("prompt_tokens") or 0,
-             "completion_tokens": timings.get("output_tokens") or 0}
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    return usage
-
-
-def finish_reason(result: dict[str, Any]) -> str:
-    return "length" if "cut_at_max_tokens" in (result.get("flags") or []) else "stop"
+def task_reply(task: ClientTask) -> Reply:
+    """A housekeeping request's reply: nothing searched, nothing logged, no tokens."""
+    return Reply(text=task.reply, manualqa={"task": task.kind, "client_app": task.client,
+                                            "answer_id": None, "outcome": None})
 
 
 def model_card(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -121,57 +111,26 @@ class OpenAIController(Controller):
     @post("/chat/completions", summary="Chat completion answered from the manuals", status_code=200)
     async def chat(self, request: Request[Any, Any, Any], data: JSONBody[ChatCompletionRequest]) -> Any:
         state = request.app.state
-        require_ready(state)
         refuse_unsupported(data)
+        completion_id = "chatcmpl-" + str(int(time.time() * 1000))
+        include_usage = bool(data.stream_options and data.stream_options.include_usage)
+        task = client_task(data.messages)  # before the question's checks: its prompt holds the whole chat
+        if task is not None:
+            reply = task_reply(task)
+            if data.stream:
+                return EventStream(reply_chunks(completion_id, once(reply), include_usage),
+                                   headers={"Cache-Control": "no-store"})
+            return completion(completion_id, reply)
+        require_ready(state)
         question, search_query = conversation(data)
         state.rate.check(client_id(request))
         produce = answer_producer(state, AnswerRequest(
             question=question, max_tokens=data.max_completion_tokens or data.max_tokens, client="openai",
             key_name=key_name_of(request), search_query=search_query))
-        completion_id = "chatcmpl-" + str(int(time.time() * 1000))
         base = str(request.base_url)
         if data.stream:
-            include_usage = bool(data.stream_options and data.stream_options.include_usage)
-            return EventStream(_chunks(produce, completion_id, base, include_usage),
-                               headers={"Cache-Control": "no-store"})
+            replies = settled(stream_events(produce), base)
+            return EventStream(reply_chunks(completion_id, replies, include_usage),
+                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
         result = (await final_result(produce)).to_dict()
-        citations = absolute_citations(result.get("citations") or [], base)
-        text = (result.get("answer") or "") + sources_footer(citations)
-        return {"id": completion_id, "object": "chat.completion", "created": int(time.time()),
-                "model": MODEL_ID,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": finish_reason(result)}],
-                "usage": usage_of(result), "citations": citations, "manualqa": _manualqa(result)}
-
-
-def _manualqa(result: dict[str, Any]) -> dict[str, Any]:
-    return {"answer_id": result["id"], "outcome": result["outcome"], "index_version": result.get("index_version"),
-            "chain_id": result.get("chain_id")}
-
-
-def _chunk(completion_id: str, delta: dict[str, Any] | None, finish: str | None = None,
-           **extra: Any) -> dict[str, str]:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    body = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": MODEL_ID, "choices": choices, **extra}
-    return {"data": json.dumps(body, default=str)}
-
-
-async def _chunks(produce: Any, completion_id: str, base: str, include_usage: bool) -> AsyncIterator[dict[str, str]]:
-    """OpenAI's stream: role, content pieces, the finish chunk, then (include_usage) a usage chunk."""
-    nousage = {"usage": None} if include_usage else {}
-    yield _chunk(completion_id, {"role": "assistant", "content": ""}, **nousage)
-    async for event in stream_events(produce):
-        if isinstance(event, Text):
-            yield _chunk(completion_id, {"content": event.text}, **nousage)
-        elif isinstance(event, Final):
-            result = event.result.to_dict()
-            citations = absolute_citations(result.get("citations") or [], base)
-            footer = sources_footer(citations)
-            if footer:
-                yield _chunk(completion_id, {"content": footer}, **nousage)
-            yield _chunk(completion_id, {}, finish_reason(result), citations=citations,
-                         manualqa=_manualqa(result), **nousage)
-            if include_usage:
-                yield _chunk(completion_id, None, usage=usage_of(result))
-    yield {"data": "[DONE]"}
+        return completion(completion_id, answer_reply(result, base))

@@ -60,7 +60,8 @@ class StreamOptions(msgspec.Struct):
 
 class ChatCompletionRequest(msgspec.Struct):
     """OpenAI's chat request. Sampling fields are accepted and ignored (the deployment profile
-    decides them); what the gateway cannot do (n > 1, tools) is refused, not silently dropped."""
+    decides them), and so are tools (chat clients attach theirs to every request; the answer calls
+    none); what the gateway cannot do (n > 1) is refused, not silently dropped."""
 
     messages: Annotated[list[ChatMessage], msgspec.Meta(min_length=1, max_length=100)]
     model: Annotated[str, msgspec.Meta(max_length=200)] | None = None
