@@ -6,6 +6,12 @@ version of the profile. Any other profile answers extractively: the evidence in 
 and never a green badge that a model has not earned. "generate" or "extractive" in manualqa.toml,
 or an admin's switch on the running server, decide instead. /api/v1/health, /api/v1/deployment and
 the admin page say which mode serves and why.
+
+The same rule holds for a question that asks for generate mode itself (the page's "Explain", the
+API's `"mode": "generate"`): the model of a profile that has not passed gate 4 still writes, but
+`ModeDecision.unqualified` says why its text is only a draft, and the pipeline then shows the
+evidence first and never the green `answered` (gateway.answer.outcome). Pinning answer.mode =
+"generate" is the admin's explicit trust (and what gate 4 and `replay --mode generate` measure under).
 """
 
 from __future__ import annotations
@@ -25,9 +31,23 @@ class ModeDecision:
     reason: str  # one sentence for people: why this mode
     qualification: dict[str, Any] | None = field(default=None)  # gate 4's last verdict for this profile
 
+    @property
+    def unqualified(self) -> str | None:
+        """Why the model's answers are drafts, never green (None: gate 4 passed, or generate is pinned).
+
+        A per-question generate must not earn what the gateway's default withholds: the page's
+        "Explain" on a profile that failed gate 4 once showed a wrong voltage as a green answer."""
+        verdict = self.qualification or {}
+        if self.configured == "generate" or verdict.get("status") == "pass":
+            return None
+        if verdict.get("status") is None:
+            return "the profile's model has not been qualified (doctor's gate 4, answers)"
+        what = "failed" if verdict["status"] == "fail" else "could not be measured by"
+        return f"the profile's model {what} gate 4 (answers) on {verdict.get('checked_at')}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "configured": self.configured, "reason": self.reason,
-                "qualification": self.qualification}
+                "qualification": self.qualification, "unqualified": self.unqualified}
 
 
 def _verdict(data_dir: Path, profile: Any) -> dict[str, Any] | None:

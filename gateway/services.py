@@ -152,9 +152,11 @@ class Services(IndexParts):
         """What the answer pipeline runs on: this root as retriever and model, the answer log as its sink."""
         from gateway.answer.deps import AnswerDeps
 
-        answer = dataclasses.replace(self.settings.answer, mode=self.answer_mode().mode)  # "auto" decided
+        decision = self.answer_mode()
+        answer = dataclasses.replace(self.settings.answer, mode=decision.mode)  # "auto" decided
+        # a question's own "generate" runs the model too: unqualified, its text is a draft, never green
         return AnswerDeps(settings=answer, retriever=self, model=self, sink=self.log,
-                          search_k=self.settings.search.k)
+                          search_k=self.settings.search.k, unqualified=decision.unqualified)
 
     def answer_mode(self) -> ModeDecision:
         """The mode answers run in and why (gateway.answer_mode): answer.mode, or under "auto" gate 4's verdict."""

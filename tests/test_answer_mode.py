@@ -6,13 +6,16 @@ made by the real gate (tests/test_answers_gate.py covers how), here only read ba
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from litestar.testing import TestClient
 
-from gateway.answer_mode import decide_mode
+from gateway.answer_mode import ModeDecision, decide_mode
+from gateway.cli import main
 from gateway.config import ConfigError, Settings, load_settings
 from gateway.qa.qualify import answers_gate
 from gateway.records.deployments import run_and_record
@@ -94,3 +97,62 @@ def test_health_and_deployment_report_the_mode_and_the_reason(data: Path, tmp_pa
     with TestClient(create_app(dataclasses.replace(settings), warm=False)) as client:
         health = client.get("/api/v1/health").json()
         assert health["answer_mode"] == "generate" and "passed gate 4" in health["answer_mode_reason"]
+
+
+def test_a_questions_own_generate_on_an_unqualified_profile_is_a_labelled_draft_never_green(
+        data: Path, tmp_path: Path) -> None:
+    """Issue 48, item 2: "Explain" / `"mode": "generate"` on a profile that has not passed gate 4 ran the
+    model and came back green. The model still writes, but the evidence is the answer (evidence_only)
+    and its text is only the labelled draft, in the pipeline, the JSON API and /v1 alike."""
+    path = site_profile(tmp_path, RIGHT)
+    settings = Settings(data_dir=data)
+    settings.runtime.profile = str(path)
+    gw = Services(settings, profile=load_profile(path))
+    try:
+        result = gw.answer(QUESTION, mode="generate")
+        assert result.mode == "generate" and result.outcome == "evidence_only"  # the model ran; no green
+        evidence = gw.answer(QUESTION, mode="extractive").answer
+        unqualified = gw.answer_mode().unqualified
+    finally:
+        gw.close()
+    assert unqualified is not None and "not been qualified" in unqualified
+    assert result.answer == evidence and result.draft.strip() == RIGHT  # the evidence leads; the text is kept
+    assert any(f.startswith("unqualified_model: ") and "not been qualified" in f for f in result.flags)
+    with TestClient(create_app(dataclasses.replace(settings), warm=False)) as client:
+        health = client.get("/api/v1/health").json()
+        assert "not been qualified" in health["model_unqualified"]
+        r = client.post("/api/v1/ask", json={"question": QUESTION, "mode": "generate"}).json()
+        assert r["outcome"] == "evidence_only" and r["mode"] == "generate" and r["draft"].strip() == RIGHT
+        assert any(f.startswith("unqualified_model") for f in r["flags"])
+        chat = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": QUESTION}]}).json()
+        assert chat["manualqa"]["outcome"] != "answered"
+
+    # Once gate 4 passed, the same per-question generate earns green, also beside a pinned extractive default.
+    run_and_record(data, load_profile(path), answers=answers_gate(settings))
+    for configured in ("auto", "extractive"):
+        settings.answer.mode = configured
+        gw = Services(settings, profile=load_profile(path))
+        try:
+            assert gw.answer_mode().unqualified is None
+            assert gw.answer(QUESTION, mode="generate").outcome == "answered"
+        finally:
+            gw.close()
+
+
+def test_a_failed_verdict_makes_drafts_and_a_pinned_generate_is_the_admins_trust() -> None:
+    failed = {"status": "fail", "checked_at": "2026-12-02T21:40:11Z", "detail": "below the bar", "metrics": None}
+    assert "failed gate 4" in (ModeDecision("extractive", "auto", "r", failed).unqualified or "")
+    assert "failed gate 4" in (ModeDecision("extractive", "extractive", "r", failed).unqualified or "")
+    assert ModeDecision("generate", "generate", "r", failed).unqualified is None  # pinned: what gate 4 measures under
+    assert ModeDecision("generate", "auto", "r", {**failed, "status": "pass"}).unqualified is None
+
+
+def test_an_in_process_replay_in_generate_mode_still_measures_the_unqualified_model(data: Path, tmp_path: Path) -> None:
+    """`manualqa replay run --mode generate` is the operator's pin for that run, as gate 4's own replay:
+    bench/suite/model_answers.py measures candidate models that way, before any of them qualified."""
+    path = site_profile(tmp_path, RIGHT)
+    res = CliRunner().invoke(main, ["replay", "run", str(tmp_path / "gold.jsonl"), "--profile", str(path),
+                                    "--mode", "generate", "--json"], env={"MANUALQA_DATA": str(data)})
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output[res.output.index("{"):])
+    assert summary["metrics"]["outcomes"] == {"answered": 2}

@@ -24,6 +24,10 @@ The rules, in order:
       or not the kind of quantity it asks) -> evidence_only
     otherwise                              -> answered: the supported sentences
 
+and last: a model that has not earned generate mode (gate 4 not passed, gateway.answer_mode) never
+shows its own text. Where the rules above would show it, the evidence is shown instead, the text
+stays in `draft` and the flag `unqualified_model` labels it; `answered` becomes `evidence_only`.
+
 `settle()` is the only writer of `AnswerResult.outcome`.
 """
 
@@ -44,7 +48,7 @@ from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
 from gateway.records.answer_rows import Outcome
-from retrieval.sentences import sentence_spans
+from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit
 
 log = logging.getLogger("gateway.answer.pipeline")
@@ -225,11 +229,27 @@ class Decision:
     flags: tuple[str, ...] = ()
 
 
+UNQUALIFIED_FLAG = "unqualified_model"  # the model's text is an unchecked draft: see the module docstring
+
+
 def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, cancelled: bool = False,
                    weak: Weak | None = None, extractive: bool = False, generation: Generation | None = None,
-                   support: SupportCheck | None = None) -> Decision:
+                   support: SupportCheck | None = None, unqualified: str | None = None) -> Decision:
     """The one decision of an answer's outcome (the rules are in the module docstring); closed: the
-    consumer went away (a client's disconnect, Ctrl-C) before the answer ended."""
+    consumer went away (a client's disconnect, Ctrl-C) before the answer ended; unqualified: why the
+    model has not earned the green badge (gateway.answer_mode), None when it has."""
+    decision = _decide(retrieval_error=retrieval_error, closed=closed, cancelled=cancelled, weak=weak,
+                       extractive=extractive, generation=generation, support=support)
+    if unqualified is None or decision.shows != "model":
+        return decision
+    # A per-question "generate" must not earn what gate 4 withheld: the evidence leads, the text is a draft.
+    outcome: Outcome = "evidence_only" if decision.outcome == "answered" else decision.outcome
+    return Decision(outcome, "evidence", error=decision.error,
+                    flags=(*decision.flags, f"{UNQUALIFIED_FLAG}: {unqualified}"))
+
+
+def _decide(*, retrieval_error: str | None, closed: bool, cancelled: bool, weak: Weak | None, extractive: bool,
+            generation: Generation | None, support: SupportCheck | None) -> Decision:
     if retrieval_error is not None:
         return Decision("error", "notice", f"Could not search the manuals: {retrieval_error}",
                         error=f"retrieval failed: {retrieval_error}")

@@ -14,7 +14,9 @@ abandoned at the timeout.
 Outcomes: ``answered`` only when every sentence shown is backed by the passage it cites (the
 model's unsupported sentences are removed, and kept in ``draft``); ``evidence_only`` when quoted
 evidence is shown instead (extractive mode, a model that declined or wrote nothing supported);
-``not_found`` when the evidence is too weak to show as an answer.
+``not_found`` when the evidence is too weak to show as an answer. A model that has not earned
+generate mode (deps.unqualified: gate 4 not passed) never answers green, also when the question
+itself asked for generate: its text is kept as a labelled draft and the evidence is shown.
 
 Here: the order of the steps, retrieval, the evidence and the log. It runs on `AnswerDeps`
 (gateway.answer.deps: a retriever, the model, an answer sink), never on the composition root; the
@@ -208,7 +210,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
                                             settings.require_question_terms, evidence=evidence,
                                             decline=settings.decline,
                                             recite_citations=settings.recite_citations)
-            decision = decide_outcome(cancelled=gen is None, generation=gen, support=support)
+            decision = decide_outcome(cancelled=gen is None, generation=gen, support=support,
+                                      unqualified=deps.unqualified)
         settle(res, decision, given=given, evidence=evidence, generation=gen, support=support)
         logged = True
         yield Final(_finish(deps, res, chain, t0))

@@ -51,7 +51,9 @@ def _progress(total: int, quiet: bool) -> Any:
 @click.option("--scope-by-manual", is_flag=True, help="Scope each question to its gold manual.")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False), help="In-process: this profile.")
 @click.option("--version", "version", help="In-process: this index version instead of the active one.")
-@click.option("--mode", type=click.Choice(["generate", "extractive"]), default=None)
+@click.option("--mode", type=click.Choice(["generate", "extractive"]), default=None,
+              help="In-process: answer in this mode, as answer.mode set to it would (generate: measured even if "
+                   "the profile has not passed gate 4).")
 @json_option()
 @pass_ctx
 def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label: str, scope_by_manual: bool,
@@ -71,6 +73,8 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
     else:
         if profile:
             settings.runtime.profile = profile
+        if mode:  # the operator's pin for this run, as gate 4's: a replay measures the model, drafts or not
+            settings.answer.mode = mode
         gw = ctx.services
         answerer = local_answerer(gw, scope_by_manual, mode, version)
         deployment = {"profile": gw.profile.name, "mode": mode or gw.answer_mode().mode}

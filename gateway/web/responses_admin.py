@@ -151,6 +151,9 @@ class Health(msgspec.Struct, omit_defaults=True):
     runtime: str | None = None
     answer_mode: str | None = None  # the gateway's default: generate or extractive (the page says which)
     answer_mode_reason: str | None = None  # why: answer.mode, or gate 4's verdict under "auto"
+    # Set when the model has not earned the green badge (gate 4 not passed, generate not pinned): a
+    # question's own "generate" (the page's Explain) then comes back as evidence with a labelled draft.
+    model_unqualified: str | None = None
 
 
 class ProfileSwitch(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -177,6 +180,7 @@ class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     answer_mode_configured: str | None = None  # answer.mode: auto (follow gate 4), generate or extractive
     answer_mode_reason: str | None = None
     qualification: dict[str, Any] | None = None  # gate 4's last verdict for this profile
+    model_unqualified: str | None = None  # as in Health: why the model's answers are drafts, never green
     profile: dict[str, Any] | None = None
     profile_error: str | None = None
     # The runtime's one owner (gateway.runtime_owner): state, reason, backend, isolation, worker.

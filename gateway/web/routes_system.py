@@ -30,7 +30,8 @@ class SystemController(Controller):
         note = await sync_to_thread(services.embedder_note) if ready and services.store.active_id() else None
         body = Health(status=status, index_version=services.store.active_id(),
                       warning=state.load_error or (rt.reason if failed else None) or note, runtime=rt.state,
-                      answer_mode=decision.mode, answer_mode_reason=decision.reason)
+                      answer_mode=decision.mode, answer_mode_reason=decision.reason,
+                      model_unqualified=decision.unqualified)
         if not ready:
             return Response(body, status_code=503, headers={"Retry-After": "5"})
         return Response(body, status_code=200)
@@ -56,7 +57,7 @@ def deployment_record(state: Any) -> dict[str, Any]:
     decision = gw.answer_mode()
     record: dict[str, Any] = {"index_version": gw.store.active_id(), "answer_mode": decision.mode,
                               "answer_mode_configured": decision.configured, "answer_mode_reason": decision.reason,
-                              "qualification": decision.qualification,
+                              "qualification": decision.qualification, "model_unqualified": decision.unqualified,
                               "ready": state.ready.is_set(), "load_error": state.load_error,
                               "runtime": gw.runtimes.status().to_dict()}
     try:

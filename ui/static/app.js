@@ -167,6 +167,7 @@ function resetResult() {
   $("failure").hidden = true; $("notfound-why").textContent = NOT_FOUND_WHY;
   $("result").hidden = false; $("answer").hidden = false; $("answer").textContent = ""; $("cards").innerHTML = "";
   $("answer").className = ""; $("evidence-note").hidden = true; $("evidence-why").textContent = EVIDENCE_WHY;
+  $("draft-box").hidden = true; $("draft-box").open = false; $("draft").textContent = "";
   drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
   $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
@@ -191,6 +192,8 @@ const FLAG_NOTES = {
   backend_crashed: "The model's process crashed while answering (the gateway restarts it); the evidence is shown.",
   consumer_closed: "", weak_evidence: "", quantity_not_in_evidence: "",  // the answer text names what is missing
   values_not_in_passages: "",
+  unqualified_model: "This gateway's model has not passed its answer check (gate 4), so its text is not an answer: "
+    + "the evidence is shown, and the model's draft only below it, unchecked.",
   max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
 };
 // Notes about edits to the model's text: moot when the evidence is shown instead of that text.
@@ -261,6 +264,7 @@ function showFinal(r) {
   const notes = answerNotes(r);
   if (r.outcome === "evidence_only") $("evidence-why").textContent = [...notes, EVIDENCE_WHY].join(" ");
   else if (notes.length) $("flags").textContent = "Note: " + notes.join(" ");
+  showDraft(r);
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
     $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
@@ -274,6 +278,16 @@ function showFinal(r) {
     for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? "Closest passage:" : `[${c.n}]`));
   }
   $("feedback").hidden = !r.id;
+}
+
+// A model that has not passed gate 4 wrote a text (the technician chose Explain): the evidence leads,
+// and the text is offered only folded below it and labelled as an unchecked draft (never green).
+function showDraft(r) {
+  const unqualified = (r.flags || []).some((f) => flagName(f) === "unqualified_model");
+  if (!unqualified || !String(r.draft || "").trim()) return;
+  const known = new Set((r.citations || []).filter((c) => !c.supporting).map((c) => Number(c.n)));
+  $("draft").innerHTML = renderAnswer(r.draft, known);
+  $("draft-box").hidden = false;
 }
 
 // What went wrong, in words a technician can act on (the browser's own "Failed to fetch" is not one).
@@ -390,5 +404,10 @@ async function showDefaultMode() {
     const what = h.status === "degraded" ? "Quick: the model is unavailable"
       : h.answer_mode === "extractive" ? "Quick: evidence only" : h.answer_mode === "generate" ? "Explain" : "";
     if (what) $("mode").querySelector('option[value=""]').textContent = `Gateway default (${what})`;
+    // a model that has not passed gate 4 may still be tried, but says what its text will be
+    if (h.model_unqualified) {
+      const explain = $("mode").querySelector('option[value="generate"]');
+      explain.textContent = "Explain: unchecked draft (model not qualified)"; explain.title = h.model_unqualified;
+    }
   } catch { /* the page works without it */ }
 }
