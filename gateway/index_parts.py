@@ -143,10 +143,24 @@ class IndexParts:
         except Exception:  # noqa: BLE001 - a model that cannot be loaded is reported by search itself
             return None
         if other is self.embedder:
-            return None
+            return self.languages_note(version)
         return (f"the active index was built with {other.model_id} (sha256 {other.model_hash[:12]}) and is searched "
                 f"with it; the configured embedder is {self.embedder.model_id} (sha256 "
                 f"{self.embedder.model_hash[:12]}): `manualqa ingest` re-embeds the manuals with it")
+
+    def languages_note(self, version: str | None = None) -> str | None:
+        """A version written before chunks recorded their language is searched with English stemming only
+        (Chinese finds nothing by its words): /health says so until the next ingest writes a version that
+        records them (manuals re-used from it are analysed anew; --rebuild also re-chunks them)."""
+        try:
+            analysed = self.store.open(version).chunks.analysed
+        except Exception:  # noqa: BLE001 - a version that cannot be opened is reported by search itself
+            return None
+        if analysed:
+            return None
+        return ("the active index was written before languages were recorded: its search reads English words "
+                "only; `manualqa ingest --rebuild PATH` writes a version that searches Chinese, German and the "
+                "other languages (docs/operations.md)")
 
     @property
     def chunk_params(self) -> ChunkParams:

@@ -185,3 +185,14 @@ def test_an_index_written_before_languages_is_searched_as_before(tmp_path: Path)
     store.commit()
     assert [r for r, _ in store.lexical("flash", 5)] == [0]
     assert store.get_rows([0])[0]["language"] == ""
+
+
+def test_health_notes_an_index_written_before_languages(gw: Any) -> None:
+    assert gw.languages_note() is None  # this index records its chunks' languages
+    chunks = gw.store.open().chunks
+    chunks.analysed = False  # as a version written before languages reads
+    try:
+        note = gw.embedder_note()
+        assert note and "before languages" in note and "--rebuild" in note
+    finally:
+        chunks.analysed = True
