@@ -178,12 +178,40 @@ def page_title(big_text: str, page1_text: str, stem: str) -> str:
     return readable_stem(stem)
 
 
-def choose_title(meta_title: Any, big_text: str, page1_text: str, stem: str) -> str:
-    """Metadata title if it names the equipment, else a title from page 1 (page_title), else the
-    file name as words: a generic metadata title ("User Manual") is never chosen."""
+_VERSION = re.compile(r"(?<![^\W\d_])(?:v|ver\.?|version|rev\.?|revision)\s*(\d+(?:\.\d+)*)", re.IGNORECASE)
+MIN_FRONT_CHARS = 60
+_NOT_A_TITLE = {"contents", "table of contents", "index", "introduction", "preface", "foreword", "inhalt",
+                "inhaltsverzeichnis", "目录", "目錄", "前言"}
+STALE_SHARE = 0.5  # a metadata title with less than this share of its words on the front pages is stale
+
+
+def is_stale_title(title: str, front_text: str) -> bool:
+    """A metadata title the document no longer carries: a version the front pages replace with another
+    ("... V1.0" on a V3.0 document), or one whose words are mostly absent from the front pages (a build
+    guide whose metadata still names its author's thesis). Without front text nothing is stale."""
+    from ingest.text.terms import content_terms
+
+    said = {m.group(1) for m in _VERSION.finditer(title)}
+    shown = {m.group(1) for m in _VERSION.finditer(front_text)}
+    if said and shown and not said & shown:
+        return True
+    if len(front_text.strip()) < MIN_FRONT_CHARS:
+        return False  # a cover with a word or two (a figure, a logo) says nothing either way
+    words = content_terms(title)
+    return bool(words) and len(words & content_terms(front_text)) < STALE_SHARE * len(words)
+
+
+def choose_title(meta_title: Any, big_text: str, page1_text: str, stem: str, front_text: str = "") -> str:
+    """Metadata title if it names the equipment and the front pages (`front_text`, pages 1-2) still
+    carry it, else a title from page 1 (page_title), else the file name as words: a generic or stale
+    metadata title ("User Manual", "... V1.0" on a V3.0 document) is never chosen."""
     title = meaningful_title(meta_title)
     if title and not is_generic_title(title, stem):
-        return title
+        if not is_stale_title(title, front_text):
+            return title
+        found = page_title(big_text, page1_text, stem)
+        # only a real title read off the cover replaces it, not the file name or a "Contents" page
+        return found if found != readable_stem(stem) and found.lower() not in _NOT_A_TITLE else title
     return page_title(big_text, page1_text, stem)
 
 
@@ -287,7 +315,8 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
         reasons = sorted(set(unread.values()))
         raise IngestError(f"could not read any of its {page_count} pages: "
                           + (reasons[0] if len(reasons) == 1 else "; ".join(reasons[:3])))
-    title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem)
+    front = "\n".join(text for _n, text in pages[:2])
+    title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem, front)
     labels = page_labels(reader, page_count)
     rows = [(n, text, label) for (n, text), label in zip(pages, labels, strict=True)]
     return {"title": title, "pdf_title": meaningful_title(meta_title), "page_count": page_count, "pages": rows,
