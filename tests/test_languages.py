@@ -210,3 +210,14 @@ def test_a_stale_metadata_title_gives_way_to_the_front_page() -> None:
     assert choose_title(thesis, "", guide, "guide", guide) == "Turbidity Meter Build Guide"
     # a metadata title the cover carries stays
     assert choose_title("BLDC-300 使用说明书 V3.0", "", front, "bldc300", front) == "BLDC-300 使用说明书 V3.0"
+
+
+def test_quantities_asked_and_stated_in_chinese_and_german() -> None:
+    from gateway.answer.quantities import asked_quantities, states
+
+    assert asked_quantities("驱动器的输入电压范围是多少？") == ["voltage"]
+    assert asked_quantities("Wie hoch ist die Betriebstemperatur?") == ["temperature"]
+    assert asked_quantities("Wo wird das Gerät gedruckt?") == []  # "Druck" is also a print: no pressure
+    assert states("输入电压范围为12V至24V", "voltage")  # the unit against a CJK character
+    assert states("工作温度为-20℃至60℃", "temperature")
+    assert not states("输入电压范围见第3章", "voltage")

@@ -25,6 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ingest.text.scripts import CJK
+from ingest.text.terms import has_cjk
+
 # kind -> (what the question says when it asks for it, what a passage holds when it states it)
 KINDS: dict[str, tuple[str, str]] = {
     "voltage": (r"\b(voltage|volts?)\b",
@@ -34,7 +37,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "power": (r"\b(wattage|watts|power (consumption|rating))\b",
               r"\d\s*(w|kw|mw|watts?|va)\b|[(\[]\s*(w|kw)\s*[)\]]"),
     "temperature": (r"\btemperatures?\b",
-                    r"\d\s*(°\s*[cf]|º\s*[cf]|deg(rees?)?\s*(c|f|celsius|fahrenheit)|c|f)\b|°\s*[cf]"),
+                    r"\d\s*(°\s*[cf]|º\s*[cf]|deg(rees?)?\s*(c|f|celsius|fahrenheit)|c|f)\b|°\s*[cf]|[℃℉]"),
     "pressure": (r"\b(pressure|psi|in bar)\b",
                  r"\d\s*(bar|psi|kpa|mpa|pa|hpa)\b|[(\[]\s*(bar|psi|kpa)\s*[)\]]"),
     "duration": (r"\b(in hours|how many hours|lifetime|life expectancy|expected life"
@@ -59,7 +62,28 @@ KINDS: dict[str, tuple[str, str]] = {
     "resolution": (r"\bresolution\b", r"\d+\s*[x×]\s*\d+|\d\s*(dpi|ppi|px|pixels?|-?\s*bits?|ppr|cpr)\b"
                    r"|resolution\W{0,20}(of\W{1,3})?\d"),
 }
-_ASKED = {kind: re.compile(q) for kind, (q, _s) in KINDS.items()}
+# The same questions in Chinese and German (a compound holds the word: "Betriebstemperatur", "输入电压").
+# German "Druck" is also a print and "Strom" electricity at large: only their unambiguous compounds ask.
+OTHER_LANGUAGES: dict[str, str] = {
+    "voltage": r"电压|spannung",
+    "current": r"电流|stromaufnahme|stromverbrauch|stromstärke|ausgangsstrom|eingangsstrom|wie viel strom",
+    "power": r"功率|功耗|leistungsaufnahme|nennleistung|wattzahl",
+    "temperature": r"温度|temperatur(?!e)",
+    "pressure": r"压力|气压|betriebsdruck|luftdruck",
+    "duration": r"多长时间|多久|寿命|wie lange|lebensdauer",
+    "length": r"长度|距离|尺寸|länge|abstand|abmessung",
+    "mass": r"重量|多重|gewicht|wie schwer",
+    "frequency": r"频率|主频|frequenz",
+    "torque": r"扭矩|力矩|drehmoment",
+    "humidity": r"湿度|feuchtigkeit",
+    "memory": r"内存|存储容量|speichergröße|arbeitsspeicher",
+    "resolution": r"分辨率|auflösung",
+}
+_ASKED = {kind: re.compile(q + (f"|{OTHER_LANGUAGES[kind]}" if kind in OTHER_LANGUAGES else ""))
+          for kind, (q, _s) in KINDS.items()}
+# A number and its unit written against a CJK character ("12V至24V"): the unit patterns end at a word
+# boundary, which a CJK character (a word character) is not, so a space is put between them first.
+_CJK_AFTER_UNIT = re.compile(f"(?<=[A-Za-z0-9%°])(?=[{CJK}])")
 # A quantity word naming a mode or a part ("torque mode", "temperature sensor") asks for no value.
 _NOT_A_VALUE = re.compile(
     r"\b(?:torque|voltage|current|power|temperature|pressure|frequency|humidity|position|speed)\s+"
@@ -83,6 +107,8 @@ def asked_quantities(question: str) -> list[str]:
 
 def states(text: str, kind: str) -> bool:
     """Whether the text holds a number with a unit of this kind (or a unit column label like "(mm)")."""
+    if has_cjk(text):
+        text = _CJK_AFTER_UNIT.sub(" ", text)
     return _STATED[kind].search(text.lower()) is not None
 
 
