@@ -129,6 +129,9 @@ def test_streamed_text_is_the_answer_in_every_mode(server: Live) -> None:
     done, streamed, _ = both(server, OFF_TOPIC)  # not found: the notice
     assert done.model_extra["manualqa"]["outcome"] == "not_found"
     assert streamed == done.choices[0].message.content and streamed.startswith("The manuals")
+    # the notice says the closest passages are listed below: over /v1 they are (issue 48, item 7)
+    listed = streamed.split("\n\nClosest passages (they may not answer it):\n")
+    assert len(listed) == 2 and listed[1].startswith("[1] ") and " p." in listed[1], streamed
 
     with server.mode("generate"):  # the model's checked answer, never its raw draft
         done, streamed, chunks = both(server, QUESTION)

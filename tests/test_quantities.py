@@ -26,6 +26,9 @@ from gateway.answer.quantities import asked_quantities, states, unstated_quantit
     ("how far do i crank the audio gain?", []),
     ("How far can the sensor be from the controller?", ["length"]),
     ("What torque for the frame bolts?", ["torque"]),
+    # a speed in mm/s asks for no length (issue 48: "do not state a length" for a print speed)
+    ("Max print speed in mm/s", []),
+    ("Cable length in mm?", ["length"]),
 ])
 def test_asked_quantities(question: str, kinds: list[str]) -> None:
     assert asked_quantities(question) == kinds

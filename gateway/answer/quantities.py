@@ -44,7 +44,8 @@ KINDS: dict[str, tuple[str, str]] = {
                  r"|how long (does|will|can|should))\b",
                  r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|days?|weeks?|months?|years?)\b"),
     "length": (r"\b(cable length|how far(?!\s+(?:\w+\s+){0,3}(?:crank|turn|rotate|tighten|loosen|screw|push"
-               r"|adjust|set|open|back|advance|raise|lower))|in (metres|meters|mm|cm)|distance|footprint|dimensions)\b",
+               r"|adjust|set|open|back|advance|raise|lower))|in (metres|meters|mm|cm)(?!/)|distance|footprint"
+               r"|dimensions)\b",
                r"\d\s*(m|mm|cm|km|ft|in|inch|inches|meters?|metres?)\b|[(\[]\s*(m|mm|cm|in)\s*[)\]]"),
     "mass": (r"\b(weight|weigh|weighs|how heavy)\b",
              r"\d\s*(kg|g|lbs?|pounds?|grams?)\b|[(\[]\s*(kg|g|lbs?)\s*[)\]]"),

@@ -69,10 +69,22 @@ def usage_of(result: dict[str, Any]) -> dict[str, Any]:
             "counted": "model"}
 
 
+def closest_footer(passages: list[dict[str, Any]], limit: int = 3) -> str:
+    """A refusal's "closest passages" as its text says they are listed: a chat client shows no cards."""
+    shown = [p for p in passages if p.get("title") or p.get("manual")][:limit]
+    if not shown:
+        return ""
+    lines = [f"[{i}] {p.get('title') or p.get('manual')} p.{p.get('page')}" for i, p in enumerate(shown, 1)]
+    return "\n\nClosest passages (they may not answer it):\n" + "\n".join(lines)
+
+
 def answer_reply(result: dict[str, Any], base_url: str) -> Reply:
-    """The reply to a question: the answer, its Sources footer, absolute citations and provenance."""
+    """The reply to a question: the answer, its Sources footer (a refusal: its closest passages),
+    absolute citations and provenance."""
     citations = absolute_citations(result.get("citations") or [], base_url)
-    return Reply(text=(result.get("answer") or "") + sources_footer(citations),
+    footer = sources_footer(citations) or (closest_footer(result.get("passages") or [])
+                                           if result.get("outcome") == "not_found" else "")
+    return Reply(text=(result.get("answer") or "") + footer,
                  finish="length" if "cut_at_max_tokens" in (result.get("flags") or []) else "stop",
                  citations=citations, usage=usage_of(result),
                  manualqa={"answer_id": result["id"], "outcome": result["outcome"],
