@@ -479,3 +479,14 @@ def test_manual_lifecycle(server: GatewayServer, client: httpx.Client, sample_pd
     answer = client.post("/api/v1/ask", json={"question": QUESTION}).json()
     assert answer["index_version"] == v0
     assert_error_shape(client.post("/api/v1/index/versions/v-nope/activate", headers=admin(server)), 404)
+
+
+def test_ask_about_an_unknown_manual_is_a_clear_400(client: httpx.Client) -> None:
+    """A scope naming no manual of the index is the request's mistake: 400 with the known manuals, no
+    answer row with outcome error (issue 48, item 8)."""
+    before = client.get("/api/v1/answers", params={"limit": 500}).json()["answers"]
+    r = client.post("/api/v1/ask", json={"question": "What baud rate?", "manuals": ["no-such-manual.pdf"]})
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert body["error"]["code"] == "unknown_manual" and "Known manuals" in body["error"]["message"]
+    assert len(client.get("/api/v1/answers", params={"limit": 500}).json()["answers"]) == len(before)

@@ -22,6 +22,7 @@ from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerOut, SearchOut
 from gateway.web.schemas import AskRequest, SearchRequest
 from gateway.web.security import client_id, principal_of, reader_guard
+from retrieval.types import RetrievalError
 
 
 def require_ready(state: Any) -> None:
@@ -80,13 +81,22 @@ def key_name_of(request: Request[Any, Any, Any]) -> str | None:
     return principal.name if principal else None
 
 
+def _check_scope(services: Services, manuals: list[str]) -> None:
+    from retrieval.search import resolve_manuals
+
+    try:
+        resolve_manuals(services.store.open().chunks.manuals(), manuals)
+    except RetrievalError as exc:
+        raise ApiError(400, "unknown_manual", str(exc)) from None
+
+
 class AskController(Controller):
     guards = [reader_guard]
     tags = ["answers"]
 
     @post("/ask", summary="Answer a question from the manuals, with citations",
           status_code=200)
-    async def ask(self, request: Request[Any, Any, Any], state: State,
+    async def ask(self, request: Request[Any, Any, Any], state: State, services: NamedDependency[Services],
                   data: JSONBody[AskRequest]) -> Response[AnswerOut]:
         """One answer as JSON, or (stream: true) its events as SSE: both are Responses, the JSON one typed."""
         require_ready(state)
@@ -94,6 +104,10 @@ class AskController(Controller):
         question = data.question.strip()
         if not question:
             raise ApiError(400, "invalid_request", "the question is empty (only blanks or control characters)")
+        if data.manuals and services.store.active_id():
+            # a scope naming no manual of the index is the request's mistake (400 with the known manuals),
+            # not an answer that ended in error (issue 48, item 8)
+            await sync_to_thread(_check_scope, services, list(data.manuals))
         produce = answer_producer(state, AnswerRequest(
             question=question, scope=tuple(data.manuals or ()), mode=data.mode, max_tokens=data.max_tokens,
             client=client_of(request), key_name=key_name_of(request)))
