@@ -1,10 +1,11 @@
 """The one harness every bench script (and tests/support) measures with.
 
 - where things are: REPO, the section folders (docs/bench/ for the suite, docs/bench/experiments/);
-- machine facts: cpu_model, mem_total_gib, load_avg, machine_info / machine_markdown, revision (the
-  commit of a source tree and whether it differs from it);
+- machine facts: cpu_model, cpu_id, cores_available, mem_total_gib, load_avg, machine_info /
+  machine_markdown, revision (the commit of a source tree and whether it differs from it); the /proc
+  and cpuinfo reading itself is runtimes.machine's, which doctor and `manualqa bench` share;
 - a process's memory and CPU from /proc: proc_mib (VmRSS, VmHWM, RssAnon, RssFile), rss_mib,
-  peak_rss_mib, cpu_seconds;
+  peak_rss_mib, cpu_seconds (in MiB and seconds, through runtimes.machine);
 - free_port and Server: a real `python -m gateway serve` from a source tree on a free loopback port,
   ready when /api/v1/health answers 200 (tests/support/server.py builds its GatewayServer on it);
 - source_tree: a directory, or a git revision checked out into a temporary worktree (the "before"
@@ -24,7 +25,6 @@ import hashlib
 import importlib.metadata
 import os
 import platform
-import resource
 import shlex
 import signal
 import socket
@@ -36,6 +36,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from runtimes import machine
+
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = REPO / "docs" / "bench"
 EXPERIMENTS = SECTIONS / "experiments"
@@ -43,42 +45,24 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFF
 MIB = 1024 * 1024
 
 
-# -- machine facts ----------------------------------------------------------------------------------
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+# -- machine facts (read by runtimes.machine, the one place runtimes, qa and bench share) -------------
+cpu_model = machine.cpu_model
+cores_available = machine.cores_available
 
 
 def cpu_id() -> str:
     """The model name with family, model and clock: "AMD EPYC" alone names several generations."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        return cpu_model()
+    fields = machine.cpuinfo()
     extra = ", ".join(f"{k} {fields[k]}" for k in ("cpu family", "model") if k in fields)
     if "cpu MHz" in fields:
         extra += f", {float(fields['cpu MHz']):.0f} MHz"
-    name = fields.get("model name") or cpu_model()  # the file is already read: no second pass
+    name = fields.get("model name") or cpu_model()
     return f"{name} ({extra})" if extra else name
 
 
 def mem_total_gib() -> str:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    except (OSError, ValueError):
-        pass
-    return "unknown"
+    kib = machine.memory_total_kib()
+    return "unknown" if kib is None else f"{kib / 1024 / 1024:.1f} GiB"
 
 
 def load_avg() -> str:
@@ -86,13 +70,6 @@ def load_avg() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "n/a"
-
-
-def cores_available() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def machine_info() -> dict[str, str]:
@@ -147,20 +124,11 @@ def revision(tree: Path = REPO) -> str:
     return f"`{commit}` + {' and '.join(parts)}"
 
 
-# -- a process's memory and CPU ---------------------------------------------------------------------
+# -- a process's memory and CPU (runtimes.machine reads /proc) ----------------------------------------
 def proc_mib(pid: int, *fields: str) -> dict[str, float]:
     """Fields of /proc/PID/status in MiB (default VmRSS and VmHWM; RssAnon is memory only the process
     holds, RssFile pages of mapped files such as an mmap'd GGUF). Missing fields are left out."""
-    wanted = fields or ("VmRSS", "VmHWM")
-    out: dict[str, float] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in wanted:
-                out[key] = int(value.split()[0]) / 1024
-    except (OSError, ValueError):
-        pass
-    return out
+    return {k: kib / 1024 for k, kib in machine.status_kib(pid, *(fields or ("VmRSS", "VmHWM"))).items()}
 
 
 def rss_mib(pid: int | None = None, field: str = "VmRSS") -> float:
@@ -170,14 +138,15 @@ def rss_mib(pid: int | None = None, field: str = "VmRSS") -> float:
 
 def peak_rss_mib(children: bool = False) -> float:
     """The peak resident memory of this process (or of its waited-for children) in MiB."""
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    return resource.getrusage(who).ru_maxrss / 1024
+    return machine.max_rss_kib(children) / 1024
 
 
 def cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) the process has used so far, from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    seconds = machine.cpu_seconds(pid)
+    if seconds is None:
+        raise ProcessLookupError(f"cannot read the CPU time of process {pid} from /proc")
+    return seconds
 
 
 # -- servers ---------------------------------------------------------------------------------------

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from runtimes import machine
 from runtimes.base import Environment, RuntimeUnavailable, distribution_version
 from runtimes.profiles import Profile
 from runtimes.registry import runtime_class
@@ -19,17 +19,6 @@ def _read(path: str) -> str:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-
-
-def cpu_model() -> str:
-    fields: dict[str, str] = {}
-    for line in _read("/proc/cpuinfo").splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    for key in ("model name", "Model", "Hardware", "cpu model"):
-        if fields.get(key):
-            return fields[key]
-    return platform.processor() or "unknown"
 
 
 def nvidia_gpus() -> list[dict[str, str]] | str:
@@ -52,16 +41,15 @@ def nvidia_gpus() -> list[dict[str, str]] | str:
 
 
 def describe_device() -> dict[str, Any]:
-    mem_kb = next((line.split()[1] for line in _read("/proc/meminfo").splitlines()
-                   if line.startswith("MemTotal:")), "")
+    mem_kib = machine.memory_total_kib()
     board = _read("/proc/device-tree/model").strip("\x00\n ")
     return {
         "machine": platform.machine(),
         "system": f"{platform.system()} {platform.release()}",
         "hostname": platform.node(),
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count() or 0,
-        "memory_mib": int(mem_kb) // 1024 if mem_kb.isdigit() else None,
+        "cpu": machine.cpu_model(),
+        "cpu_count": machine.logical_cores(),
+        "memory_mib": None if mem_kib is None else mem_kib // 1024,
         "board": board or None,
         "gpu": nvidia_gpus(),
         "python": platform.python_version(),

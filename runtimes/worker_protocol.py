@@ -14,9 +14,13 @@ Replies (worker -> gateway): {"t": "ready", ...} or {"t": "load_failed", ...} on
 from __future__ import annotations
 
 import json
-import os
 import signal
 from typing import IO, Any
+
+# A worker's CPU time and memory, as the gateway reports them (read from /proc by runtimes.machine).
+from runtimes.machine import cpu_seconds as cpu_seconds
+from runtimes.machine import peak_rss_bytes as peak_rss_bytes
+from runtimes.machine import rss_bytes as rss_bytes
 
 # Attributes of a loaded backend that the worker reports once it is ready (SupervisedRuntime answers them).
 FACTS = ("n_threads", "n_threads_batch", "n_gpu_layers", "n_ctx", "n_batch")
@@ -54,34 +58,3 @@ def exit_reason(returncode: int | None) -> str:
     if returncode > 128 and (returncode - 128) in _SIGNAL_NAMES:  # a shell in between reports 128+N
         return _SIGNAL_NAMES[returncode - 128]
     return f"exit status {returncode}"
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) a live process has used, from /proc; None where unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def rss_bytes(pid: int) -> int | None:
-    """Resident memory of a live process, from /proc; None where unreadable."""
-    try:
-        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def peak_rss_bytes(pid: int) -> int | None:
-    """The highest resident memory a live process has had (VmHWM), from /proc; None where unreadable."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return None

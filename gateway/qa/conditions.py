@@ -1,6 +1,7 @@
 """The conditions a benchmark ran under, recorded beside its figures: CPU, cores this process may
 use, load, thermal zones and power supplies as the kernel reports them ("not available" where it
 reports none), so that two runs are compared knowing whether the box was hot, busy or on battery.
+CPU and cores are read by runtimes.machine, as doctor and the bench harness read them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import os
 import platform
 from pathlib import Path
 from typing import Any
+
+from runtimes import machine
 
 NOT_AVAILABLE = "not available"
 
@@ -45,20 +48,12 @@ def max_temperature(readings: dict[str, float] | str) -> float | None:
     return max(readings.values()) if isinstance(readings, dict) and readings else None
 
 
-def cores_available() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def machine_conditions() -> dict[str, Any]:
-    from runtimes.device_info import cpu_model
-
     governor = _read(Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"))
     return {
         "device": platform.machine(), "system": f"{platform.system()} {platform.release()}",
-        "cpu_model": cpu_model(), "cpu_count": os.cpu_count() or 0, "cores_available": cores_available(),
+        "cpu_model": machine.cpu_model(), "cpu_count": machine.logical_cores(),
+        "cores_available": machine.cores_available(),
         "cpu_governor": governor or NOT_AVAILABLE, "load_average": list(os.getloadavg()),
         "thermal_c": thermal_readings(), "power": power_readings(), "python": platform.python_version(),
     }
