@@ -1,4 +1,6 @@
-"""The technician page, the page viewer, the admin page (cookie session login with a key) and static assets."""
+"""The technician page, the page viewer, the admin page (cookie session login with a key) and static assets.
+
+The three pages come in the technician's language (gateway/web/page_language.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from typing import Any
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import Cookie
 from litestar.openapi.plugins import OpenAPIRenderPlugin
-from litestar.response import File, Redirect
+from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 
+from gateway.web import page_language
 from gateway.web.errors import ApiError
 from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, live_session
 
@@ -25,31 +28,41 @@ mimetypes.add_type("text/javascript", ".mjs")
 mimetypes.add_type("application/wasm", ".wasm")
 
 
-def _page(name: str) -> File:
-    return File(path=PAGES_DIR / name, media_type=MediaType.HTML, content_disposition_type="inline",
-                headers={"Cache-Control": "no-cache"})
+def _page(name: str, request: Request[Any, Any, Any]) -> Response[str]:
+    """The page in the technician's language (gateway/web/page_language.py)."""
+    asked = request.query_params.get("lang")
+    lang = page_language.choose(asked, request.cookies.get(page_language.COOKIE),
+                                request.headers.get("accept-language"))
+    cookies = []
+    if page_language.language_of(asked):  # ?lang=de: the next visit without it is in German too
+        cookies.append(Cookie(key=page_language.COOKIE, value=lang, path="/", samesite="lax",
+                              max_age=page_language.COOKIE_MAX_AGE_S))
+    # Vary: a cache between phone and gateway must not hand one technician's language to another.
+    return Response(page_language.render(name, lang), media_type=MediaType.HTML, cookies=cookies,
+                    headers={"Cache-Control": "no-cache", "Content-Language": lang,
+                             "Vary": "Accept-Language, Cookie"})
 
 
 class PagesController(Controller):
     include_in_schema = False
 
     @get("/")
-    async def technician(self) -> File:
-        return _page("index.html")
+    async def technician(self, request: Request[Any, Any, Any]) -> Response[str]:
+        return _page("index.html", request)
 
     @get("/viewer")
-    async def viewer(self) -> File:
+    async def viewer(self, request: Request[Any, Any, Any]) -> Response[str]:
         """One PDF page rendered by pdf.js with the cited sentences marked, for phones that ignore #page=N.
 
-        A static page: ui/static/viewer.js reads ?manual=<sha256>&q=<sentence>...#page=N (or ?page=N) and
-        fetches the PDF from /api/v1/manuals/{id}/file with the page's key, so the file route's access
+        A page without data: ui/static/viewer.js reads ?manual=<sha256>&q=<sentence>...#page=N (or ?page=N)
+        and fetches the PDF from /api/v1/manuals/{id}/file with the page's key, so the file route's access
         rules and byte ranges apply unchanged.
         """
-        return _page("viewer.html")
+        return _page("viewer.html", request)
 
     @get("/admin")
-    async def admin(self) -> File:
-        return _page("admin.html")
+    async def admin(self, request: Request[Any, Any, Any]) -> Response[str]:
+        return _page("admin.html", request)
 
     @post("/admin/login", status_code=200)
     async def login(self, request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:

@@ -1,5 +1,6 @@
 // manualqa admin page: cookie session (logged in with an admin key) + CSRF token on every write.
 // admin_ops.js adds what once needed the gateway's shell: deployment actions, API keys, log download.
+// Every string it shows comes from the page's catalogue through t() / tHtml() (ui/static/i18n.js).
 "use strict";
 const $ = (id) => document.getElementById(id);
 let csrf = null;
@@ -20,7 +21,7 @@ async function api(method, url, body) {
 function loggedIn(session) {
   csrf = session.csrf; me = session;
   $("login-box").hidden = true; $("admin").hidden = false; $("logout").hidden = false;
-  $("who").textContent = `Logged in as ${session.name} (${session.role}).`;
+  $("who").textContent = t("admin.logged_in_as", {name: session.name, role: roleWord(session.role)});
   refreshAll();
 }
 
@@ -30,6 +31,9 @@ function loggedOut(message) {
   $("admin").hidden = true; $("logout").hidden = true; $("login-box").hidden = false;
   $("admin-key").value = ""; $("login-msg").textContent = message;
 }
+
+// A role's word on this page ("reader" / "Leser" / "读取"); the API's code when the catalogue has none.
+function roleWord(role) { return `admin.role.${role}` in PAGE_STRINGS ? t(`admin.role.${role}`) : role; }
 
 // On a phone the admin tables stack each row as a card (style.css, table.stack): each cell names its
 // column, so that a row's actions (Rename, Remove, Activate, Revoke) sit in it, on screen.
@@ -58,25 +62,25 @@ async function loadManuals() {
   for (const m of data.manuals) {
     const tr = document.createElement("tr");
     const missing = (m.pages_without_text || []);
-    const renamed = m.pdf_title && m.pdf_title !== m.title ? ` title="The PDF says: ${esc(m.pdf_title)}"` : "";
+    const renamed = m.pdf_title && m.pdf_title !== m.title ? ` title="${esc(t("admin.pdf_says", {title: m.pdf_title}))}"` : "";
     tr.innerHTML = `<td${renamed}>${esc(m.title)}</td><td><a href="${esc(m.file_url)}" target="_blank">${esc(m.file_name)}</a></td>
       <td>${esc(m.page_count)}</td><td title="${esc(m.sha256)}"><code>${esc(m.sha256.slice(0, 12))}…</code></td>
-      <td>${missing.length ? esc(missing.join(", ")) : "none"}${(m.ocr_pages || []).length ? `<br><small>read by OCR: ${esc(m.ocr_pages.join(", "))}</small>` : ""}</td>
-      <td><button type="button" class="secondary" data-rename="${esc(m.sha256)}" data-title="${esc(m.title)}">Rename</button>
-        <button type="button" class="secondary" data-del="${esc(m.sha256)}">Remove</button></td>`;
+      <td>${missing.length ? esc(missing.join(", ")) : esc(t("admin.none"))}${(m.ocr_pages || []).length ? `<br><small>${esc(t("admin.read_by_ocr", {pages: m.ocr_pages.join(", ")}))}</small>` : ""}</td>
+      <td><button type="button" class="secondary" data-rename="${esc(m.sha256)}" data-title="${esc(m.title)}">${esc(t("admin.rename"))}</button>
+        <button type="button" class="secondary" data-del="${esc(m.sha256)}">${esc(t("admin.remove"))}</button></td>`;
     tb.appendChild(tr);
   }
   labelCells($("manuals"));
   // A display title for a PDF whose own is useless ("about:blank"); empty gives the PDF's back.
   tb.querySelectorAll("[data-rename]").forEach((b) => b.addEventListener("click", async () => {
-    const title = prompt("Title shown for this manual (leave empty to show the PDF's own title):", b.dataset.title);
+    const title = prompt(t("admin.rename_prompt"), b.dataset.title);
     if (title === null) return;
     const url = `/api/v1/manuals/${b.dataset.rename}/title`;
     try { await (title.trim() ? api("PUT", url, {title}) : api("DELETE", url)); } catch (e) { alert(e.message); }
     loadManuals();
   }));
   tb.querySelectorAll("[data-del]").forEach((b) => b.addEventListener("click", async () => {
-    if (!confirm("Remove this manual? A new index version is built without it.")) return;
+    if (!confirm(t("admin.remove_confirm"))) return;
     try { await api("DELETE", `/api/v1/manuals/${b.dataset.del}`); } catch (e) { alert(e.message); }
     refreshAll();
   }));
@@ -93,17 +97,17 @@ async function loadVersions() {
   for (const v of data.versions) {
     const active = v.id === data.active;
     const tr = document.createElement("tr");
-    tr.innerHTML = `<td><code>${esc(v.id)}</code>${active ? " <strong>(active)</strong>" : ""}</td><td>${esc(v.created_at)}</td>
+    tr.innerHTML = `<td><code>${esc(v.id)}</code>${active ? ` <strong>${esc(t("admin.active_version"))}</strong>` : ""}</td><td>${esc(v.created_at)}</td>
       <td>${esc(v.manuals)}</td><td>${esc(v.chunks)}</td><td><code>${esc(v.parent || "")}</code></td>
-      <td>${active ? "" : `<button type="button" class="secondary" data-act="${esc(v.id)}">Activate</button>`}</td>`;
+      <td>${active ? "" : `<button type="button" class="secondary" data-act="${esc(v.id)}">${esc(t("admin.activate"))}</button>`}</td>`;
     tb.appendChild(tr);
     for (const sel of [a, b]) { const o = document.createElement("option"); o.value = v.id; o.textContent = v.id; sel.appendChild(o); }
   }
   labelCells($("versions"));
   if (data.versions.length > 1) { a.value = data.versions[1].id; b.value = data.versions[0].id; }
   tb.querySelectorAll("[data-act]").forEach((btn) => btn.addEventListener("click", async () => {
-    if (!confirm(`Activate index version ${btn.dataset.act}? Technicians' answers come from it at once.`)) return;
-    try { await api("POST", `/api/v1/index/versions/${btn.dataset.act}/activate`); $("index-msg").textContent = `Activated ${btn.dataset.act}.`; }
+    if (!confirm(t("admin.activate_confirm", {id: btn.dataset.act}))) return;
+    try { await api("POST", `/api/v1/index/versions/${btn.dataset.act}/activate`); $("index-msg").textContent = t("admin.activated", {id: btn.dataset.act}); }
     catch (e) { $("index-msg").textContent = e.message; }
     refreshAll();
   }));
@@ -125,7 +129,7 @@ async function loadLog() {
   const tb = $("answers").querySelector("tbody"); tb.innerHTML = "";
   for (const r of data.answers) {
     const tr = document.createElement("tr"); tr.tabIndex = 0; tr.style.cursor = "pointer";
-    const fb = (r.feedback || []).map((f) => (f.thumbs > 0 ? "helpful" : "not helpful") + (f.comment ? " " + f.comment : "")).join("; ");
+    const fb = (r.feedback || []).map((f) => feedbackWord(f) + (f.comment ? " " + f.comment : "")).join("; ");
     tr.innerHTML = `<td>${esc(r.time)}</td><td>${esc(r.question)}</td><td>${esc(r.outcome)}</td><td>${esc(r.client)}</td><td>${esc(fb)}</td>`;
     const show = async () => { renderProvenance(await api("GET", `/api/v1/answers/${r.id}`)); };
     tr.addEventListener("click", show); tr.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
@@ -134,42 +138,48 @@ async function loadLog() {
   labelCells($("answers"));
 }
 
+function feedbackWord(f) { return t(f.thumbs > 0 ? "admin.feedback_helpful" : "admin.feedback_not_helpful"); }
+
 // The provenance of one answer, in words: what was asked, what was shown, from which pages, made by
 // which chain on which index version; the raw record stays one click away.
 function renderProvenance(a) {
-  const t = a.timings || {}, ch = a.chain || {};
-  const facts = [["Question", a.question], ["Outcome", a.outcome], ["Mode", a.mode], ["Client", a.client],
-    ["Key", a.key_name], ["Index version", a.index_version], ["Profile", a.profile],
-    ["Backend", ch.backend], ["Model", ch.model_name || ch.artifact_name || (ch.artifact || {}).path],
-    ["Chain id", a.chain_id], ["Time", a.time],
-    ["Timings", ["retrieval_ms", "ttft_ms", "total_ms"].filter((k) => a[k] ?? t[k])
-      .map((k) => `${k.replace("_ms", "")} ${Math.round(a[k] ?? t[k])} ms`).join(", ")],
-    ["Flags", (a.flags || []).join(", ")]];
-  const cites = (a.citations || []).map((c) => `<li>[${esc(c.n)}] ${esc(c.manual)}, page ${esc(c.page)}${c.page_label ? ` (printed ${esc(c.page_label)})` : ""}</li>`).join("");
-  const fb = (a.feedback || []).map((f) => `<li>${f.thumbs > 0 ? "helpful" : "not helpful"}${f.comment ? ": " + esc(f.comment) : ""}
+  const tm = a.timings || {}, ch = a.chain || {};
+  const facts = [["question", a.question], ["outcome", a.outcome], ["mode", a.mode], ["client", a.client],
+    ["key", a.key_name], ["index_version", a.index_version], ["profile", a.profile],
+    ["backend", ch.backend], ["model", ch.model_name || ch.artifact_name || (ch.artifact || {}).path],
+    ["chain_id", a.chain_id], ["time", a.time],
+    // the timings by their API names (retrieval, ttft, total): QA's vocabulary
+    ["timings", ["retrieval_ms", "ttft_ms", "total_ms"].filter((k) => a[k] ?? tm[k])
+      .map((k) => `${k.replace("_ms", "")} ${Math.round(a[k] ?? tm[k])} ms`).join(", ")],
+    ["flags", (a.flags || []).join(", ")]];
+  const cites = (a.citations || []).map((c) => `<li>${esc(c.page_label
+    ? t("admin.cited_page_printed", {n: c.n, manual: c.manual, page: c.page, label: c.page_label})
+    : t("admin.cited_page", {n: c.n, manual: c.manual, page: c.page}))}</li>`).join("");
+  const fb = (a.feedback || []).map((f) => `<li>${esc(feedbackWord(f))}${f.comment ? ": " + esc(f.comment) : ""}
     <span class="muted">${esc(f.time)}</span></li>`).join("");
+  const none = `<p class="muted">${esc(t("admin.none"))}</p>`;
   $("provenance").innerHTML = `<dl class="facts">${facts.filter((f) => f[1]).map((f) =>
-      `<dt>${esc(f[0])}</dt><dd>${esc(f[1])}</dd>`).join("")}</dl>
-    <h4>Answer shown</h4><blockquote>${esc(a.answer)}</blockquote>
-    <h4>Cited pages</h4>${cites ? `<ul>${cites}</ul>` : "<p class=\"muted\">none</p>"}
-    <h4>Feedback</h4>${fb ? `<ul>${fb}</ul>` : "<p class=\"muted\">none</p>"}
-    <details><summary>Full record (JSON)</summary><pre>${esc(JSON.stringify(a, null, 2))}</pre></details>`;
+      `<dt>${esc(t(`admin.fact.${f[0]}`))}</dt><dd>${esc(f[1])}</dd>`).join("")}</dl>
+    <h4>${esc(t("admin.answer_shown"))}</h4><blockquote>${esc(a.answer)}</blockquote>
+    <h4>${esc(t("admin.cited_pages"))}</h4>${cites ? `<ul>${cites}</ul>` : none}
+    <h4>${esc(t("admin.feedback_heading"))}</h4>${fb ? `<ul>${fb}</ul>` : none}
+    <details><summary>${esc(t("admin.full_record_json"))}</summary><pre>${esc(JSON.stringify(a, null, 2))}</pre></details>`;
 }
 
 function renderDiff(d) {
   const list = (items, cls, fmt) => items.length ? `<ul class="${cls}">${items.map((x) => `<li>${fmt(x)}</li>`).join("")}</ul>`
-    : "<p class=\"muted\">none</p>";
-  const named = (m) => `${esc(m.title || m.file_name)} <span class="muted">(${esc(m.file_name)}, ${esc(m.chunks)} chunks)</span>`;
-  const notes = [d.embedding_changed ? "The embedding model differs: every manual was re-embedded." : "",
-    d.chunker_changed ? "The chunk settings differ." : ""].filter(Boolean);
-  $("diff-out").innerHTML = `<p>From <code>${esc(d.a)}</code> (${esc(d.chunks?.a)} chunks) to <code>${esc(d.b)}</code>
-      (${esc(d.chunks?.b)} chunks).</p>${notes.map((n) => `<p><strong>${esc(n)}</strong></p>`).join("")}
-    <h4>Added</h4>${list(d.added || [], "diff-added", named)}
-    <h4>Removed</h4>${list(d.removed || [], "diff-removed", named)}
-    <h4>Changed</h4>${list(d.changed || [], "diff-changed", (c) => `${esc(c.file_name)} <span class="muted">(${esc(c.old_chunks)}
-      → ${esc(c.new_chunks)} chunks)</span>`)}
-    <p class="muted">Unchanged: ${(d.unchanged || []).length} manual(s).</p>
-    <details><summary>Full diff (JSON)</summary><pre>${esc(JSON.stringify(d, null, 2))}</pre></details>`;
+    : `<p class="muted">${esc(t("admin.none"))}</p>`;
+  const named = (m) => `${esc(m.title || m.file_name)} <span class="muted">${esc(t("admin.diff_manual", {file: m.file_name, chunks: m.chunks}))}</span>`;
+  const notes = [d.embedding_changed ? t("admin.diff_embedding_changed") : "",
+    d.chunker_changed ? t("admin.diff_chunker_changed") : ""].filter(Boolean);
+  $("diff-out").innerHTML = `<p>${tHtml("admin.diff_span_html", {a: `<code>${esc(d.a)}</code>`, chunks_a: esc(d.chunks?.a),
+      b: `<code>${esc(d.b)}</code>`, chunks_b: esc(d.chunks?.b)})}</p>${notes.map((n) => `<p><strong>${esc(n)}</strong></p>`).join("")}
+    <h4>${esc(t("admin.diff_added"))}</h4>${list(d.added || [], "diff-added", named)}
+    <h4>${esc(t("admin.diff_removed"))}</h4>${list(d.removed || [], "diff-removed", named)}
+    <h4>${esc(t("admin.diff_changed"))}</h4>${list(d.changed || [], "diff-changed", (c) => `${esc(c.file_name)} <span class="muted">${esc(
+      t("admin.diff_chunks_changed", {old: c.old_chunks, new: c.new_chunks}))}</span>`)}
+    <p class="muted">${esc(t("admin.diff_unchanged", {n: (d.unchanged || []).length}))}</p>
+    <details><summary>${esc(t("admin.diff_full"))}</summary><pre>${esc(JSON.stringify(d, null, 2))}</pre></details>`;
 }
 
 // Several files: uploaded one after another (each becomes one ingest job and one index version).
@@ -180,12 +190,12 @@ async function upload(e) {
   $("upload").disabled = true;
   let ok = 0;
   for (const [i, file] of files.entries()) {
-    const li = document.createElement("li"); li.textContent = `${file.name}: waiting`; list.appendChild(li);
-    $("upload-msg").textContent = `Uploading ${i + 1} of ${files.length}: ${file.name}`;
-    try { li.textContent = `${file.name}: ${await uploadOne(file)}`; ok += 1; }
-    catch (err) { li.textContent = `${file.name}: ${err.message}`; li.className = "error-msg"; }
+    const li = document.createElement("li"); li.textContent = t("admin.upload_waiting", {file: file.name}); list.appendChild(li);
+    $("upload-msg").textContent = t("admin.upload_progress", {i: i + 1, n: files.length, file: file.name});
+    try { li.textContent = t("admin.upload_line", {file: file.name, result: await uploadOne(file)}); ok += 1; }
+    catch (err) { li.textContent = t("admin.upload_line", {file: file.name, result: err.message}); li.className = "error-msg"; }
   }
-  $("upload-msg").textContent = `${ok} of ${files.length} file(s) ingested.`;
+  $("upload-msg").textContent = t("admin.upload_summary", {ok, n: files.length});
   $("upload").disabled = false; refreshAll();
 }
 
@@ -198,10 +208,10 @@ function uploadOne(file) {
     xhr.upload.onprogress = (ev) => { if (ev.lengthComputable) $("upload-progress").value = Math.round(50 * ev.loaded / ev.total); };
     xhr.onload = () => {
       let data = {}; try { data = JSON.parse(xhr.responseText); } catch {}
-      if (xhr.status !== 202) { reject(new Error("refused: " + (data.error?.message || xhr.statusText))); return; }
+      if (xhr.status !== 202) { reject(new Error(t("admin.upload_refused", {message: data.error?.message || xhr.statusText}))); return; }
       pollJob(data.job).then(resolve, reject);
     };
-    xhr.onerror = () => reject(new Error("upload failed (network)"));
+    xhr.onerror = () => reject(new Error(t("admin.upload_network")));
     xhr.send(form);
   });
 }
@@ -213,9 +223,9 @@ async function pollJob(id) {
     if (job.state === "done") {
       const r = job.result || {};
       $("upload-progress").value = 100;
-      return r.version ? `done: index version ${r.version} is active` : "done: no change (already indexed)";
+      return r.version ? t("admin.upload_done_version", {version: r.version}) : t("admin.upload_done_unchanged");
     }
-    if (job.state === "failed") throw new Error("ingest failed: " + job.message);
+    if (job.state === "failed") throw new Error(t("admin.ingest_failed", {message: job.message}));
     await new Promise((res) => setTimeout(res, 500));
   }
 }
@@ -229,8 +239,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("logout").addEventListener("click", async () => { await api("POST", "/admin/logout"); location.reload(); });
   $("upload-form").addEventListener("submit", upload);
   $("rollback").addEventListener("click", async () => {
-    if (!confirm("Roll back to the previous index version? Technicians' answers come from it at once.")) return;
-    try { const r = await api("POST", "/api/v1/index/rollback"); $("index-msg").textContent = `Rolled back: ${r.active} is active.`; }
+    if (!confirm(t("admin.rollback_confirm"))) return;
+    try { const r = await api("POST", "/api/v1/index/rollback"); $("index-msg").textContent = t("admin.rolled_back", {id: r.active}); }
     catch (e) { $("index-msg").textContent = e.message; }
     refreshAll();
   });

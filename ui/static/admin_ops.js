@@ -1,6 +1,7 @@
 // manualqa admin page, part 2: what once needed a shell on the gateway (issue 10). Deployment (the
 // profile in force, its switch, the doctor, the answer mode), API keys and the answer log download.
-// Uses $, esc, api, me, loggedOut from admin.js; every write carries the session's X-CSRF-Token (api()).
+// Uses $, esc, api, me, loggedOut, roleWord from admin.js and t() from i18n.js; every write carries the
+// session's X-CSRF-Token (api()).
 "use strict";
 let keyRows = [];
 
@@ -12,14 +13,16 @@ function gateDetail(g) {
   if (g.gate !== 1 || g.status !== "pass" || !smoke) return g.detail;
   const stats = smoke.stats || {}, n = stats.output_tokens;
   const s = stats.total_ms != null ? Number(stats.total_ms) / 1000 : null;
-  const took = [n != null ? `${n} token${n === 1 ? "" : "s"}` : "",
-    s != null ? (s >= 1 ? `${s.toFixed(1)} s` : `${Math.max(s, 0.01).toFixed(2)} s`) : ""].filter(Boolean).join(" in ");
+  const tokens = n != null ? t(n === 1 ? "admin.tokens_one" : "admin.tokens_many", {n}) : "";
+  const time = s != null ? t("admin.seconds", {n: s >= 1 ? s.toFixed(1) : Math.max(s, 0.01).toFixed(2)}) : "";
+  const took = tokens && time ? t("admin.took", {tokens, time}) : tokens || time;
+  // the head is the gate's own detail, from the gateway (in English)
   const head = String(g.detail || "").replace(/ and answered: [\s\S]*$/, "");
-  return `${head} and answered the smoke prompt${took ? ` (${took})` : ""}`;
+  return took ? t("admin.smoke_answered_took", {detail: head, took}) : t("admin.smoke_answered", {detail: head});
 }
 
 function renderGates(gates, note) {
-  const verdict = (g) => ({pass: "PASS", fail: "FAIL"}[g.status] || (g.passed ? "PASS" : "NOT RUN"));
+  const verdict = (g) => t(`admin.verdict.${{pass: "pass", fail: "fail"}[g.status] || (g.passed ? "pass" : "not_run")}`);
   $("gates").querySelector("tbody").innerHTML = (gates || []).map((g) => `<tr class="gate-${esc(g.status)}">
     <td>${esc(g.gate)} ${esc(g.title || "")}</td><td><strong>${esc(verdict(g))}</strong></td><td>${esc(gateDetail(g))}</td></tr>`).join("")
     + `<tr><td colspan="3" class="muted">${esc(note)}</td></tr>`;
@@ -28,10 +31,10 @@ function renderGates(gates, note) {
 
 function describeSwitch(s) {
   if (!s) return "";
-  if (s.status === "unchanged") return `Unchanged: ${s.profile} is the activated profile and already serves.`;
+  if (s.status === "unchanged") return t("admin.switch_unchanged", {profile: s.profile});
   const moved = s.from || s.to ? ` (${s.from || "?"} → ${s.to || "?"})` : "";
-  const word = {switched: "Switched", reloaded: "Reloaded"}[s.status] || "Refused";
-  return `${word}${moved}: ${s.detail || ""}`;
+  const key = {switched: "admin.switch_switched", reloaded: "admin.switch_reloaded"}[s.status] || "admin.switch_refused";
+  return t(key, {moved, detail: s.detail || ""});
 }
 
 async function loadDeployment() {
@@ -39,20 +42,21 @@ async function loadDeployment() {
   try { d = await api("GET", "/api/v1/deployment"); } catch (e) { $("deployment").textContent = e.message; return; }
   $("deployment").textContent = JSON.stringify(d, null, 2);
   const p = d.profile || {}, last = d.last_switch;
-  const rows = [["Profile", p.name], ["Backend", p.backend], ["Target device", p.target_device],
-    ["Artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["Artifact chain", d.chain_id],
-    ["Index version", d.index_version], ["Rollback profile", p.rollback], // the answer mode: its own control below
-    ["Last switch", last ? `${describeSwitch(last)} (${last.at})` : "none since this server started"],
-    ["Runtime", d.runtime ? [d.runtime.state, d.runtime.isolation && `(${d.runtime.isolation})`, d.runtime.reason].filter(Boolean).join(" ") : ""],
-    ["Load problem", d.load_error || d.profile_error],
-    ["Answers served", d.answer_mode_reason ? `${d.answer_mode}: ${d.answer_mode_reason}` : d.answer_mode],
-    ["Gate 4 (answers)", d.qualification ? `${d.qualification.status}: ${d.qualification.detail}` : ""]];
+  // the values are the gateway's own (states, modes, reasons: its codes and its English)
+  const rows = [["profile", p.name], ["backend", p.backend], ["target_device", p.target_device],
+    ["artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["artifact_chain", d.chain_id],
+    ["index_version", d.index_version], ["rollback_profile", p.rollback], // the answer mode: its own control below
+    ["last_switch", last ? `${describeSwitch(last)} (${last.at})` : t("admin.fact.last_switch_none")],
+    ["runtime", d.runtime ? [d.runtime.state, d.runtime.isolation && `(${d.runtime.isolation})`, d.runtime.reason].filter(Boolean).join(" ") : ""],
+    ["load_problem", d.load_error || d.profile_error],
+    ["answers_served", d.answer_mode_reason ? `${d.answer_mode}: ${d.answer_mode_reason}` : d.answer_mode],
+    ["gate4", d.qualification ? `${d.qualification.status}: ${d.qualification.detail}` : ""]];
   $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
-    .map((r) => `<tr><th>${esc(r[0])}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
+    .map((r) => `<tr><th>${esc(t(`admin.fact.${r[0]}`))}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
   $("answer-mode").value = d.answer_mode_configured || d.answer_mode;
   if (!d.gates) {
-    $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">Not checked yet.</td></tr>`;
-  } else renderGates(d.gates.gates, `checked ${d.gates.checked_at}`);
+    $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">${esc(t("admin.gates_not_checked"))}</td></tr>`;
+  } else renderGates(d.gates.gates, t("admin.gates_checked", {at: d.gates.checked_at}));
 }
 
 async function busy(button, msg, text, work) {
@@ -63,20 +67,21 @@ async function busy(button, msg, text, work) {
 }
 
 function reloadProfile() {
-  return busy($("reload-profile"), $("deploy-msg"), "Checking the activated profile (gate 1 runs before any switch)…",
+  return busy($("reload-profile"), $("deploy-msg"), t("admin.checking_profile"),
     async () => describeSwitch(await api("POST", "/api/v1/deployment/reload")));
 }
 
 function runDoctor() {
-  return busy($("run-doctor"), $("deploy-msg"), "Running… the gates load the model and answer a smoke prompt (tens of seconds).",
+  return busy($("run-doctor"), $("deploy-msg"), t("admin.doctor_running"),
     async () => {
       const r = await api("POST", "/api/v1/deployment/doctor");
-      renderGates(r.gates, `checked ${r.checked_at}`);
+      renderGates(r.gates, t("admin.gates_checked", {at: r.checked_at}));
       const which = (status) => r.gates.filter((g) => g.status === status).map((g) => g.gate).join(", ");
-      const verdict = r.passed ? "all three gates pass"
-        : [which("fail") && `gate ${which("fail")} failed`, which("not run") && `gate ${which("not run")} not run`]
-          .filter(Boolean).join(", ");
-      return `Doctor on ${r.profile}: ${verdict}.` + (r.warning ? ` Warning: ${r.warning}` : "");
+      const verdict = r.passed ? t("admin.doctor_all_pass")
+        : [which("fail") && t("admin.doctor_failed", {gates: which("fail")}),
+          which("not run") && t("admin.doctor_not_run", {gates: which("not run")})].filter(Boolean).join(", ");
+      return t("admin.doctor_result", {profile: r.profile, verdict})
+        + (r.warning ? " " + t("admin.doctor_warning", {warning: r.warning}) : "");
     });
 }
 
@@ -84,8 +89,7 @@ async function setMode(e) {
   e.preventDefault();
   try {
     const r = await api("POST", "/api/v1/deployment/answer-mode", {mode: $("answer-mode").value});
-    $("mode-msg").textContent = `Answer mode is now ${r.answer_mode} (was ${r.previous}), on this running server only: `
-      + "manualqa.toml is unchanged.";
+    $("mode-msg").textContent = t("admin.mode_now", {mode: r.answer_mode, previous: r.previous});
   } catch (err) { $("mode-msg").textContent = err.message; }
   loadDeployment();
 }
@@ -98,27 +102,24 @@ async function loadKeys() {
     const name = k.name.split("@revoked-")[0];
     const tr = document.createElement("tr");
     if (k.revoked) tr.className = "revoked";
-    tr.innerHTML = `<td><code>${esc(name)}</code>${me && !k.revoked && name === me.name ? " <strong>(this session)</strong>" : ""}</td>
-      <td>${esc(k.role)}</td><td>${esc(k.created)}</td><td>${esc(k.last_used || "never")}</td>
-      <td>${k.revoked ? `revoked ${esc(k.revoked)}` : "active"}</td>
-      <td>${k.revoked ? "" : `<button type="button" class="secondary" data-revoke="${esc(k.name)}">Revoke</button>`}</td>`;
+    tr.innerHTML = `<td><code>${esc(name)}</code>${me && !k.revoked && name === me.name ? ` <strong>${esc(t("admin.this_session"))}</strong>` : ""}</td>
+      <td>${esc(roleWord(k.role))}</td><td>${esc(k.created)}</td><td>${esc(k.last_used || t("admin.never"))}</td>
+      <td>${esc(k.revoked ? t("admin.revoked_at", {time: k.revoked}) : t("admin.key_active"))}</td>
+      <td>${k.revoked ? "" : `<button type="button" class="secondary" data-revoke="${esc(k.name)}">${esc(t("admin.revoke"))}</button>`}</td>`;
     tb.appendChild(tr);
   }
   labelCells($("keys"));
   tb.querySelectorAll("[data-revoke]").forEach((b) => b.addEventListener("click", () => revokeKey(b.dataset.revoke)));
   const active = keyRows.filter((k) => !k.revoked);
-  $("keys-count").textContent = `${active.length} active (${active.filter((k) => k.role === "admin").length} admin)`;
+  $("keys-count").textContent = t("admin.keys_count", {active: active.length, admins: active.filter((k) => k.role === "admin").length});
 }
 
 function revokeText(name) {
   const row = keyRows.find((k) => k.name === name && !k.revoked) || {};
   const admins = keyRows.filter((k) => k.role === "admin" && !k.revoked).length;
-  let text = `Revoke the key "${name}"? Whoever uses it is refused from the next request on, and its admin sessions end at once.`;
-  if (me && name === me.name) text += "\n\nThis is the key of your own session: you will be logged out at once.";
-  if (row.role === "admin" && admins === 1) {
-    text += "\n\nIt is the last admin key: afterwards only the gateway's command line "
-      + "(manualqa keys create NAME --role admin) can make a new one.";
-  }
+  let text = t("admin.revoke_confirm", {name});
+  if (me && name === me.name) text += "\n\n" + t("admin.revoke_own");
+  if (row.role === "admin" && admins === 1) text += "\n\n" + t("admin.revoke_last_admin");
   return text;
 }
 
@@ -126,8 +127,8 @@ async function revokeKey(name) {
   if (!confirm(revokeText(name))) return;
   try {
     const r = await api("POST", `/api/v1/keys/${encodeURIComponent(name)}/revoke`);
-    if (r.own_key) { loggedOut(`The key "${name}" was revoked: you are logged out.`); return; }
-    $("key-msg").textContent = `The key "${name}" is revoked.`;
+    if (r.own_key) { loggedOut(t("admin.revoked_own", {name})); return; }
+    $("key-msg").textContent = t("admin.revoked", {name});
   } catch (e) { $("key-msg").textContent = e.message; }
   loadKeys();
 }
@@ -137,7 +138,7 @@ async function createKey(e) {
   $("key-msg").textContent = "";
   try {
     const r = await api("POST", "/api/v1/keys", {name: $("key-name").value.trim(), role: $("key-role").value});
-    $("new-key-name").textContent = `${r.name} (${r.role})`;
+    $("new-key-name").textContent = `${r.name} (${roleWord(r.role)})`;
     $("new-key-value").value = r.key; $("copy-msg").textContent = "";
     $("new-key").hidden = false; $("key-name").value = "";
     $("new-key-value").focus(); $("new-key-value").select();
@@ -151,7 +152,7 @@ async function copyKey() {
   let copied = false;
   try { await navigator.clipboard.writeText(input.value); copied = true; } catch { /* fall back below */ }
   if (!copied) { input.focus(); input.select(); copied = document.execCommand("copy"); }
-  $("copy-msg").textContent = copied ? "Copied to the clipboard." : "Select the key and copy it by hand (Ctrl+C).";
+  $("copy-msg").textContent = copied ? t("admin.copied") : t("admin.copy_by_hand");
 }
 
 function hideKey() { $("new-key-value").value = ""; $("new-key").hidden = true; $("copy-msg").textContent = ""; }

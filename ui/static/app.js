@@ -1,4 +1,5 @@
 // manualqa technician page: ask, stream the answer, show citations, give feedback. No framework.
+// Every string it shows comes from the page's catalogue through t() (ui/static/i18n.js).
 "use strict";
 const $ = (id) => document.getElementById(id);
 const RECENT_KEY = "manualqa.recent";
@@ -87,15 +88,16 @@ function showAnswer(text, citations) {
 // "page 12 (printed 11)": the PDF page (what the link opens) and, when the PDF labels its pages
 // differently, the number printed on the paper page the technician may be holding.
 function pageText(c) {
-  return `page ${c.page}` + (c.page_label ? ` (printed ${c.page_label})` : "");
+  return c.page_label ? t("tech.page_printed", {page: c.page, label: c.page_label}) : t("tech.page", {page: c.page});
 }
 
 // A passage read from the page image (a scan) by OCR: its words may be misread, so the technician
 // checks the page before trusting a number.
 function ocrNote(c) {
   if (c.source !== "ocr") return "";
-  const conf = typeof c.ocr_confidence === "number" ? ` (read with ${Math.round(c.ocr_confidence)} % confidence)` : "";
-  return `<div class="ocr-note" title="This text was read from a scanned page image by OCR">OCR, check the page${escapeHtml(conf)}</div>`;
+  const note = typeof c.ocr_confidence === "number"
+    ? t("tech.ocr_note_confidence", {confidence: Math.round(c.ocr_confidence)}) : t("tech.ocr_note");
+  return `<div class="ocr-note" title="${escapeHtml(t("tech.ocr_title"))}">${escapeHtml(note)}</div>`;
 }
 
 // The opening words of a passage, at most `max` characters, ending where a word ends (never mid-word).
@@ -118,16 +120,27 @@ function viewerUrl(c) {
   return `/viewer?${q}#page=${c.page}`;
 }
 
+// Evidence is quoted in the manual's language, whatever the page's: a passage in another language says
+// which ("in Chinese", "auf Chinesisch", "中文原文"), and its quote carries lang= for the right glyphs.
+// "" (an index written before languages) says nothing.
+function passageLanguage(c) {
+  const code = /^[a-z]{2,3}$/.test(c.language || "") ? c.language : "";
+  const other = code && code !== PAGE_LANG
+    ? ` <span class="lang-note">${escapeHtml(t("tech.in_language", {language: languageName(code)}))}</span>` : "";
+  return {code, other};
+}
+
 function card(c, label) {
   const url = c.pdf_url || `/api/v1/manuals/${c.manual_sha256}/file#page=${c.page}`;
   const div = document.createElement("article");
   div.className = "card";
   if (c.n !== undefined && !c.supporting) div.id = `cite-${c.n}`;
+  const lang = passageLanguage(c);
   div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
-    <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}</div>${ocrNote(c)}
-    <blockquote>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
-    <a class="button secondary open-page" href="${escapeHtml(viewerUrl(c))}" target="_blank" rel="noopener">Open page ${escapeHtml(c.page)}</a>
-    <a class="open-pdf" href="${escapeHtml(url)}" target="_blank" rel="noopener">Whole PDF</a>`;
+    <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}${lang.other}</div>${ocrNote(c)}
+    <blockquote${lang.code ? ` lang="${lang.code}"` : ""}>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
+    <a class="button secondary open-page" href="${escapeHtml(viewerUrl(c))}" target="_blank" rel="noopener">${escapeHtml(t("tech.open_page", {page: c.page}))}</a>
+    <a class="open-pdf" href="${escapeHtml(url)}" target="_blank" rel="noopener">${escapeHtml(t("tech.whole_pdf"))}</a>`;
   return div;
 }
 
@@ -139,7 +152,7 @@ async function loadManuals() {
     const sel = $("manual");
     for (const m of data.manuals) {
       const o = document.createElement("option");
-      o.value = m.file_name; o.textContent = `${m.title} (${m.page_count} p.)`;
+      o.value = m.file_name; o.textContent = t("tech.manual_option", {title: m.title, pages: m.page_count});
       sel.appendChild(o);
     }
   } catch (e) { /* offline page still works without the filter */ }
@@ -160,8 +173,8 @@ function renderRecent() {
   }
 }
 
-const NOT_FOUND_WHY = "The manuals on this gateway do not seem to cover this question. The closest passages are below.";
-const EVIDENCE_WHY = "Read the quoted sentences and open the page to confirm.";
+const NOT_FOUND_WHY = t("tech.notfound_why");
+const EVIDENCE_WHY = t("tech.evidence_why");
 
 function resetResult() {
   $("failure").hidden = true; $("notfound-why").textContent = NOT_FOUND_WHY;
@@ -171,31 +184,14 @@ function resetResult() {
   drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
   $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
-  $("meta").textContent = "searching the manuals"; $("meta").title = ""; currentAnswerId = null;
+  $("meta").textContent = t("tech.meta.searching"); $("meta").title = ""; currentAnswerId = null;
 }
 
-// Flags in words a technician can act on; the raw flag stays in the answer log for QA.
-const FLAG_NOTES = {
-  no_valid_citation: "The answer cites no passage; check it against the closest passage below.",
-  unsupported_sentences_removed: "Sentences the cited passages do not back were removed.",
-  no_supported_sentence: "The model's answer was not backed by the passages; the evidence is shown instead.",
-  model_declined: "The model found no answer in these passages; the closest evidence is shown.",
-  citations_inferred: "",
-  evidence_by_words_only: "The evidence sentences were picked by shared words only (the similarity model failed; see the gateway log).",
-  citations_corrected: "A sentence cited the wrong passage; it is shown with the passage that states it.",
-  answer_off_question: "The model's sentences did not address the question; the evidence is shown instead.",
-  yes_contradicted: "The model said yes, but the passages it quoted say not to; the evidence is shown instead.",
-  dropped_invalid_citations: "Some citations did not match a passage and were removed.",
-  timeout: "The answer was cut off by the time limit.",
-  cut_at_max_tokens: "The answer reached its length limit and may be unfinished.",
-  runtime_failed: "The model was unavailable; these are sentences quoted from the manuals.",
-  backend_crashed: "The model's process crashed while answering (the gateway restarts it); the evidence is shown.",
-  consumer_closed: "", weak_evidence: "", quantity_not_in_evidence: "",  // the answer text names what is missing
-  values_not_in_passages: "",
-  unqualified_model: "This gateway's model has not passed its answer check (gate 4), so its text is not an answer: "
-    + "the evidence is shown, and the model's draft only below it, unchecked.",
-  max_tokens_reduced: "", passages_dropped_to_fit: "", passage_truncated_to_fit: "",
-};
+// Flags in words a technician can act on (tech.flag.<name> in the catalogue); the raw flag stays in the
+// answer log for QA. These say nothing on the page:
+const SILENT_FLAGS = new Set(["citations_inferred", "consumer_closed", "weak_evidence",
+  "quantity_not_in_evidence", "values_not_in_passages",  // the answer text names what is missing
+  "max_tokens_reduced", "passages_dropped_to_fit", "passage_truncated_to_fit"]);
 // Notes about edits to the model's text: moot when the evidence is shown instead of that text.
 const ABOUT_THE_DRAFT = new Set(["unsupported_sentences_removed", "dropped_invalid_citations", "no_valid_citation",
   "cut_at_max_tokens"]);
@@ -204,7 +200,8 @@ const NOT_SHOWN_DRAFT = new Set([...ABOUT_THE_DRAFT, "no_supported_sentence", "m
 function flagName(flag) { return String(flag).split(":")[0]; }
 function flagNote(flag) {
   const name = flagName(flag);
-  return name in FLAG_NOTES ? FLAG_NOTES[name] : String(flag);
+  if (SILENT_FLAGS.has(name)) return "";
+  return `tech.flag.${name}` in PAGE_STRINGS ? t(`tech.flag.${name}`) : String(flag);
 }
 
 // The notes on one answer, each once: a crashed backend's note says it all, and an answer shown as
@@ -221,40 +218,47 @@ function answerNotes(r) {
 // Seconds a technician reads: "19.9 s", "0.03 s".
 function seconds(ms) {
   const s = Number(ms) / 1000;
-  return s >= 1 ? `${s.toFixed(1)} s` : `${Math.max(s, 0.01).toFixed(2)} s`;
+  return t("tech.seconds", {n: s >= 1 ? s.toFixed(1) : Math.max(s, 0.01).toFixed(2)});
 }
 
 // The line under the badge, in words; mode, milliseconds, index version and chain stay in its title (QA).
 function answerMs(r) {  // the whole answer; an evidence-only answer ends with its evidence
-  const t = r.timings || {};
-  return t.total_ms || t.evidence_ms || 0;
+  const tm = r.timings || {};
+  return tm.total_ms || tm.evidence_ms || 0;
 }
 function statusLine(r) {
-  const ms = answerMs(r), took = ms ? ` in ${seconds(ms)}` : "";
-  if (r.outcome === "not_found") return `Searched the manuals${took}`;
-  if (r.outcome === "cancelled") return `Stopped${ms ? " after " + seconds(ms) : ""}`;
-  if (r.outcome === "answered" && r.mode !== "extractive") return `Answered by the model${took}`;
-  return `Evidence from the manuals${took}`;
+  const ms = answerMs(r);
+  const key = r.outcome === "not_found" ? "not_found" : r.outcome === "cancelled" ? "stopped"
+    : r.outcome === "answered" && r.mode !== "extractive" ? "answered" : "evidence";
+  if (!ms) return t(`tech.status.${key}`);
+  return t(`tech.status.${key}${key === "stopped" ? "_after" : "_in"}`, {time: seconds(ms)});
 }
 function statusDetails(r) {
-  const t = r.timings || {}, ms = answerMs(r);
+  const tm = r.timings || {}, ms = answerMs(r);
   return [r.mode, ms ? `${Math.round(ms)} ms` : "",
-    t.retrieval_ms ? `retrieval ${Math.round(t.retrieval_ms)} ms` : "", r.index_version ? `index ${r.index_version}` : "",
-    r.chain_id ? `chain ${r.chain_id}` : "", r.id ? `answer ${r.id}` : ""].filter(Boolean).join(" · ");
+    tm.retrieval_ms ? t("tech.details.retrieval", {ms: Math.round(tm.retrieval_ms)}) : "",
+    r.index_version ? t("tech.details.index", {id: r.index_version}) : "",
+    r.chain_id ? t("tech.details.chain", {id: r.chain_id}) : "", r.id ? t("tech.details.answer", {id: r.id}) : ""]
+    .filter(Boolean).join(" · ");
+}
+
+// The badge's word for an outcome code (the class keeps the code).
+function outcomeWord(outcome) {
+  return `tech.outcome.${outcome}` in PAGE_STRINGS ? t(`tech.outcome.${outcome}`) : String(outcome).replace("_", " ");
 }
 
 // The evidence arrives before the model writes: quoted sentences and their passages, at once.
 function showEvidence(ev) {
-  $("outcome").textContent = "evidence"; $("outcome").className = "badge evidence";  // not final yet
+  $("outcome").textContent = outcomeWord("evidence"); $("outcome").className = "badge evidence";  // not final yet
   $("evidence-note").hidden = false; showAnswer(ev.text, ev.citations);
   const cards = $("cards"); cards.innerHTML = "";
   for (const c of ev.citations || []) cards.appendChild(card(c, `[${c.n}]`));
-  $("meta").textContent = "the model is writing an answer from these passages";
+  $("meta").textContent = t("tech.meta.writing_from_evidence");
 }
 
 function showFinal(r) {
   currentAnswerId = r.id;
-  $("outcome").textContent = r.outcome === "evidence_only" ? "evidence only" : r.outcome.replace("_", " ");
+  $("outcome").textContent = outcomeWord(r.outcome);
   $("outcome").className = "badge " + r.outcome;
   $("answer").className = "";
   $("evidence-note").hidden = r.outcome !== "evidence_only";
@@ -263,7 +267,7 @@ function showFinal(r) {
   // One note per answer: an answer shown as evidence says why in its evidence note, not in a second one.
   const notes = answerNotes(r);
   if (r.outcome === "evidence_only") $("evidence-why").textContent = [...notes, EVIDENCE_WHY].join(" ");
-  else if (notes.length) $("flags").textContent = "Note: " + notes.join(" ");
+  else if (notes.length) $("flags").textContent = t("tech.note", {notes: notes.join(" ")});
   showDraft(r);
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
@@ -275,7 +279,7 @@ function showFinal(r) {
     }
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
   } else {
-    for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? "Closest passage:" : `[${c.n}]`));
+    for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? t("tech.closest_passage") : `[${c.n}]`));
   }
   $("feedback").hidden = !r.id;
 }
@@ -292,23 +296,23 @@ function showDraft(r) {
 
 // What went wrong, in words a technician can act on (the browser's own "Failed to fetch" is not one).
 function failureText(e) {
-  if (e.status === 429) return "Too many questions from this device just now. Wait a moment, then retry.";
-  if (e.status === 503) return "The gateway is busy or still starting. Retry in a few seconds.";
-  if (e.status === 401 || e.status === 403) return "This gateway needs a reader key: open \"Access key\" and enter it.";
-  if (e.status) return `The gateway refused the question: ${e.message}`;
-  return "The gateway could not be reached (network down or server stopped). Check the connection and retry.";
+  if (e.status === 429) return t("tech.fail.busy_device");
+  if (e.status === 503) return t("tech.fail.busy_gateway");
+  if (e.status === 401 || e.status === 403) return t("tech.fail.key");
+  if (e.status) return t("tech.fail.refused", {message: e.message});  // the API's message: English
+  return t("tech.fail.unreachable");
 }
 
 function showFailure(e) {
-  $("outcome").textContent = "not answered"; $("outcome").className = "badge error";
+  $("outcome").textContent = outcomeWord("not_answered"); $("outcome").className = "badge error";
   $("meta").textContent = ""; $("answer").hidden = true; $("evidence-note").hidden = true;
   $("failure-text").textContent = failureText(e); $("failure").hidden = false;
 }
 
 // Waiting for the model: say how many questions are ahead (the evidence is already on screen).
 function showQueue(ahead) {
-  $("meta").textContent = ahead > 1 ? `Waiting for the model: ${ahead} questions ahead of yours.`
-    : ahead === 1 ? "Waiting for the model: 1 question ahead of yours." : "Your question is next.";
+  $("meta").textContent = ahead > 1 ? t("tech.queue.many", {n: ahead})
+    : ahead === 1 ? t("tech.queue.one") : t("tech.queue.next");
 }
 
 async function ask() {
@@ -331,7 +335,7 @@ async function ask() {
       throw err;
     }
     const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = "";
-    $("meta").textContent = "answering";
+    $("meta").textContent = t("tech.meta.answering");
     for (;;) {
       const {value, done} = await reader.read();
       if (done) break;
@@ -351,11 +355,10 @@ async function ask() {
           // technician reads as it streams). The evidence stays; the line under the badge counts words.
           if (!drafting) {
             drafting = true; draftWords = 0;
-            $("outcome").textContent = "checking"; $("outcome").className = "badge";
+            $("outcome").textContent = outcomeWord("checking"); $("outcome").className = "badge";
           }
           draftWords += (payload.text.match(/\S+/g) || []).length;
-          $("meta").textContent = `the model is writing an answer (${draftWords} words so far); it is shown once ` +
-            "each sentence is checked against the passage it cites";
+          $("meta").textContent = t("tech.meta.drafting", {n: draftWords});
         }
         else if (ev === "evidence") showEvidence(payload);
         else if (ev === "queue") showQueue(payload.ahead);
@@ -366,8 +369,8 @@ async function ask() {
   } catch (e) {
     if (e.name !== "AbortError") showFailure(e);
     else {  // one clear state: stopped, nothing is still "answering"
-      $("outcome").textContent = "stopped"; $("outcome").className = "badge cancelled";
-      $("meta").textContent = "You stopped this answer; the passages found so far stay below.";
+      $("outcome").textContent = outcomeWord("stopped"); $("outcome").className = "badge cancelled";
+      $("meta").textContent = t("tech.meta.stopped");
       // the evidence stays on screen; the model's unchecked draft was never shown
     }
   } finally {
@@ -381,7 +384,7 @@ async function feedback(thumbs) {
   if (!currentAnswerId) return;
   const r = await postJson(`/api/v1/answers/${currentAnswerId}/feedback`,
     {thumbs, comment: $("comment").value || null});
-  $("fb-status").textContent = r.ok ? "Thank you — feedback saved." : "Could not save feedback.";
+  $("fb-status").textContent = r.ok ? t("tech.feedback_saved") : t("tech.feedback_failed");
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -401,13 +404,13 @@ document.addEventListener("DOMContentLoaded", () => {
 async function showDefaultMode() {
   try {
     const h = await (await fetch("/api/v1/health")).json();
-    const what = h.status === "degraded" ? "Quick: the model is unavailable"
-      : h.answer_mode === "extractive" ? "Quick: evidence only" : h.answer_mode === "generate" ? "Explain" : "";
-    if (what) $("mode").querySelector('option[value=""]').textContent = `Gateway default (${what})`;
+    const what = h.status === "degraded" ? t("tech.mode_is_degraded")
+      : h.answer_mode === "extractive" ? t("tech.mode_extractive") : h.answer_mode === "generate" ? t("tech.mode_is_explain") : "";
+    if (what) $("mode").querySelector('option[value=""]').textContent = t("tech.mode_default_is", {mode: what});
     // a model that has not passed gate 4 may still be tried, but says what its text will be
     if (h.model_unqualified) {
       const explain = $("mode").querySelector('option[value="generate"]');
-      explain.textContent = "Explain: unchecked draft (model not qualified)"; explain.title = h.model_unqualified;
+      explain.textContent = t("tech.mode_generate_unqualified"); explain.title = h.model_unqualified;
     }
   } catch { /* the page works without it */ }
 }

@@ -3,7 +3,10 @@
 // vendored at build time (ui/vendor_pdfjs.py -> /static/vendor/pdfjs/), never from a CDN.
 // URL: /viewer?manual=<sha256>&q=<sentence>&q=<sentence>#page=N   (?page=N works too); closest=1: nothing
 // was cited, q is the opening of the passage closest to the question (a not-found answer's).
+// Every string it shows comes from the page's catalogue through t() (ui/static/i18n.js, loaded before).
 "use strict";
+
+const {t} = window.manualqaI18n;
 
 const PDFJS = "/static/vendor/pdfjs/";
 const $ = (id) => document.getElementById(id);
@@ -94,7 +97,7 @@ function say(text) { $("status").textContent = text; }
 
 function showNumbers() {
   $("page-num").textContent = String(state.page);
-  $("page-count").textContent = state.count ? ` of ${state.count}` : "";
+  $("page-count").textContent = state.count ? t("viewer.page_count", {n: state.count}) : "";
   $("prev").disabled = !state.doc || state.page <= 1;
   $("next").disabled = !state.doc || state.page >= state.count;
   $("whole").href = `${fileUrl}#page=${state.page}`;
@@ -137,7 +140,7 @@ async function render(n) {
   state.page = Math.min(Math.max(1, n), state.count || n);
   showNumbers();
   history.replaceState(null, "", `${location.pathname}${location.search}#page=${state.page}`);
-  setState("loading"); say(`Loading page ${state.page}…`);
+  setState("loading"); say(t("viewer.loading_page", {page: state.page}));
   const page = await state.doc.getPage(state.page);
   if (seq !== state.seq) return;
   const text = await page.getTextContent();  // first: its body text size sets the scale
@@ -204,13 +207,13 @@ function markOcr(page) {
     layer.appendChild(div);
     first ??= div;
   }
-  const ocrSays = ` This page is a scan read by OCR (${Math.round(page.ocr_confidence ?? 0)} % confidence): check the words against the page.`;
+  const ocrSays = t("viewer.ocr_scan", {confidence: Math.round(page.ocr_confidence ?? 0)});
   if (first) {
-    marks.textContent = (closest ? "Nothing was cited: the start of the closest passage is highlighted."
-      : found.exact ? "The cited sentence is highlighted." : "The closest match to the cited sentence is highlighted.") + ocrSays;
+    marks.textContent = t(closest ? "viewer.marked_closest_start"
+      : found.exact ? "viewer.marked_exact" : "viewer.marked_closest_match") + ocrSays;
     first.scrollIntoView({block: "center", inline: "start"});
   } else {
-    marks.textContent = "The cited words could not be found among the words OCR read on this page." + ocrSays;
+    marks.textContent = t("viewer.ocr_not_found") + ocrSays;
   }
 }
 
@@ -236,15 +239,13 @@ function mark(layer) {
     first ??= div;
   }
   if (first) {
-    marks.textContent = closest
-      ? (found.exact ? "Nothing was cited: the start of the closest passage is highlighted."
-        : "Nothing was cited: part of the closest passage is highlighted.")
-      : found.exact ? "The cited sentence is highlighted." : "The closest match to the cited sentence is highlighted.";
+    marks.textContent = t(closest
+      ? (found.exact ? "viewer.marked_closest_start" : "viewer.marked_closest_part")
+      : found.exact ? "viewer.marked_exact" : "viewer.marked_closest_match");
     // In the middle of the screen, its line's start at the left (a zoomed page pans sideways).
     first.scrollIntoView({block: "center", inline: "start"});
   } else {
-    marks.textContent = closest ? "The closest passage could not be found in this page's text (a scanned page?)."
-      : "The cited sentence could not be found in this page's text (a scanned page?).";
+    marks.textContent = t(closest ? "viewer.not_found_closest" : "viewer.not_found_cited");
   }
 }
 
@@ -253,11 +254,11 @@ function failure(e) {
   setState("error");
   const status = e && e.status;
   if (status === 401 || status === 403) {
-    say("This gateway needs a reader key: enter it under \"Access key\" on the question page, then open the page again.");
+    say(t("viewer.fail_key"));
   } else if (status === 404) {
-    say("This manual is not on the gateway any more (the index changed since the answer).");
+    say(t("viewer.fail_gone"));
   } else {
-    say(`The page could not be shown (${(e && e.message) || e}). Open the whole PDF instead.`);
+    say(t("viewer.fail_other", {reason: (e && e.message) || e}));
   }
 }
 
@@ -265,7 +266,7 @@ function failure(e) {
 // as the technician page did before the viewer: desktops honour #page=N, phones may show page 1.
 async function fallback() {
   setState("fallback");
-  say("The page viewer is not installed on this gateway (pdf.js: `make vendor`); opening the PDF instead.");
+  say(t("viewer.fallback"));
   if (!key) { location.replace(`${fileUrl}#page=${state.page}`); return; }
   const r = await fetch(fileUrl, {headers: {Authorization: "Bearer " + key}});
   if (!r.ok) { failure({status: r.status, message: r.statusText}); return; }
@@ -284,7 +285,7 @@ async function title() {
 async function start() {
   state.page = state.citedPage = pageFromUrl();
   showNumbers();
-  if (!/^[0-9a-f]{64}$/.test(manual)) { setState("error"); say("This link names no manual (manual=<sha256>)."); return; }
+  if (!/^[0-9a-f]{64}$/.test(manual)) { setState("error"); say(t("viewer.no_manual")); return; }
   title();
   try {
     state.pdfjs = await import(PDFJS + "pdf.min.mjs");
@@ -293,7 +294,7 @@ async function start() {
     return;
   }
   state.pdfjs.GlobalWorkerOptions.workerSrc = PDFJS + "pdf.worker.min.mjs";
-  say("Opening the manual…");
+  say(t("viewer.opening"));
   try {
     state.doc = await state.pdfjs.getDocument({
       url: fileUrl,
