@@ -179,6 +179,7 @@ def test_a_chinese_manual_uploaded_on_the_chinese_admin_page_answers_a_chinese_q
         assert line.startswith(f"{ZH_NAME}：完成：索引版本 ") and line.endswith(" 已启用"), line
         admin.wait_for_selector(f"#manuals tbody tr:has-text('{ZH_NAME}')")
         assert "删除" in admin.inner_text(f"#manuals tbody tr:has-text('{ZH_NAME}')")
+        shot(admin, "admin-zh.png")
     finally:
         admin.context.close()
     uploaded = manual(server, ZH_NAME)
@@ -215,6 +216,7 @@ def test_a_chinese_manual_uploaded_on_the_chinese_admin_page_answers_a_chinese_q
         assert view.inner_text("#marks") in ("已标出引用的句子。", "已标出与引用句子最接近的内容。")
         assert "输入电压" in view.evaluate("document.querySelector('.textLayer').textContent")  # CMaps at work
         assert view.locator(".textLayer .highlight").count() > 0
+        shot(view, "viewer-zh-phone.png")
         view.close()
 
         # On the English and the German page the evidence stays Chinese, and the card says so.

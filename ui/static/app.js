@@ -357,7 +357,8 @@ async function ask() {
             drafting = true; draftWords = 0;
             $("outcome").textContent = outcomeWord("checking"); $("outcome").className = "badge";
           }
-          draftWords += (payload.text.match(/\S+/g) || []).length;
+          // a Chinese or Japanese draft has no spaces: each of its characters counts as a word
+          draftWords += (payload.text.match(/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]|[^\s\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+/gu) || []).length;
           $("meta").textContent = t("tech.meta.drafting", {n: draftWords});
         }
         else if (ev === "evidence") showEvidence(payload);
