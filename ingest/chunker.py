@@ -50,7 +50,7 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
         if page.number in skip or not page.text.strip():
             continue
         pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture, params)
-        page_language = detect(page.text) or manual_language if pieces else manual_language
+        page_language = detect(page.text, manual_language) or manual_language if pieces else manual_language
         ocr = parsed.ocr.get(page.number)
         for n, piece in enumerate(pieces):
             raw = page.text[piece.start:piece.end]
@@ -63,7 +63,7 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
                 chunk_id=f"{parsed.sha256[:12]}-p{page.number:04d}-{n:03d}",
                 manual_sha256=parsed.sha256, page=page.number, ordinal=len(chunks),
                 heading=piece.heading, text=text, ocr_confidence=confidence, ocr_doubtful=doubtful,
-                language=detect(text) or page_language,
+                language=detect(text, page_language) or page_language,
             ))
     return chunks
 

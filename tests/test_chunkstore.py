@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import random
 import sqlite3
 from pathlib import Path

@@ -77,3 +77,18 @@ def test_the_answer_is_not_refused_when_only_the_kept_passages_are_far(sample_da
         assert res.outcome == "not_found" and res.timings["best_similarity"] == 0.05
     finally:
         gw.log.close()
+
+
+def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
+    """An English question about a German manual: the built-in embedder's cosine is low whatever the
+    passage says, so a passage holding a share of the question's words is evidence (issue 47)."""
+    from gateway.answer.pipeline import CROSS_MIN_TERMS
+
+    german = Hit(chunk_id="c", manual="m.pdf", title="LNG-30", manual_sha256="s", page=2, heading="", text="...",
+                 score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.2, term_score=CROSS_MIN_TERMS + 0.05,
+                 language="de")
+    assert evidence_is_strong([german], 0.36, question_language="de")[0] is False  # same language: the cosine
+    strong, ev = evidence_is_strong([german], 0.36, question_language="en")
+    assert strong and ev["cross_language"] is True
+    unrelated = dataclasses.replace(german, term_score=CROSS_MIN_TERMS - 0.05)
+    assert evidence_is_strong([unrelated], 0.36, question_language="en")[0] is False

@@ -131,6 +131,10 @@ def test_detect_names_the_language() -> None:
     assert detect("The pump delivers 40 litres per minute.") == "en"
     assert detect("このボタンを押してください。") == "ja"
     assert detect("USB 5V 2A") is None  # part numbers and values say no language
+    # a parts table of an English manual: codes in capitals and an axis "Y" are no Spanish
+    table = "Fan Expansion Board VB-EL-01-RFX1 eBay Link 1\nY endstop VB-EL-02 Link 2\nVB-EL-03 VB-EL-04 VB-EL-05"
+    assert detect(table, prior="en") == "en"
+    assert detect("Der Lüfter wird mit dem Schalter auf der Rückseite eingeschaltet.", prior="en") == "de"
 
 
 def test_chinese_sentences_end_at_full_width_marks() -> None:

@@ -24,12 +24,14 @@ _PROFILE = {
     "en": "the and of to is are for with this that you your be by from can will not it or if when on which",
     "de": "der die das und ist nicht mit den dem des ein eine einen zu für von auf im sie es wird werden bei "
           "oder auch sich wenn aus kann nach wie ich sind durch über vor nur muss können",
-    "fr": "le la les et est des du un une pour dans que qui sur avec pas ne ce au par vous il sont être",
-    "es": "el los las y es del una para con que por se no al lo su como está son puede",
-    "it": "il lo gli della delle di è con che non si da sono questo nella alla",
-    "nl": "het een en van is niet met voor op te dat zijn wordt aan bij naar ook kan",
-    "pt": "os do da um uma para com que não em no na se por são é",
+    "fr": "le les et est des du une pour dans qui sur avec pas ce au par vous sont être",
+    "es": "el los las del una para que por como está son puede",
+    "it": "gli della delle è che sono questo nella alla",
+    "nl": "het een van niet met voor dat zijn wordt aan bij naar ook",
+    "pt": "uma com não são é",
 }
+# Left out on purpose: words that English technical text holds too ("Y" an axis, "no", "do", "is", "Si",
+# "non-volatile"), so that a table of an English manual is never taken for Spanish or Portuguese.
 _WORD_LANG: dict[str, str] = {}
 for _lang, _words in _PROFILE.items():
     for _w in _words.split():
@@ -38,10 +40,15 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 MIN_CJK = 2  # Han/kana/Hangul characters that make a passage CJK by themselves
 MIN_HITS = 2  # function words needed to name a Latin-script language
+MIN_OTHER = 4  # ... and to name another one than the language around the text
 
 
-def detect(text: str) -> str | None:
-    """ISO 639-1 code of the text's language, or None when the text does not say."""
+def detect(text: str, prior: str | None = None) -> str | None:
+    """ISO 639-1 code of the text's language, or None when the text does not say.
+
+    prior: the language around the text (its page's, its manual's). A Latin-script text is taken for
+    another language than the prior only on clear evidence (MIN_OTHER function words, twice the prior's);
+    a script (Han, kana, Hangul, Cyrillic) is evidence enough; a text that does not say is the prior's."""
     counts = script_counts(text)
     cjk = counts["han"] + counts["kana"] + counts["hangul"]
     # One CJK character carries about a word: a passage is CJK when its CJK characters outnumber
@@ -56,18 +63,22 @@ def detect(text: str) -> str | None:
     if counts["cyrillic"] > counts["latin"] and counts["cyrillic"] >= 3:
         return "ru"
     hits: dict[str, int] = {}
-    for word in _WORD.findall(text.lower()):
-        lang = _WORD_LANG.get(word)
+    for word in _WORD.findall(text):
+        if len(word) > 1 and word.isupper():
+            continue  # a code or an abbreviation ("VB-EL-01", "DIE"), not a function word
+        lang = _WORD_LANG.get(word.lower())
         if lang:
             hits[lang] = hits.get(lang, 0) + 1
     if not hits:
-        return None
+        return prior
     ranked = sorted(hits.items(), key=lambda kv: -kv[1])
     best, n = ranked[0]
+    if prior is not None and best != prior:
+        return best if n >= MIN_OTHER and n >= 2 * hits.get(prior, 0) + 1 else prior
     runner_up = ranked[1][1] if len(ranked) > 1 else 0
     if n < MIN_HITS and not (n == 1 and runner_up == 0 and len(_WORD.findall(text)) <= 12):
-        return None  # one function word decides a question or a line, not a page
-    return best if n > runner_up else None
+        return prior  # one function word decides a question or a line, not a page
+    return best if n > runner_up else prior
 
 
 def detect_question(text: str, default: str = "en") -> str:
