@@ -87,7 +87,9 @@ def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
     german = Hit(chunk_id="c", manual="m.pdf", title="LNG-30", manual_sha256="s", page=2, heading="", text="...",
                  score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.2, term_score=CROSS_MIN_TERMS + 0.05,
                  language="de")
-    assert evidence_is_strong([german], 0.36, question_language="de")[0] is False  # same language: the cosine
+    # in German about a German manual, the question's words too, with a higher share
+    assert evidence_is_strong([german], 0.36, question_language="de")[0] is False
+    assert evidence_is_strong([dataclasses.replace(german, term_score=0.3)], 0.36, question_language="de")[0]
     strong, ev = evidence_is_strong([german], 0.36, question_language="en")
     assert strong and ev["cross_language"] is True
     unrelated = dataclasses.replace(german, term_score=CROSS_MIN_TERMS - 0.05)

@@ -225,3 +225,10 @@ def test_quantities_asked_and_stated_in_chinese_and_german() -> None:
     assert states("输入电压范围为12V至24V", "voltage")  # the unit against a CJK character
     assert states("工作温度为-20℃至60℃", "temperature")
     assert not states("输入电压范围见第3章", "voltage")
+
+
+def test_a_chinese_quantity_word_asks_only_beside_how_much() -> None:
+    from gateway.answer.quantities import asked_quantities
+
+    assert asked_quantities("SoC 进了低功耗睡眠，怎么把它叫醒？") == []  # a low-power sleep mode, no value asked
+    assert asked_quantities("额定功率是多少？") == ["power"]

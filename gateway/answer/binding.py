@@ -11,9 +11,9 @@ import re
 
 from gateway.answer.citations import CITATION_RE
 from gateway.answer.claim_terms import fold, numbers_of, overlap_terms
-from ingest.text.sentences import sentence_spans
+from ingest.text.sentences import BULLETS, sentence_spans
 
-_BULLET_RE = re.compile(r"^\s*[•▪●◦‣]")
+_BULLET_RE = re.compile(rf"^\s*[{BULLETS}]")
 
 _NEGATION_RE = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|avoid)\b|n't\b|n’t\b")
 # Idioms that hold a "no" and deny nothing: "so there is no problem to connect USB" says it is fine,

@@ -16,7 +16,7 @@ from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.section_titles import ITEM_RE, is_heading, past_glued_title, past_title_lines
 from gateway.answer.sentence_score import adjustment, features
-from ingest.text.sentences import sentence_spans
+from ingest.text.sentences import BULLETS, sentence_spans
 from ingest.text.terms import content_terms, word_count
 from retrieval.types import Hit
 
@@ -24,7 +24,7 @@ MAX_SENTENCE_CHARS = 400
 # A list item (section_titles.ITEM_RE), or a bare "3." / "(3)" just before a sentence (the sentence
 # splitter cuts a step's number off as a fragment of its own). A procedure's steps are quoted in their
 # own order, never best step first.
-_BULLET_RE = re.compile(r"^[•●◆▪◦‣]\s*")
+_BULLET_RE = re.compile(rf"^[{BULLETS}]\s*")
 _NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
 # A figure's caption on its own ("Figure 27: Finished breadboard hub.", "Figure 43 - CyControl program
 # (Firmware update step 1).") names a picture the text cannot show: it answers nothing. A table's title
@@ -259,7 +259,7 @@ def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, ma
     for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
                                       value_bonus=value_bonus, extra=extra, weights=weights,
                                       **choice):  # type: ignore[arg-type]
-        if sentence[-1:] not in ".!?…。！？；":
+        if sentence[-1:] not in ".!?…。！？；：":
             sentence += "."
         bullet = _BULLET_RE.match(sentence)
         part = f"• {sentence[bullet.end():]} [{n}]" if bullet else f"{sentence} [{n}]"

@@ -65,23 +65,31 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 # The same questions in Chinese and German (a compound holds the word: "Betriebstemperatur", "输入电压").
 # German "Druck" is also a print and "Strom" electricity at large: only their unambiguous compounds ask.
-OTHER_LANGUAGES: dict[str, str] = {
-    "voltage": r"电压|spannung",
-    "current": r"电流|stromaufnahme|stromverbrauch|stromstärke|ausgangsstrom|eingangsstrom|wie viel strom",
-    "power": r"功率|功耗|leistungsaufnahme|nennleistung|wattzahl",
-    "temperature": r"温度|temperatur(?!e)",
-    "pressure": r"压力|气压|betriebsdruck|luftdruck",
-    "duration": r"多长时间|多久|寿命|wie lange|lebensdauer",
-    "length": r"长度|距离|尺寸|länge|abstand|abmessung",
-    "mass": r"重量|多重|gewicht|wie schwer",
-    "frequency": r"频率|主频|frequenz",
-    "torque": r"扭矩|力矩|drehmoment",
-    "humidity": r"湿度|feuchtigkeit",
-    "memory": r"内存|存储容量|speichergröße|arbeitsspeicher",
-    "resolution": r"分辨率|auflösung",
+# A Chinese quantity word asks for a value only beside a "how much" word (低功耗睡眠 is a sleep mode).
+ZH_KINDS: dict[str, str] = {
+    "voltage": r"电压", "current": r"电流", "power": r"功率|功耗", "temperature": r"温度",
+    "pressure": r"压力|气压", "duration": r"时间|寿命", "length": r"长度|距离|尺寸", "mass": r"重量",
+    "frequency": r"频率|主频", "torque": r"扭矩|力矩", "humidity": r"湿度", "memory": r"内存|存储容量",
+    "resolution": r"分辨率",
 }
-_ASKED = {kind: re.compile(q + (f"|{OTHER_LANGUAGES[kind]}" if kind in OTHER_LANGUAGES else ""))
-          for kind, (q, _s) in KINDS.items()}
+ZH_HOW_MUCH = re.compile(r"多少|多大|多高|多长|多重|多久|几|范围|最大|最小|最高|最低|额定|是什么")
+DE_KINDS: dict[str, str] = {
+    "voltage": r"spannung",
+    "current": r"stromaufnahme|stromverbrauch|stromstärke|ausgangsstrom|eingangsstrom|wie viel strom",
+    "power": r"leistungsaufnahme|nennleistung|wattzahl",
+    "temperature": r"temperatur(?!e)",
+    "pressure": r"betriebsdruck|luftdruck",
+    "duration": r"wie lange|lebensdauer",
+    "length": r"länge|abstand|abmessung",
+    "mass": r"gewicht|wie schwer",
+    "frequency": r"frequenz",
+    "torque": r"drehmoment",
+    "humidity": r"feuchtigkeit",
+    "memory": r"speichergröße|arbeitsspeicher",
+    "resolution": r"auflösung",
+}
+_ASKED = {kind: re.compile(q + (f"|{DE_KINDS[kind]}" if kind in DE_KINDS else "")) for kind, (q, _s) in KINDS.items()}
+_ASKED_ZH = {kind: re.compile(q) for kind, q in ZH_KINDS.items()}
 # A number and its unit written against a CJK character ("12V至24V"): the unit patterns end at a word
 # boundary, which a CJK character (a word character) is not, so a space is put between them first.
 _CJK_AFTER_UNIT = re.compile(f"(?<=[A-Za-z0-9%°])(?=[{CJK}])")
@@ -103,7 +111,9 @@ def asks_how_to(question: str) -> bool:
 def asked_quantities(question: str) -> list[str]:
     """The kinds of quantity the question plainly asks for ("how heavy" -> mass)."""
     low = _NOT_A_VALUE.sub(" ", question.lower())
-    return [kind for kind, pattern in _ASKED.items() if pattern.search(low)]
+    zh = ZH_HOW_MUCH.search(low) is not None
+    return [kind for kind, pattern in _ASKED.items()
+            if pattern.search(low) or zh and kind in _ASKED_ZH and _ASKED_ZH[kind].search(low)]
 
 
 def states(text: str, kind: str) -> bool:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 
 from ingest.headings import cjk_heading
+from ingest.text.sentences import BULLETS
 from ingest.text.terms import has_cjk
 
 # A list item opening a sentence: a bullet or "Step 3"
-ITEM_RE = re.compile(r"^(?:step\s+\d|[•●◆▪◦‣]|[*-]\s)", re.IGNORECASE)
+ITEM_RE = re.compile(rf"^(?:step\s+\d|[{BULLETS}]|[*-]\s)", re.IGNORECASE)
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
 _VALUE_RE = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*(?![A-Za-z\d])")  # a number, not a code's digits (E3)
 # "6.3 ", "16.10": a numbered section's number, glued to its title or not

@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from ingest.text.sentences import BULLETS
 from ingest.text.terms import word_count
 from retrieval.types import Hit
 
@@ -46,7 +47,7 @@ WEIGHTS: dict[str, tuple[float, float, float]] = {
     "imperative": (0.1201, 0.3251, 0.1611),
 }
 
-_STEP_RE = re.compile(r"^(?:[•●◆▪◦‣-]\s*|\(?\d{1,2}[.)]\s)")
+_STEP_RE = re.compile(rf"^(?:[{BULLETS}-]\s*|\(?\d{{1,2}}[.)]\s)")
 _IMPERATIVE_RE = re.compile(
     r"^(?:[•●◆▪◦‣\-\d.)\s]*)(?:press|turn|set|connect|remove|check|make sure|ensure|use|open|close|insert|"
     r"select|click|install|plug|unplug|disconnect|tighten|loosen|do not|don't|never|always|wait|switch|put|"

@@ -12,6 +12,10 @@ import re
 
 from ingest.text.scripts import HAN, HANGUL, KANA
 
+# The marks a list item starts with, in every module that reads list items (the sentence cut here, the
+# evidence's bullets, section titles, the support check): Chinese manuals use ■ and ◆ as often as •.
+BULLETS = "•●◆▪◦‣■□➢►"
+
 # A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
 # before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.", nor after
 # "Pin.", "No." or "Nr." before a number. A blank line ends one too, unless the next line starts in lower
@@ -21,7 +25,8 @@ _SENTENCE_END_RE = re.compile(
     r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?]"
     r"(?!(?<=\b(?i:pin)\.)\s*\d)(?!(?<=\b(?i:no)\.)\s*\d)(?!(?<=\b(?i:nr)\.)\s*\d)"  # "Pin. 2", "No. 5"
     r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-ÄÖÜÀÂÇÉÈÊÎÔÛ])"
-    r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)|\n(?=\s*[•●▪◦‣])"
+    r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)"
+    rf"|\n(?=\s*[{BULLETS}])"
     r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
     rf"|[。！？；]+(?:\s*\[[\d,;\s\-–]+\])*[”」』）)]*\s*"  # CJK sentence ends: no space, no capital after
     rf"|(?<=[{HAN}{KANA}{HANGUL}])[;!?](?:\s*\[[\d,;\s\-–]+\])*\s*"
