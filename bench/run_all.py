@@ -26,8 +26,9 @@ from bench.harness import EXPERIMENTS, REPO, SECTIONS
 OUT = REPO / "docs" / "benchmarks.md"
 RECORDS = REPO / "docs" / "records"
 # the suite, in the order its sections appear in docs/benchmarks.md
-SUITE = ["retrieval_eval", "answer_eval", "model_answers", "retrieval_quality", "search_latency", "ingest_throughput",
-         "runtime_overhead", "worker_overhead", "pipeline_overhead", "server", "bench_profiles", "artifacts", "startup"]
+SUITE = ["retrieval_eval", "languages_eval", "answer_eval", "model_answers", "retrieval_quality", "search_latency",
+         "ingest_throughput", "runtime_overhead", "worker_overhead", "pipeline_overhead", "server", "bench_profiles",
+         "artifacts", "startup"]
 
 HEADER = """# Benchmarks
 
