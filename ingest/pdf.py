@@ -179,26 +179,17 @@ def page_title(big_text: str, page1_text: str, stem: str) -> str:
 
 
 _VERSION = re.compile(r"(?<![^\W\d_])(?:v|ver\.?|version|rev\.?|revision)\s*(\d+(?:\.\d+)*)", re.IGNORECASE)
-MIN_FRONT_CHARS = 60
 _NOT_A_TITLE = {"contents", "table of contents", "index", "introduction", "preface", "foreword", "inhalt",
                 "inhaltsverzeichnis", "目录", "目錄", "前言"}
-STALE_SHARE = 0.5  # a metadata title with less than this share of its words on the front pages is stale
 
 
 def is_stale_title(title: str, front_text: str) -> bool:
     """A metadata title the document no longer carries: a version the front pages replace with another
-    ("... V1.0" on a V3.0 document), or one whose words are mostly absent from the front pages (a build
-    guide whose metadata still names its author's thesis). Without front text nothing is stale."""
-    from ingest.text.terms import content_terms
-
+    ("... V1.0" on a V3.0 document). A title whose words the front pages lack is kept: covers often set
+    the product name as an image, and an admin may title a manual on purpose."""
     said = {m.group(1) for m in _VERSION.finditer(title)}
     shown = {m.group(1) for m in _VERSION.finditer(front_text)}
-    if said and shown and not said & shown:
-        return True
-    if len(front_text.strip()) < MIN_FRONT_CHARS:
-        return False  # a cover with a word or two (a figure, a logo) says nothing either way
-    words = content_terms(title)
-    return bool(words) and len(words & content_terms(front_text)) < STALE_SHARE * len(words)
+    return bool(said and shown and not said & shown)
 
 
 def choose_title(meta_title: Any, big_text: str, page1_text: str, stem: str, front_text: str = "") -> str:
