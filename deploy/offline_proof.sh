@@ -62,7 +62,9 @@ step "ask (extractive: the evidence, no model)"
 # this one dies here (SIGILL), and one with a broken kernel for this CPU too (issue 22: SIGSEGV on AMX).
 step "ask (generate: the default model on the bundle's llama.cpp)"
 status=0
-"$mqa" ask "What input voltage range does the piston board accept?" 2>"$work/ask.err" || status=$?
+# --mode generate: the default answer.mode is "auto", which answers extractively until the profile passed
+# gate 4, so without it the bundle's llama.cpp would never run here (issue 50)
+"$mqa" ask "What input voltage range does the piston board accept?" --mode generate 2>"$work/ask.err" || status=$?
 cat "$work/ask.err"
 if [ "$status" != 0 ]; then
     [ "$status" -gt 128 ] && echo "manualqa ask died of signal $((status - 128)) (SIG$(kill -l $((status - 128))))" >&2

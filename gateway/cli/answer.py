@@ -60,11 +60,14 @@ def _manifest_summary(gw: Any, version: str | None) -> dict[str, Any] | None:
 @click.option("--manual", "manuals", multiple=True, help="Only these manuals (file name, title or "
               "sha256 prefix); repeatable.")
 @json_option("Print the full answer record as JSON.")
-@click.option("--extractive", is_flag=True, help="No model: the best sentences of the top passages.")
+@click.option("--mode", type=click.Choice(["generate", "extractive"]), default=None,
+              help="As the API's `mode`: generate (the model writes; an unqualified profile's text is a labelled "
+                   "draft) or extractive (no model). Default: the configured answer.mode.")
+@click.option("--extractive", is_flag=True, help="The same as --mode extractive.")
 @click.option("--version", default=None, help="Answer from this index version instead of the active one.")
 @click.option("--max-tokens", type=click.IntRange(1, 4096), default=None, help="Cap on answer tokens.")
 @pass_ctx
-def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extractive: bool,
+def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, mode: str | None, extractive: bool,
         version: str | None, max_tokens: int | None) -> None:
     """Answer QUESTION from the manuals, streaming it, then list its citations (manual p.N).
 
@@ -78,8 +81,11 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, extrac
     cancel = threading.Event()
     result = None
     streamed = False
+    if extractive and mode == "generate":
+        raise click.UsageError("--extractive and --mode generate contradict each other")
+    chosen = "extractive" if extractive else mode
     request = AnswerRequest(question=question, scope=manuals, client="cli",
-                            mode="extractive" if extractive else None, version=version, max_tokens=max_tokens)
+                            mode=chosen, version=version, max_tokens=max_tokens)  # type: ignore[arg-type]
     events = answer_events(gw.answer_deps(), request, cancel=cancel)
     try:
         for event in events:
