@@ -242,3 +242,33 @@ class AnswerLog:
                 db.conn.execute("INSERT INTO feedback (answer_id, thumbs, comment, time, key_name)"
                                 " VALUES (:answer_id, :thumbs, :comment, :time, :key_name)", entry)
             return entry
+
+    def set_vote(self, answer_id: str, thumbs: int, comment: str | None = None,
+                 key_name: str | None = None) -> dict[str, Any]:
+        """One current vote per answer per client (API key name; None for an anonymous reader): a
+        later vote replaces that client's earlier one (the latest vote counts), and a comment of None
+        keeps the comment already given, so that changing the vote never loses it. Feedback rows written
+        before this (add_feedback appends) stay; the newest row of a client is the one updated."""
+        if thumbs not in (1, -1):
+            raise LogError("thumbs must be +1 or -1")
+        if comment is not None:
+            comment = comment.strip()
+            if len(comment) > 2000:
+                raise LogError("comment is longer than 2000 characters")
+        self.flush()
+        with opened(self.path) as db:
+            if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:
+                raise LogError(f"no answer with id {answer_id!r}")
+            with db.conn:
+                mine = db.conn.execute("SELECT id, comment FROM feedback WHERE answer_id = ? AND key_name IS ?"
+                                       " ORDER BY id DESC LIMIT 1", (answer_id, key_name)).fetchone()
+                entry = {"answer_id": answer_id, "thumbs": thumbs,
+                         "comment": comment if comment is not None else (mine[1] if mine else ""),
+                         "time": utcnow(), "key_name": key_name}
+                if mine is None:
+                    db.conn.execute("INSERT INTO feedback (answer_id, thumbs, comment, time, key_name)"
+                                    " VALUES (:answer_id, :thumbs, :comment, :time, :key_name)", entry)
+                else:
+                    db.conn.execute("UPDATE feedback SET thumbs = :thumbs, comment = :comment, time = :time"
+                                    " WHERE id = :id", {**entry, "id": mine[0]})
+            return entry

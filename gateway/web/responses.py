@@ -124,6 +124,7 @@ class AnswerPage(msgspec.Struct):
 class FeedbackOut(msgspec.Struct):
     answer_id: str
     thumbs: int
+    comment: str = ""
 
 
 class SearchOut(msgspec.Struct):

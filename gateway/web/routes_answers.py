@@ -47,7 +47,7 @@ class AnswersController(Controller):
         return AnswerDetail(**row)
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
-          summary="Thumbs up/down with an optional comment")
+          summary="Thumbs up/down with an optional comment; one current vote per answer per client")
     async def feedback(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
                        answer_id: FromPath[str],
                        data: JSONBody[FeedbackRequest]) -> FeedbackOut:
@@ -55,6 +55,8 @@ class AnswersController(Controller):
         if await sync_to_thread(log.get, answer_id) is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")
         principal = principal_of(request, strict=False)
-        await sync_to_thread(lambda: log.add_feedback(answer_id, data.thumbs, data.comment or "",
-                                                      key_name=principal.name if principal else None))
-        return FeedbackOut(answer_id=answer_id, thumbs=data.thumbs)
+        # the latest vote counts: a client's earlier vote on this answer is replaced, and a request
+        # without a comment keeps the comment it gave before (gateway.records.answers.set_vote)
+        entry = await sync_to_thread(lambda: log.set_vote(answer_id, data.thumbs, data.comment,
+                                                          key_name=principal.name if principal else None))
+        return FeedbackOut(answer_id=answer_id, thumbs=data.thumbs, comment=entry["comment"])

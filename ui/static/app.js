@@ -183,7 +183,7 @@ function resetResult() {
   $("draft-box").hidden = true; $("draft-box").open = false; $("draft").textContent = "";
   drafting = false;
   $("flags").textContent = ""; $("notfound").hidden = true; $("feedback").hidden = true;
-  $("fb-status").textContent = ""; $("outcome").className = "badge"; $("outcome").textContent = "…";
+  $("fb-status").textContent = ""; $("comment").value = ""; showVote(0); $("outcome").className = "badge"; $("outcome").textContent = "…";
   $("meta").textContent = t("tech.meta.searching"); $("meta").title = ""; currentAnswerId = null;
 }
 
@@ -381,11 +381,32 @@ async function ask() {
   }
 }
 
+// Feedback: one vote per answer that can be changed (the gateway keeps this client's latest vote and,
+// when a request carries no comment, the comment given before); the comment has its own Send button,
+// so a comment typed after the vote is sent with the current vote, never lost.
+let currentVote = 0;
+function showVote(thumbs) {
+  currentVote = thumbs;
+  $("up").setAttribute("aria-pressed", String(thumbs === 1));
+  $("down").setAttribute("aria-pressed", String(thumbs === -1));
+}
+async function sendFeedback(body) {
+  try {
+    return (await postJson(`/api/v1/answers/${currentAnswerId}/feedback`, body)).ok;
+  } catch { return false; }
+}
 async function feedback(thumbs) {
   if (!currentAnswerId) return;
-  const r = await postJson(`/api/v1/answers/${currentAnswerId}/feedback`,
-    {thumbs, comment: $("comment").value || null});
-  $("fb-status").textContent = r.ok ? t("tech.feedback_saved") : t("tech.feedback_failed");
+  const ok = await sendFeedback({thumbs});
+  if (ok) showVote(thumbs);
+  $("fb-status").textContent = ok ? t(thumbs === 1 ? "tech.vote_saved_up" : "tech.vote_saved_down")
+    : t("tech.feedback_failed");
+}
+async function sendComment() {
+  if (!currentAnswerId) return;
+  if (!currentVote) { $("fb-status").textContent = t("tech.vote_first"); return; }
+  const ok = await sendFeedback({thumbs: currentVote, comment: $("comment").value});
+  $("fb-status").textContent = ok ? t("tech.comment_saved") : t("tech.feedback_failed");
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -398,6 +419,9 @@ document.addEventListener("DOMContentLoaded", () => {
   $("retry").addEventListener("click", () => ask());
   $("up").addEventListener("click", () => feedback(1));
   $("down").addEventListener("click", () => feedback(-1));
+  $("send-comment").addEventListener("click", () => sendComment());
+  $("comment").addEventListener("keydown", (e) => {
+    if (e.key === "Enter") { e.preventDefault(); sendComment(); } });
   loadManuals(); renderRecent(); showDefaultMode();
 });
 
