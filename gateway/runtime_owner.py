@@ -63,10 +63,11 @@ class RuntimeOwner:
             if self._runtime is not None:
                 failure = getattr(self._runtime, "state", None) == "failed"
                 if failure:
-                    raise RuntimeUnavailable(getattr(self._runtime, "failure", None) or "the runtime failed")
+                    raise RuntimeUnavailable("the runtime failed after it loaded: "
+                                             + (getattr(self._runtime, "failure", None) or "repeated crashes"))
                 return self._runtime
             if self._load_failure is not None:
-                raise RuntimeUnavailable(self._load_failure)
+                raise RuntimeUnavailable(f"the runtime could not load: {self._load_failure}")
             from runtimes.registry import create_runtime
 
             p = self._profile()

@@ -220,6 +220,18 @@ class SupervisedRuntime(Runtime):
         if tail and code != 0:
             reason += f" (last output: {' | '.join(tail)[-300:]})"
         inbox.put({"t": "dead", "reason": reason, "returncode": code})
+        self._booked_if_idle(proc, reason)
+
+    def _booked_if_idle(self, proc: subprocess.Popen[bytes], reason: str) -> None:
+        """A worker that dies between requests (kill -9, the OOM killer, which prefers it) is a crash as
+        soon as it happens: logged, counted and restarted after the backoff, so health tells the truth
+        and the next question does not wait for a load. A death during a request is booked by that
+        request (it reads the "dead" message); a worker killed on purpose is no longer ``_proc``."""
+        if self._closing:
+            return
+        with self._lock:
+            if self._proc is proc and self.state == "ready" and not self._closing:
+                self._crashed(f"died while idle: {reason}")
 
     def _drain_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stderr is not None

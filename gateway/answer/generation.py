@@ -92,7 +92,8 @@ def generate(model: Model, settings: AnswerSettings, question: str, given: list[
         runtime = model.runtime  # loads on the first answer: load_ms, not pipeline overhead
         gen.timings["load_ms"] = elapsed_ms(tl)
     except Exception as exc:  # noqa: BLE001 - a runtime that cannot load must not lose the answer
-        gen.unavailable = f"runtime could not load: {exc}"
+        # the runtime's own words say what happened: it could not load, or it failed after crashes
+        gen.unavailable = f"runtime unavailable: {exc}"
         return gen
     gen.chain = chain_of(runtime)
     tp = time.perf_counter()

@@ -28,8 +28,13 @@ class SystemController(Controller):
         status = "loading" if not ready else "degraded" if failed else "ok"
         # in a thread: after a rollback to a version of another embedder, the first call loads that model
         note = await sync_to_thread(services.embedder_note) if ready and services.store.active_id() else None
+        # failed or restarting while answers are extractive by default: still "ok" (no answer waits on the
+        # model), but the warning says so, since a question asking for generate gets the evidence instead
+        runtime_note = (f"the generation runtime is {rt.state}" + (f": {rt.reason}" if rt.reason else "")
+                        if rt.state in ("failed", "restarting") else None)
         body = Health(status=status, index_version=services.store.active_id(),
-                      warning=state.load_error or (rt.reason if failed else None) or note, runtime=rt.state,
+                      warning=state.load_error or (rt.reason if failed else None) or runtime_note or note,
+                      runtime=rt.state,
                       answer_mode=decision.mode, answer_mode_reason=decision.reason,
                       model_unqualified=decision.unqualified)
         if not ready:
