@@ -98,6 +98,7 @@ def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: Gate
     link = first.locator("a.open-page")
     assert link.inner_text().strip() == f"Open page {page_no.group(1)}"
     assert link.get_attribute("href").startswith("/viewer?")  # the page viewer: tests/test_viewer.py
+    assert link.get_attribute("target") is None  # in the same tab: Back returns to the answer (issue 48)
     link = first.locator("a.open-pdf")  # and the raw PDF, one tap away
     href = link.get_attribute("href")
     assert re.fullmatch(rf"/api/v1/manuals/[0-9a-f]{{64}}/file#page={page_no.group(1)}", href), href
@@ -113,7 +114,7 @@ def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: Gate
     latest = httpx.get(server.url + "/api/v1/answers", params={"limit": 1}).json()["answers"][0]
     assert latest["question"] == QUESTION and latest["client"] == "web"  # the page says who asked
     page.click("#up")
-    page.wait_for_function("document.getElementById('fb-status').textContent.includes('saved')")
+    page.wait_for_function("document.getElementById('fb-status').textContent.startsWith('Saved: helpful')")
 
 
 def test_citation_markers_link_to_their_cards_and_evidence_keeps_its_lines(page: Any, server: GatewayServer) -> None:

@@ -207,9 +207,9 @@ def test_a_chinese_manual_uploaded_on_the_chinese_admin_page_answers_a_chinese_q
         link = first.locator("a.open-page")
         assert link.inner_text() == "打开第 2 页"
         shot(tech, "technician-zh-phone.png")
-        with context.expect_page() as popup:  # the cited page in the viewer, in Chinese
-            link.click()
-        view = popup.value
+        link.click()  # the cited page in the viewer, in Chinese, in the same tab (issue 48 item 5)
+        tech.wait_for_url("**/viewer?**")
+        view = tech
         shown = rendered(view)
         assert shown["state"] == "rendered" and html_lang(view) == "zh-CN"
         assert view.inner_text(".where") == "第 2 页，共 5 页"
@@ -217,7 +217,8 @@ def test_a_chinese_manual_uploaded_on_the_chinese_admin_page_answers_a_chinese_q
         assert "输入电压" in view.evaluate("document.querySelector('.textLayer').textContent")  # CMaps at work
         assert view.locator(".textLayer .highlight").count() > 0
         shot(view, "viewer-zh-phone.png")
-        view.close()
+        tech.go_back()  # back to the answer
+        tech.wait_for_selector(FINAL)
 
         # On the English and the German page the evidence stays Chinese, and the card says so.
         for lang, label in (("en", "in Chinese"), ("de", "auf Chinesisch")):

@@ -1,8 +1,8 @@
 """What the technician sees (issue 27), in Debian's chromium against a real gateway, at the sizes the
 tester used: a 390x844 touch phone and a 1280x900 desk.
 
-1. the phone viewer opens at a readable zoom (body text >= 12 CSS px, the page wider than the screen
-   and panned inside its sheet) with the cited sentence in view; opened on a not-found answer's
+1. the phone viewer opens with the cited sentence in view (as wide as the screen since issue 48,
+   pinched to read); opened on a not-found answer's
    closest passage it says so, and the passage it marks ends on a whole word;
 2. the line under an answer reads for a technician; the mode, milliseconds and index version stay
    in its title for QA;
@@ -131,12 +131,14 @@ def test_phone_viewer_opens_readable_with_the_cited_sentence_in_view(phone: Any,
     pg = phone
     shown, _, _ = open_viewer_from_first_card(pg, server, QUESTION)
     assert shown["state"] == "rendered" and shown["highlighted"], shown
+    # Issue 48 replaced issue 27's wider page (panned sideways on every line): the page is as wide as
+    # the screen and the technician pinches to zoom (tests/test_viewer_phone_browser.py); its canvas is
+    # drawn sharp enough that the body text pinched to 2x reads at 12 CSS px or more.
     body = pg.evaluate(BODY_TEXT_PX)
-    assert body >= 12, f"body text is {body:.1f} CSS px on a 390 px phone (needs zoom)"
-    # Wider than the screen, panned inside the sheet: the page itself does not scroll sideways.
-    assert shown["css"][0] > 390 and shown["scrollWidth"] <= 390, shown
+    assert body * 2 >= 12, f"body text is {body:.1f} CSS px on a 390 px phone, {2 * body:.1f} pinched to 2x"
+    assert shown["css"][0] <= 390 and shown["scrollWidth"] <= 390, shown
     where = pg.evaluate(FIRST_MARK)
-    assert where["sheet"][0] > where["sheet"][1], where  # the sheet pans
+    assert where["sheet"][0] <= where["sheet"][1], where  # nothing pans sideways
     mark = where["mark"]
     assert mark and mark["top"] >= where["barBottom"] - 1 and mark["bottom"] <= where["height"], where
     assert mark["left"] >= -1 and mark["left"] < where["width"] - 40, where  # its start is on screen

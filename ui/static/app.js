@@ -139,7 +139,7 @@ function card(c, label) {
   div.innerHTML = `<h3>${label ? escapeHtml(label) + " " : ""}${escapeHtml(c.title || c.manual)}</h3>
     <div class="meta">${escapeHtml(pageText(c))}${c.heading ? " · " + escapeHtml(c.heading) : ""}${lang.other}</div>${ocrNote(c)}
     <blockquote${lang.code ? ` lang="${lang.code}"` : ""}>${highlight(c.text ?? c.passage ?? "", c.cited_sentences || c.sentences)}</blockquote>
-    <a class="button secondary open-page" href="${escapeHtml(viewerUrl(c))}" target="_blank" rel="noopener">${escapeHtml(t("tech.open_page", {page: c.page}))}</a>
+    <a class="button secondary open-page" href="${escapeHtml(viewerUrl(c))}">${escapeHtml(t("tech.open_page", {page: c.page}))}</a>
     <a class="open-pdf" href="${escapeHtml(url)}" target="_blank" rel="noopener">${escapeHtml(t("tech.whole_pdf"))}</a>`;
   return div;
 }
@@ -174,6 +174,13 @@ function renderRecent() {
 }
 
 const NOT_FOUND_WHY = t("tech.notfound_why");
+const MAX_QUESTION_CHARS = 2000;  // the API's limit (gateway/answer/request.py MAX_QUESTION_CHARS)
+
+// A question over the API's limit is refused here, in words, not cut silently by the box.
+function showTooLong(question) {
+  $("too-long").textContent = t("tech.question_too_long", {n: question.length, max: MAX_QUESTION_CHARS});
+  $("too-long").hidden = false; $("question").focus();
+}
 const EVIDENCE_WHY = t("tech.evidence_why");
 
 function resetResult() {
@@ -258,6 +265,10 @@ function showEvidence(ev) {
 
 function showFinal(r) {
   currentAnswerId = r.id;
+  if (r.id) {  // the answer's id joins the question in the URL
+    const q = new URLSearchParams(location.search);
+    putInUrl(q.get("q") || r.question || $("question").value.trim(), q.get("manual") || "", q.get("mode") || "", r.id, true);
+  }
   $("outcome").textContent = outcomeWord(r.outcome);
   $("outcome").className = "badge " + r.outcome;
   $("answer").className = "";
@@ -315,12 +326,35 @@ function showQueue(ahead) {
     : ahead === 1 ? t("tech.queue.one") : t("tech.queue.next");
 }
 
-async function ask() {
+// The question, the manual and the mode live in the URL (?q=...&manual=...&mode=...), and the logged
+// answer's id in its fragment (#a=<id>): Back, reload and a shared link restore the answer (shown from
+// the answer log by id when this reader may read it, else asked again). A new question is a new history
+// entry; asking the same one again replaces it.
+function questionUrl(question, manual, mode, answerId) {
+  const q = new URLSearchParams({q: question});
+  if (manual) q.set("manual", manual);
+  if (mode) q.set("mode", mode);
+  return `${location.pathname}?${q}${answerId ? `#a=${encodeURIComponent(answerId)}` : ""}`;
+}
+let shownSearch = "";  // the ?q=... of the answer on screen
+function putInUrl(question, manual, mode, answerId, replace) {
+  const url = questionUrl(question, manual, mode, answerId);
+  shownSearch = url.slice(location.pathname.length).split("#")[0];
+  if (url === location.pathname + location.search + location.hash) return;
+  const same = new URLSearchParams(location.search).get("q") === question;
+  history[replace || same ? "replaceState" : "pushState"](null, "", url);
+}
+
+let asked = 0;  // questions asked on this page: a restore that finds a newer one gives way to it
+async function ask(fromUrl) {
+  asked++;
   const question = $("question").value.trim();
   if (!question) { $("question").focus(); return; }
+  if (question.length > MAX_QUESTION_CHARS) { showTooLong(question); return; }
   const manual = $("manual").value;
   const mode = $("mode").value || null;
   remember(question); resetResult();
+  putInUrl(question, manual, mode, null, fromUrl === true);
   // Stop takes Ask's place (the same cell of the form: nothing moves), and the keyboard focus with it.
   const focused = document.activeElement === $("ask");
   $("ask").disabled = true; $("ask").hidden = true; $("stop").hidden = false;
@@ -422,8 +456,46 @@ document.addEventListener("DOMContentLoaded", () => {
   $("send-comment").addEventListener("click", () => sendComment());
   $("comment").addEventListener("keydown", (e) => {
     if (e.key === "Enter") { e.preventDefault(); sendComment(); } });
-  loadManuals(); renderRecent(); showDefaultMode();
+  $("question").addEventListener("input", () => { $("too-long").hidden = true; });
+  renderRecent(); showDefaultMode();
+  // the answer the URL names, unless the technician asked before the manuals' list came
+  loadManuals().then(() => { if (!asked && location.search) restoreFromUrl(); });
+  // Back / Forward between questions; a citation link (#cite-n) changes only the fragment: nothing to do
+  window.addEventListener("popstate", () => { if (location.search !== shownSearch) restoreFromUrl(); });
 });
+
+// The answer the URL names: its logged copy when the fragment names one this reader may read and it
+// is the same question, else the question asked again. A URL without ?q= is the blank form.
+async function restoreFromUrl() {
+  shownSearch = location.search;
+  const q = new URLSearchParams(location.search);
+  const question = (q.get("q") || "").trim();
+  if (controller) controller.abort();
+  if (!question) { $("question").value = ""; $("result").hidden = true; return; }
+  $("question").value = question;
+  const manual = q.get("manual") || "";
+  if (manual && ![...$("manual").options].some((o) => o.value === manual)) {
+    const o = document.createElement("option"); o.value = manual; o.textContent = manual; $("manual").appendChild(o);
+  }
+  $("manual").value = manual;
+  $("mode").value = ["extractive", "generate"].includes(q.get("mode")) ? q.get("mode") : "";
+  const id = (/(?:^#|&)a=([^&]+)/.exec(location.hash) || [])[1];
+  const before = asked;
+  if (id) {
+    try {
+      const r = await fetch(`/api/v1/answers/${encodeURIComponent(decodeURIComponent(id))}`, {headers: headers()});
+      if (r.ok) {
+        const row = await r.json();
+        if (asked !== before) return;  // the technician asked meanwhile
+        if (String(row.question || "").trim() === question) {
+          resetResult(); showFinal(row);
+          return;
+        }
+      }
+    } catch { /* asked again below */ }
+  }
+  ask(true);
+}
 
 // "Gateway default" says which mode that is, and when the model is down (health: degraded).
 async function showDefaultMode() {

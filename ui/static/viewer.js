@@ -17,8 +17,7 @@ const closest = params.get("closest") === "1";
 const fileUrl = `/api/v1/manuals/${manual}/file`;
 const key = localStorage.getItem("manualqa.key");  // the technician page's reader key (app.js)
 const MIN_RUN_CHARS = 12;  // a fallback run shorter than this (letters and digits) is not marked
-const BODY_TEXT_PX = 13;  // the page opens with its body text at least this big (CSS px): readable unzoomed
-const MAX_ZOOM = 3;  // ... but never more than this many times the width that fits the screen
+const ZOOM_SHARP = 2;  // the canvas holds this many times the screen's pixels: a pinch to 2x stays sharp
 
 // -- finding the cited text in the page's text layer ------------------------------------------
 // Letters and digits only, NFKC-folded and lower-cased, one character at a time (so that every folded
@@ -111,28 +110,10 @@ function fitScale(page) {
   return Math.max(0.25, room / natural.width);
 }
 
-// The page's body text height in PDF units: the median font height of its text, counted per character
-// (so the running text outweighs headings and captions); 0 for a page without text (a scan).
-function bodyTextHeight(text) {
-  const sizes = [];
-  for (const item of text.items) {
-    const n = (item.str || "").replace(/\s/g, "").length, h = item.transform ? Math.hypot(item.transform[2], item.transform[3]) : 0;
-    if (n && h > 0) sizes.push([h, n]);
-  }
-  sizes.sort((a, b) => a[0] - b[0]);
-  let half = sizes.reduce((sum, [, n]) => sum + n, 0) / 2;
-  for (const [h, n] of sizes) if ((half -= n) <= 0) return h;
-  return 0;
-}
-
-// The scale the page opens at: the screen's width, or wider when that would make the body text smaller
-// than BODY_TEXT_PX (a phone fits a Letter page to ~378 px: ~7 px text). The wider page pans inside its
-// sheet, and the cited sentence is scrolled into view (mark()).
-function openScale(page, text) {
-  const fit = fitScale(page), body = bodyTextHeight(text);
-  return body > 0 ? Math.max(fit, Math.min(BODY_TEXT_PX / body, fit * MAX_ZOOM)) : fit;
-}
-
+// The page opens as wide as the screen (issue 48: a page wider than a phone needed sideways panning on
+// every line), centred on the cited sentence; the technician pinches to zoom (the browser's own zoom:
+// the viewport allows it), and the canvas is drawn at up to ZOOM_SHARP times the screen's density so
+// that the zoomed text stays sharp.
 async function render(n) {
   const seq = ++state.seq;  // a later tap on prev/next wins; an earlier render is cancelled
   state.task?.cancel();
@@ -143,11 +124,11 @@ async function render(n) {
   setState("loading"); say(t("viewer.loading_page", {page: state.page}));
   const page = await state.doc.getPage(state.page);
   if (seq !== state.seq) return;
-  const text = await page.getTextContent();  // first: its body text size sets the scale
+  const text = await page.getTextContent();
   if (seq !== state.seq) return;
-  const viewport = page.getViewport({scale: openScale(page, text)});
-  // Sharp on high-density screens without a canvas bigger than phones allow (~16 M pixels).
-  const ratio = Math.min(window.devicePixelRatio || 1, 3, Math.sqrt(16e6 / (viewport.width * viewport.height)));
+  const viewport = page.getViewport({scale: fitScale(page)});
+  // Sharp on high-density screens, and when pinched, without a canvas bigger than phones allow (~16 M pixels).
+  const ratio = Math.min((window.devicePixelRatio || 1) * ZOOM_SHARP, 6, Math.sqrt(16e6 / (viewport.width * viewport.height)));
   const box = $("page"), canvas = $("canvas"), layerDiv = $("text-layer");
   canvas.width = Math.floor(viewport.width * ratio);
   canvas.height = Math.floor(viewport.height * ratio);
@@ -211,7 +192,7 @@ function markOcr(page) {
   if (first) {
     marks.textContent = t(closest ? "viewer.marked_closest_start"
       : found.exact ? "viewer.marked_exact" : "viewer.marked_closest_match") + ocrSays;
-    first.scrollIntoView({block: "center", inline: "start"});
+    first.scrollIntoView({block: "center", inline: "nearest"});
   } else {
     marks.textContent = t("viewer.ocr_not_found") + ocrSays;
   }
@@ -242,8 +223,8 @@ function mark(layer) {
     marks.textContent = t(closest
       ? (found.exact ? "viewer.marked_closest_start" : "viewer.marked_closest_part")
       : found.exact ? "viewer.marked_exact" : "viewer.marked_closest_match");
-    // In the middle of the screen, its line's start at the left (a zoomed page pans sideways).
-    first.scrollIntoView({block: "center", inline: "start"});
+    // In the middle of the screen (the page is as wide as the screen: nothing to pan sideways).
+    first.scrollIntoView({block: "center", inline: "nearest"});
   } else {
     marks.textContent = t(closest ? "viewer.not_found_closest" : "viewer.not_found_cited");
   }
@@ -318,7 +299,23 @@ async function start() {
   }
 }
 
+// "Back to the answer": opened from an answer on the technician page (same tab), the way back is that
+// page's history entry (its URL holds the question and the answer's id: the answer comes back as it was);
+// the referrer (without its #a= fragment) is the link's target when there is no history to go back to.
+function backLink() {
+  let from = null;
+  try { from = document.referrer ? new URL(document.referrer) : null; } catch { from = null; }
+  if (!from || from.origin !== location.origin || from.pathname !== "/" || !from.searchParams.get("q")) return;
+  const back = $("back");
+  back.href = from.pathname + from.search;
+  back.hidden = false;
+  back.addEventListener("click", (e) => {
+    if (history.length > 1) { e.preventDefault(); history.back(); }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  backLink();
   $("prev").addEventListener("click", () => render(state.page - 1).catch(failure));
   $("next").addEventListener("click", () => render(state.page + 1).catch(failure));
   let resizeTimer = null;  // a phone turned sideways: fit the new width
