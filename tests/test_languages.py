@@ -147,6 +147,7 @@ def test_chinese_sentences_end_at_full_width_marks() -> None:
 
 def test_terms_pair_cjk_characters_and_stem_per_language() -> None:
     assert index_terms("最大电流5A", "zh") == ["最大", "大电", "电流", "5a"]
+    assert index_terms("支持外部中断 interrupts", "zh")[-1] == "interrupt"  # English among Chinese: Porter
     assert index_terms("電機\n驅動", "zh") == ["電機", "機驅", "驅動"]  # a wrapped line is no word break
     assert index_terms("Temperaturen", "de") == ["temperatur"]
     assert index_terms("flashing", "en") == ["flash"]
