@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import wait_for_dialog
 from tests.support.http import bearer
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
@@ -84,7 +85,8 @@ def test_create_a_key_see_it_once_copy_it_and_revoke_it(page: Any, server: Gatew
     dialogs: list[str] = []
     page.once("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.locator("#keys tbody tr", has_text="kiosk-9").locator("button", has_text="Revoke").click()
-    page.wait_for_timeout(300)
+    wait_for_dialog(page, dialogs)
+    page.wait_for_timeout(300)  # time for a revoke that wrongly went ahead to show
     assert dialogs and '"kiosk-9"' in dialogs[0] and "your own session" not in dialogs[0]
     assert httpx.get(server.url + "/api/v1/manuals", headers=bearer(key)).status_code == 200  # dismissed: kept
     page.once("dialog", lambda d: (dialogs.append(d.message), d.accept()))

@@ -116,6 +116,14 @@ def test_extractive_mode_never_asks_the_model() -> None:
     assert "MSP-FET" in result.answer and not result.generation_config
 
 
+def wait_for_depth(d: AnswerDeps, depth: int) -> None:
+    """Until `depth` answers hold or wait for the turn (60 s bounds a hang, not the box's speed)."""
+    deadline = time.monotonic() + 60
+    while d.model.queue.depth < depth and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert d.model.queue.depth == depth, "the answer did not queue behind the held turn"
+
+
 def test_an_answer_without_a_web_slot_waits_its_turn_in_the_one_queue() -> None:
     """CLI, replay and bench answers take their turn from the same queue as web asks (issue 24):
     while another generation holds it, the answer waits, and its wait is booked as queue time."""
@@ -125,13 +133,10 @@ def test_an_answer_without_a_web_slot_waits_its_turn_in_the_one_queue() -> None:
         t = threading.Thread(target=lambda: box.update(r=answer(d, AnswerRequest(
             question="How do I flash the piston board firmware?"))))
         t.start()
-        deadline = time.monotonic() + 10
-        while d.model.queue.depth < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert d.model.queue.depth == 2, "the answer did not queue behind the held turn"
+        wait_for_depth(d, 2)
         time.sleep(0.4)
         assert "r" not in box, "the answer generated while another held the turn"
-    t.join(30)
+    t.join(60)
     assert box["r"].outcome == "answered" and box["r"].timings["queue_ms"] >= 350
     assert d.model.queue.depth == 0  # its place is given back
 
@@ -144,9 +149,9 @@ def test_a_cancel_while_waiting_for_the_turn_generates_nothing() -> None:
         t = threading.Thread(target=lambda: box.update(r=answer(d, AnswerRequest(
             question="How do I flash the piston board firmware?"), cancel=cancel)))
         t.start()
-        time.sleep(0.3)
+        wait_for_depth(d, 2)  # it waits for the turn now (a fixed 0.3 s sleep raced its start)
         cancel.set()
-        t.join(10)
+        t.join(60)
     assert box["r"].outcome == "cancelled"
     assert "output_tokens" not in box["r"].timings and not box["r"].generation_config  # the model never ran
     assert d.model.queue.depth == 0

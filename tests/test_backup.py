@@ -11,6 +11,7 @@ import json
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,10 +74,25 @@ def _answer_ids(db: Path) -> list[str]:
         con.close()
 
 
-def test_backup_while_writing_restores_an_identical_gateway(source: Path, tmp_path: Path, embedder: Any) -> None:
+def test_backup_while_writing_restores_an_identical_gateway(source: Path, tmp_path: Path, embedder: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.records import backup as backup_module
+
     log = AnswerLog(source / "gateway.db")
     written: list[str] = []
     stop = threading.Event()
+    start: list[int] = []
+    copy_db = backup_module._backup_db
+
+    def copy_db_while_writing(src: Path, dst: Path) -> int:
+        # The answer log is copied once the writer has committed two more rows since the backup
+        # began, however the threads are scheduled on a busy box (they raced the copy before).
+        deadline = time.monotonic() + 60
+        while len(written) < start[0] + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return copy_db(src, dst)
+
+    monkeypatch.setattr(backup_module, "_backup_db", copy_db_while_writing)
 
     def writer() -> None:
         while not stop.is_set():
@@ -90,6 +106,7 @@ def test_backup_while_writing_restores_an_identical_gateway(source: Path, tmp_pa
         while len(written) < 20:
             stop.wait(0.01)
         before = len(written)
+        start.append(before)
         summary = create_backup(source, tmp_path / "bk")
         during = len(written) - before
     finally:

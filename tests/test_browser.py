@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import wait_for_dialog
 from tests.support.server import REPO_ROOT, SCRIPTED_PROFILE, GatewayServer
 
 # Screenshots land in docs/screenshots/ only when asked (MANUALQA_SCREENSHOTS=1), so that a test run
@@ -71,20 +72,22 @@ def ask(pg: Any, url: str, question: str) -> None:
 def test_ask_streams_answer_with_citation_and_opens_page(page: Any, server: GatewayServer) -> None:
     page.goto(server.url + "/")
     # Record every state the badge goes through: evidence first, then the checked draft, then final.
+    # The screen while the model writes is taken in the page when the badge turns to "checking": read
+    # from here afterwards, it raced the 2 s answer on a busy box.
     page.evaluate("""() => { window.states = []; new MutationObserver(() => {
         const t = document.getElementById('outcome').textContent;
         if (window.states[window.states.length - 1] !== t) window.states.push(t);
+        if (t === 'checking' && !window.during) window.during = {
+          answer: document.getElementById('answer').innerText, meta: document.getElementById('meta').textContent};
       }).observe(document.getElementById('outcome'), {childList: true, characterData: true, subtree: true}); }""")
     page.fill("#question", QUESTION)
     page.click("#ask")
+    page.wait_for_selector("#outcome.answered")
     # While the model writes, its unchecked text is not on screen (issue 27): the evidence stays,
     # and the line under the badge counts the draft's words.
-    page.wait_for_function("document.getElementById('outcome').textContent === 'checking'"
-                           " && document.getElementById('meta').textContent.includes('words so far')")
-    during = page.inner_text("#answer")
-    assert during.strip() and "BED_SCREWS_ADJUST, then adjust" not in during, during  # the evidence, not the draft
-    assert "checked against the passage" in page.inner_text("#meta")
-    page.wait_for_selector("#outcome.answered")
+    during = page.evaluate("window.during")
+    assert during["answer"].strip() and "BED_SCREWS_ADJUST, then adjust" not in during["answer"], during
+    assert "words so far" in during["meta"] and "checked against the passage" in during["meta"], during
     states = page.evaluate("window.states")
     assert states.index("evidence") < states.index("checking") < states.index("answered"), states
     assert page.inner_text("#answer").strip() == SCRIPT
@@ -179,9 +182,16 @@ def test_network_failure_says_so_in_words_and_retry_answers(page: Any, server: G
 
 
 def test_stop_shows_one_clear_state(page: Any, server: GatewayServer) -> None:
-    ask(page, server.url, QUESTION)
-    page.wait_for_function("document.getElementById('outcome').textContent === 'checking'")
-    page.click("#stop")
+    page.goto(server.url + "/")
+    # Stop is clicked in the page as soon as the model writes: clicked from here, it raced the 2 s
+    # answer on a busy box (and found Ask back in its place)
+    page.evaluate("""() => new MutationObserver((_, seen) => {
+        if (document.getElementById('outcome').textContent !== 'checking') return;
+        seen.disconnect();
+        document.getElementById('stop').click();
+      }).observe(document.getElementById('outcome'), {childList: true, characterData: true, subtree: true})""")
+    page.fill("#question", QUESTION)
+    page.click("#ask")
     page.wait_for_selector("#outcome.cancelled")
     assert page.inner_text("#outcome") == "stopped"
     meta = page.inner_text("#meta")
@@ -213,7 +223,7 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
 
     server = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("queue-browser"),
                            config="[server]\nrate_limit_per_minute = 600\n",
-                           profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.12)).start()
+                           profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.5)).start()
     page.goto(server.url + "/")
     page.evaluate("""() => { window.metas = []; new MutationObserver(() => {
         window.metas.push(document.getElementById('meta').textContent);
@@ -221,7 +231,12 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
     busy = threading.Thread(target=lambda: httpx.post(server.url + "/api/v1/ask", json={"question": QUESTION},
                                                       timeout=120))
     busy.start()
-    time.sleep(0.5)  # it holds the model now (its script takes about 2 s)
+    # it holds the model now (its script takes 8 s); a fixed 0.5 s sleep raced its start on a busy box
+    deadline = time.monotonic() + 60
+    while not re.search(r"^manualqa_queue_depth 1$", httpx.get(server.url + "/api/v1/metrics", timeout=10).text,
+                        re.M):
+        assert time.monotonic() < deadline, "the first question never took the model"
+        time.sleep(0.05)
     page.fill("#question", QUESTION)
     page.click("#ask")
     page.wait_for_function("['answered', 'evidence only', 'not found'].includes("
@@ -405,7 +420,8 @@ def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path
     dialogs: list[str] = []
     page.once("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.click("#rollback")
-    page.wait_for_timeout(500)
+    wait_for_dialog(page, dialogs)
+    page.wait_for_timeout(500)  # time for a rollback that wrongly went ahead to show
     assert dialogs and "Roll back" in dialogs[0] and _active_row(page) == new_version.group(1)
     page.on("dialog", lambda d: (dialogs.append(d.message), d.accept()))
     for _ in range(2):  # one version per uploaded file

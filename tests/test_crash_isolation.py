@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +37,7 @@ sha256 = ""
 [options]
 script = "The piston board accepts 7 to 36 V [1]."
 token_delay_s = {delay}
+prefill_s = 300
 [generation]
 max_tokens = 64
 [owners]
@@ -67,7 +67,7 @@ def runtime_of(srv: GatewayServer) -> dict:
     return r.json()["runtime"]
 
 
-def wait_state(srv: GatewayServer, state: str, timeout_s: float = 30) -> dict:
+def wait_state(srv: GatewayServer, state: str, timeout_s: float = 60) -> dict:
     deadline = time.monotonic() + timeout_s
     while True:
         rt = runtime_of(srv)
@@ -75,6 +75,26 @@ def wait_state(srv: GatewayServer, state: str, timeout_s: float = 30) -> dict:
             return rt
         assert time.monotonic() < deadline, rt
         time.sleep(0.1)
+
+
+def ask_and_kill_mid_answer(srv: GatewayServer, question: str, pid: int) -> dict:
+    """Stream the answer; SIGKILL the worker once its first words came (it stalls after two, so the kill
+    always lands mid-answer, however busy the box); the final event's answer."""
+    final: dict = {}
+    with httpx.stream("POST", srv.url + "/api/v1/ask", json={"question": question, "stream": True},
+                      headers=bearer(srv.key), timeout=60) as r:
+        assert r.status_code == 200
+        event = ""
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event == "token" and pid:
+                os.kill(pid, signal.SIGKILL)
+                pid = 0
+            elif line.startswith("data:") and event == "final":
+                final = json.loads(line[5:])
+    assert final, "no final event"
+    return final
 
 
 def logged(srv: GatewayServer, answer_id: str) -> dict:
@@ -109,8 +129,7 @@ def test_crashes_end_one_answer_each_and_the_gateway_serves_on(server: GatewaySe
     assert second_pid not in (None, first_pid)
 
     # 3. SIGKILL from outside (an OOM kill) while it streams
-    threading.Timer(0.5, os.kill, (second_pid, signal.SIGKILL)).start()
-    killed = ask(srv, QUESTION)
+    killed = ask_and_kill_mid_answer(srv, QUESTION + " CRASH-STALL", second_pid)
     assert killed["outcome"] == "error" and "SIGKILL" in killed["error"], killed
     assert srv.alive()
 
@@ -140,7 +159,7 @@ def test_crashes_end_one_answer_each_and_the_gateway_serves_on(server: GatewaySe
 
 
 def test_a_client_that_leaves_mid_prompt_frees_the_model_for_the_next_question(server: GatewayServer) -> None:
-    """The worker is reading a long prompt (30 s, ignoring cancel, as llama.cpp does) when the client
+    """The worker is reading a long prompt (300 s, ignoring cancel, as llama.cpp does) when the client
     goes away: the computation ends within seconds and the next question does not queue behind it."""
     srv = server
     pid = wait_state(srv, "ready")["worker"]["pid"]
@@ -151,7 +170,7 @@ def test_a_client_that_leaves_mid_prompt_frees_the_model_for_the_next_question(s
         while not next(lines).startswith("event: evidence"):
             pass  # the evidence is out; the model gets the prompt next
         start = cpu_seconds(pid) or 0.0
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while (cpu_seconds(pid) or 0.0) - start < 0.3:  # leave only once the worker is busy with it
             assert time.monotonic() < deadline, "the worker never started on the prompt"
             time.sleep(0.05)
@@ -159,7 +178,8 @@ def test_a_client_that_leaves_mid_prompt_frees_the_model_for_the_next_question(s
     nxt = ask(srv, QUESTION)
     took = time.monotonic() - t0
     assert nxt["error"] is None and nxt["draft"].startswith("The piston board"), nxt
-    assert took < 15, f"the next question waited {took:.1f} s behind an abandoned prompt"
+    # the prompt would take 300 s: 60 s (the ask's own timeout) leaves a busy box all the time it needs
+    assert took < 60, f"the next question waited {took:.1f} s behind an abandoned prompt"
     assert runtime_of(srv)["worker"]["pid"] != pid  # the busy worker was ended, not waited for
     assert not any("CRASH-PREFILL" in c["reason"] for c in runtime_of(srv)["worker"]["recent_crashes"])
 

@@ -280,7 +280,9 @@ def test_bad_archive_is_refused_and_leaves_nothing(src: Source, gw_b: Path, tmp_
     with pytest.raises(FleetError) as err:
         import_archive(IndexStore(gw_b), bad, *src.model)
     assert message in str(err.value), str(err.value)
-    assert time.perf_counter() - started < 10  # a bomb is refused on its header, not read to the end
+    # a bomb is refused on its header, not read to the end (the message says which check refused it);
+    # 60 s only bounds a hang, whatever the load on the box
+    assert time.perf_counter() - started < 60
     assert snapshot(gw_b) == before
     assert err.value.http_status == 400 and err.value.code == "fleet_error"
 

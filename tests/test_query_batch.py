@@ -50,7 +50,19 @@ def test_a_lone_question_is_embedded_at_once() -> None:
 
 def test_concurrent_questions_share_passes_and_keep_their_own_vectors() -> None:
     model = FakeModel()
-    batcher = QueryBatcher(model, max_batch=8)
+    first_pass = threading.Event()
+
+    def held(texts: list[str]) -> np.ndarray:
+        # The first pass lasts until two more questions wait behind it, so that they overlap in time
+        # however slowly the threads start on a busy box (a 50 ms pass raced their start-up).
+        if not first_pass.is_set():
+            first_pass.set()
+            deadline = time.monotonic() + 60
+            while len(batcher._pending) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return model(texts)
+
+    batcher = QueryBatcher(held, max_batch=8)
     with ThreadPoolExecutor(24) as pool:
         results = list(pool.map(lambda i: (i, batcher.encode(f"q-{i}")), range(24)))
     assert all(vec[0] == i for i, vec in results)  # nobody got another question's vector

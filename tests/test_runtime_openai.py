@@ -142,7 +142,7 @@ def test_down_server_is_clear_and_quick():
     expected = rf"upstream http://127.0.0.1:{port}/v1 not reachable: connection refused"
     with pytest.raises(RuntimeUnavailable, match=expected):
         rt.load()
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 30  # refused at once: not the 120 s read timeout, however busy the box
     check = rt.verify_backend()
     assert not check.passed and "connection refused" in check.detail
 
@@ -157,7 +157,7 @@ def test_stalled_server_times_out():
         started = time.monotonic()
         with pytest.raises(RuntimeUnavailable, match="not reachable: no answer in time"):
             rt.load()
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 30  # its 0.5 s timeout, not the default 120 s
     finally:
         listener.close()
 

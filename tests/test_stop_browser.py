@@ -3,8 +3,10 @@
 The gateway runs its model in a supervised worker (tests.support.crashing:CrashingRuntime, declared
 native, runs there exactly as llama.cpp does). The word CRASH-PREFILL makes the worker burn the CPU
 without looking at cancel, as llama.cpp does while it reads a prompt: the worst case for Stop. The
-technician clicks Stop; the worker's CPU time (from /proc) must stop growing within 1 s, and a
-question that was waiting in the queue behind it (asked from a second page) must start at once.
+technician clicks Stop; the worker's CPU time (from /proc) must stop growing, the gateway must end it
+after the short prefill grace (its log says which grace it applied: told by configuration, not by a
+stopwatch, which a busy box defeats), and a question that was waiting in the queue behind it (asked
+from a second page) must start on a fresh worker, not after the prompt.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from runtimes.supervised import CrashPolicy
 from runtimes.worker_protocol import cpu_seconds
 from tests.support.http import bearer
 from tests.support.server import GatewayServer
@@ -35,8 +38,8 @@ path = "scripted"
 sha256 = ""
 [options]
 script = "The piston board accepts 7 to 36 V [1]."
-token_delay_s = 0.3
-prefill_s = 60
+token_delay_s = 1.0
+prefill_s = 120
 [generation]
 max_tokens = 64
 [owners]
@@ -74,13 +77,30 @@ def busy(pid: int, window_s: float = 0.25) -> bool:
     return before is not None and after is not None and after - before > 0.1 * window_s
 
 
-def idle_after(pid: int, since: float, limit_s: float = 10) -> float:
+def idle_after(pid: int, since: float, limit_s: float = 30) -> float:
     """Seconds from `since` to the start of the first window in which the worker used no CPU."""
     while time.monotonic() - since < limit_s:
         t = time.monotonic()
         if not busy(pid):
             return t - since
     return float("inf")
+
+
+def newest_answer(srv: GatewayServer, wanted: Any, timeout_s: float = 60) -> dict[str, Any]:
+    """The newest row of the answer log once `wanted(row)` holds (polled: rows are written as answers end)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = httpx.get(srv.url + "/api/v1/answers?limit=1", headers=bearer(srv.key),  # type: ignore[attr-defined]
+                         timeout=10).json()["answers"]
+        if rows and wanted(rows[0]):
+            return rows[0]
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.1)
+
+
+def has_answers(srv: GatewayServer) -> bool:
+    return bool(httpx.get(srv.url + "/api/v1/answers?limit=1", headers=bearer(srv.key),  # type: ignore[attr-defined]
+                          timeout=10).json()["answers"])
 
 
 def open_page(browser: Any, viewport: dict[str, int]) -> Any:
@@ -101,7 +121,7 @@ def test_stop_before_the_first_word_frees_the_worker_and_the_queue_moves(
         first.fill("#question", QUESTION + " CRASH-PREFILL")
         first.click("#ask")
         first.wait_for_selector("#outcome.evidence")  # the evidence is on screen; the model reads the prompt
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not busy(pid):  # the worker is reading the prompt
             assert time.monotonic() < deadline, "the worker never started on the prompt"
         second.goto(server.url + "/")  # a second technician asks meanwhile: queued behind it
@@ -109,25 +129,34 @@ def test_stop_before_the_first_word_frees_the_worker_and_the_queue_moves(
         second.click("#ask")
         try:
             second.wait_for_function("document.getElementById('meta').textContent.includes('Waiting for the model')",
-                                     timeout=20_000)
+                                     timeout=60_000)
         except Exception:
             raise AssertionError(second.inner_text("#meta") + " | " + second.inner_text("#outcome")) from None
-        assert busy(pid), "the worker stopped before Stop was clicked"
+        # busy in one of a few windows: on a loaded box a spinning process may get no CPU for a moment
+        assert any(busy(pid) for _ in range(20)), "the worker stopped before Stop was clicked"
+        grace = f"worker did not stop within {CrashPolicy().prefill_grace_s:g} s of cancelled; killing it"
+        assert CrashPolicy().prefill_grace_s < CrashPolicy().cancel_grace_s
+        said = server.log_path.read_text(errors="replace").count(grace)
         first.click("#stop")
         stopped = time.monotonic()
+        # The prompt would take 120 s: idle within 30 s is the worker ended, whatever the load. That it was
+        # ended after the prefill grace (0.25 s) and not the 1 s cancel grace, the gateway's log says.
         idle = idle_after(pid, stopped)
-        assert idle <= 1.0, f"the worker computed for {idle:.2f} s after Stop"
+        assert idle < 30, f"the worker computed for {idle:.2f} s after Stop"
+        deadline = time.monotonic() + 30
+        while server.log_path.read_text(errors="replace").count(grace) == said:
+            assert time.monotonic() < deadline, "the gateway did not end the worker after the prefill grace"
+            time.sleep(0.1)
         first.wait_for_selector("#outcome.cancelled")
         assert first.inner_text("#outcome") == "stopped"
-        # the queued question starts at once on a fresh worker and is answered in full
+        # the queued question starts on a fresh worker (not after the prompt) and is answered in full
         second.wait_for_function("['checking', 'answered'].includes(document.getElementById('outcome').textContent)")
         started = time.monotonic() - stopped
-        assert started < 10, f"the queued question's first words came {started:.1f} s after Stop"
+        assert started < 60, f"the queued question's first words came {started:.1f} s after Stop"
         second.wait_for_function("!['checking', 'evidence', '…']"
                                  ".includes(document.getElementById('outcome').textContent)")
-        newest = httpx.get(server.url + "/api/v1/answers?limit=1", headers=bearer(server.key),  # type: ignore[attr-defined]
-                           timeout=10).json()["answers"][0]
-        assert newest["question"] == QUESTION and newest["draft"] == "The piston board accepts 7 to 36 V [1]."
+        newest = newest_answer(server, lambda a: a["question"] == QUESTION)
+        assert newest["draft"] == "The piston board accepts 7 to 36 V [1]."
         assert worker_pid(server) != pid  # the busy worker was ended, not waited for
     finally:
         first.context.close()
@@ -138,17 +167,15 @@ def test_stop_while_it_writes_ends_the_generation_at_once(browser: Any, server: 
     page = open_page(browser, {"width": 1280, "height": 900})
     try:
         pid = worker_pid(server)
+        before = newest_answer(server, lambda a: True, timeout_s=0)["id"] if has_answers(server) else None
         page.goto(server.url + "/")
         page.fill("#question", QUESTION)
         page.click("#ask")
+        # the model writes (its first word came; 1 s a word, so the Stop lands seconds before the end)
         page.wait_for_function("document.getElementById('outcome').textContent === 'checking'")
-        time.sleep(0.8)  # a few words into the answer (0.3 s a word)
         page.click("#stop")
         page.wait_for_selector("#outcome.cancelled")
-        time.sleep(0.5)
-        row = httpx.get(server.url + "/api/v1/answers?limit=1", headers=bearer(server.key),  # type: ignore[attr-defined]
-                        timeout=10).json()
-        newest = row["answers"][0]
+        newest = newest_answer(server, lambda a: a["id"] != before)  # logged once the runtime stopped
         assert newest["outcome"] == "cancelled"
         assert len(newest["draft"].split()) < 9  # the script has 9 words: it did not run to its end
         assert worker_pid(server) == pid  # a decoding backend honours cancel: the worker is kept

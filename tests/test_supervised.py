@@ -35,7 +35,7 @@ def ask(rt: SupervisedRuntime, text: str, cancel: threading.Event | None = None,
     return "".join(pieces), stats
 
 
-def wait_ready(rt: SupervisedRuntime, timeout_s: float = 20.0) -> None:
+def wait_ready(rt: SupervisedRuntime, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while rt.health()["state"] != "ready":
         assert time.monotonic() < deadline, rt.health()
@@ -102,9 +102,15 @@ def test_a_crash_mid_answer_names_the_signal_and_the_next_answer_runs(rt: Superv
 def test_sigkill_from_outside_mid_stream(rt: SupervisedRuntime) -> None:
     pid = rt.pid
     assert pid is not None
-    threading.Timer(0.03, os.kill, (pid, signal.SIGKILL)).start()
+    pieces: list[str | GenerationStats] = []
     with pytest.raises(WorkerCrashed, match="SIGKILL"):
-        ask(rt, "hello " * 3)  # 8 pieces at 10 ms: killed after about 3
+        # CRASH-STALL: two pieces, then the worker stalls; killed once the first has come, it dies
+        # mid-answer however slowly this test runs (a timer raced a 80 ms answer on a busy box)
+        for item in rt.stream([{"role": "user", "content": "CRASH-STALL"}], GenerationConfig(timeout_s=120)):
+            pieces.append(item)
+            if len(pieces) == 1:
+                os.kill(pid, signal.SIGKILL)
+    assert pieces[0] == "The"
     wait_ready(rt)
     assert ask(rt, "and now")[0].startswith("The board")
 
@@ -140,7 +146,7 @@ def test_restarts_that_fail_end_in_failed_not_in_a_loop(tmp_path) -> None:
     try:
         with pytest.raises(WorkerCrashed, match="SIGSEGV"):
             ask(rt, "CRASH-SEGV")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while rt.health()["state"] != "failed":
             assert time.monotonic() < deadline, rt.health()
             time.sleep(0.05)
@@ -154,24 +160,26 @@ def test_restarts_that_fail_end_in_failed_not_in_a_loop(tmp_path) -> None:
 
 def test_cancel_while_the_backend_ignores_it_ends_the_computation(rt: SupervisedRuntime) -> None:
     """llama.cpp reads a prompt without looking at cancel: Stop must still free the CPU at once."""
-    rt.options["prefill_s"] = 60
+    # before a first token nothing will honour the cancel: the worker is not given the whole grace
+    assert CrashPolicy().prefill_grace_s < CrashPolicy().cancel_grace_s
+    # Told apart by configuration, not by a stopwatch: with a cancel grace of 60 s, a worker ended
+    # within 30 s was ended by the prefill grace, however busy the box.
+    rt.policy = CrashPolicy(cancel_grace_s=60.0)
+    rt.options["prefill_s"] = 600
     rt.unload()
     rt.load()  # the option reaches a fresh worker
     pid = rt.pid
     assert pid is not None
     cancel = threading.Event()
-    threading.Timer(0.3, cancel.set).start()
+    threading.Timer(0.3, cancel.set).start()  # the prompt takes 600 s: the cancel always falls in it
     t0 = time.monotonic()
-    text, stats = ask(rt, "CRASH-PREFILL", cancel)
+    text, stats = ask(rt, "CRASH-PREFILL", cancel, timeout_s=600)
     took = time.monotonic() - t0
     assert stats is not None and stats.stop_reason == "cancelled" and text == ""
-    assert took < 0.3 + rt.policy.cancel_grace_s + 2.0, took  # not the 60 s the prompt would take
-    deadline = time.monotonic() + 5
+    assert took < 30, took  # not the 60 s cancel grace, nor the 600 s the prompt would take
     while not gone(pid):
-        assert time.monotonic() < deadline, f"worker {pid} still computing after the cancel"
+        assert time.monotonic() - t0 < 30, f"worker {pid} still computing after the cancel"
         time.sleep(0.05)
-    # before a first token nothing will honour the cancel: the worker is not given the whole grace
-    assert time.monotonic() - t0 < 0.3 + rt.policy.prefill_grace_s + 0.5 < 0.3 + rt.policy.cancel_grace_s
     assert not rt.health()["recent_crashes"]  # a stop is not a crash
     wait_ready(rt)
     assert ask(rt, "hello")[0].startswith("The board")
@@ -180,7 +188,7 @@ def test_cancel_while_the_backend_ignores_it_ends_the_computation(rt: Supervised
 def test_a_hang_past_the_timeout_is_killed_and_counted(rt: SupervisedRuntime) -> None:
     t0 = time.monotonic()
     _, stats = ask(rt, "CRASH-HANG", timeout_s=0.5)
-    assert time.monotonic() - t0 < 0.5 + rt.policy.cancel_grace_s + 2.0
+    assert time.monotonic() - t0 < 60  # killed, not waited for (the hang lasts an hour)
     assert stats is not None and stats.stop_reason == "timeout"
     assert rt.health()["recent_crashes"][0]["reason"].startswith("hung")
     assert ask(rt, "hello")[0].startswith("The board")
@@ -213,7 +221,7 @@ def test_the_worker_ends_when_its_gateway_is_killed(tmp_path) -> None:
         assert not gone(pid)
         parent.kill()
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not gone(pid):
             assert time.monotonic() < deadline, f"worker {pid} outlived its gateway"
             time.sleep(0.05)

@@ -192,14 +192,26 @@ def test_stop_takes_the_place_of_ask_and_nothing_moves(browser: Any, server: Gat
         pg.goto(server.url + "/")
         pg.fill("#question", QUESTION)
         before = pg.evaluate(FORM_BOXES)
+        # the form while the model writes, taken in the page when the badge turns to "checking" (taken
+        # from here afterwards, it raced the 2 s answer on a busy box)
+        pg.evaluate("() => { const boxes = " + FORM_BOXES + """;
+          new MutationObserver((_, seen) => {
+            if (document.getElementById('outcome').textContent !== 'checking') return;
+            seen.disconnect();
+            const shown = (id) => {  // as Playwright's is_visible: a box, and not visibility: hidden
+              const el = document.getElementById(id), r = el.getBoundingClientRect();
+              return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden';
+            };
+            window.during = {boxes: boxes(), stopShown: shown('stop'), askShown: shown('ask')};
+          }).observe(document.getElementById('outcome'), {childList: true, characterData: true, subtree: true}); }""")
         pg.click("#ask")
-        pg.wait_for_function("document.getElementById('outcome').textContent === 'checking'")
-        during = pg.evaluate(FORM_BOXES)
+        pg.wait_for_selector("#outcome.answered")
+        seen = pg.evaluate("window.during")
+        during = seen["boxes"]
         for control in ("question", "manual", "mode", "key-box"):
             assert during[control] == before[control], (control, before[control], during[control])
         assert during["stop"] == before["ask"], (before, during)  # Stop where Ask was, as big
-        assert pg.locator("#stop").is_visible() and pg.locator("#ask").is_hidden()
-        pg.wait_for_selector("#outcome.answered")
+        assert seen["stopShown"] and not seen["askShown"], seen
         after = pg.evaluate(FORM_BOXES)
         assert pg.locator("#ask").is_visible() and pg.locator("#stop").is_hidden()
         assert {k: after[k] for k in ("question", "manual", "mode", "ask", "key-box")} == \

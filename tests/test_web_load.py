@@ -53,6 +53,14 @@ def queue_depth(url: str) -> int:
     return int(re.search(r"^manualqa_queue_depth (\d+)$", text, re.M).group(1))
 
 
+def wait_depth(url: str, depth: int, timeout_s: float = 60) -> None:
+    """Until `depth` asks generate or wait (polled: the limit bounds a hang, not the box's speed)."""
+    deadline = time.monotonic() + timeout_s
+    while (now := queue_depth(url)) != depth:
+        assert time.monotonic() < deadline, f"the queue depth stayed {now}, never {depth}"
+        time.sleep(0.05)
+
+
 def test_max_tokens_is_honoured(server: GatewayServer) -> None:
     r, _ = ask(server.url, max_tokens=5)
     body = r.json()
@@ -77,14 +85,17 @@ def test_queue_full_gets_503_with_retry_after(server: GatewayServer) -> None:
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    barrier = threading.Barrier(n)
-
-    def one(_: int) -> tuple[httpx.Response, float]:
-        barrier.wait()
-        return ask(server.url, max_tokens=8)
-
-    with ThreadPoolExecutor(n) as pool:
-        results = list(pool.map(one, range(n)))
+    # In order, each once the one before is in: the first generates the whole script (12 s), the next
+    # QUEUE_SIZE wait behind it, the rest come while the queue is full. Six asks at once (a barrier)
+    # raced the 1.6 s answers on a busy box: the last ones could arrive after the first had ended.
+    with ThreadPoolExecutor(1 + QUEUE_SIZE) as pool:
+        admitted = [pool.submit(ask, server.url, max_tokens=WORDS)]
+        wait_depth(server.url, 1)
+        for i in range(QUEUE_SIZE):
+            admitted.append(pool.submit(ask, server.url, max_tokens=8))
+            wait_depth(server.url, 2 + i)
+        refused = [ask(server.url, max_tokens=8) for _ in range(n - 1 - QUEUE_SIZE)]
+        results = [f.result() for f in admitted] + refused
     done.set()
     watcher.join(5)
     ok = [r for r, _ in results if r.status_code == 200]
@@ -94,8 +105,8 @@ def test_queue_full_gets_503_with_retry_after(server: GatewayServer) -> None:
     for r in busy:
         assert r.headers["retry-after"].isdigit() and int(r.headers["retry-after"]) > 0
         assert r.json()["error"]["code"] == "busy" and r.json()["error"]["message"]
-    for r in ok:
-        assert r.json()["outcome"] == FILLER_OUTCOME and r.json()["timings"]["output_tokens"] == 8
+    for r, tokens in zip(ok, (WORDS, 8, 8), strict=True):
+        assert r.json()["outcome"] == FILLER_OUTCOME and r.json()["timings"]["output_tokens"] == tokens
     # The refused ones were refused at once, not after waiting in line.
     slowest_refusal = max(t for r, t in results if r.status_code == 503)
     slowest_answer = max(t for r, t in results if r.status_code == 200)
@@ -129,14 +140,10 @@ def _sse_tokens_then_close(url: str, n_tokens: int) -> str:
 def test_disconnect_cancels_generation_and_frees_the_slot(server: GatewayServer) -> None:
     answer_id = _sse_tokens_then_close(server.url, 2)
     assert answer_id
-    t_closed = time.perf_counter()
 
-    # The next question is served promptly: it does not wait for the rest of the 12 s script.
-    r, took = ask(server.url, max_tokens=2)
-    assert r.status_code == 200 and r.json()["outcome"] == FILLER_OUTCOME
-    assert took < WORDS * DELAY_S / 2, f"next answer took {took:.1f} s: the cancelled one still ran"
-
-    deadline = time.monotonic() + 15
+    # Told by what the server did, not by a stopwatch (a busy box stretches every step): the
+    # disconnected answer is logged as cancelled, its runtime stopped early ...
+    deadline = time.monotonic() + 60
     cancelled: list[str] = []
     while time.monotonic() < deadline and answer_id not in cancelled:
         rows = httpx.get(server.url + "/api/v1/answers", params={"outcome": "cancelled"}).json()["answers"]
@@ -148,7 +155,10 @@ def test_disconnect_cancels_generation_and_frees_the_slot(server: GatewayServer)
     assert row["answer"].startswith("word0 word1")
     produced = row["timings"].get("output_tokens")
     assert produced is not None and produced < WORDS / 2, f"runtime kept going: {produced} pieces"
-    assert time.perf_counter() - t_closed < WORDS * DELAY_S
+    # ... the slot is free again, and the next question is served.
+    wait_depth(server.url, 0)
+    r, _ = ask(server.url, max_tokens=2)
+    assert r.status_code == 200 and r.json()["outcome"] == FILLER_OUTCOME
     assert queue_depth(server.url) == 0
     metrics = httpx.get(server.url + "/api/v1/metrics").text
     assert int(re.search(r'manualqa_answers_total\{outcome="cancelled"\} (\d+)', metrics).group(1)) >= 1
@@ -162,8 +172,7 @@ def test_search_does_not_wait_behind_generation(server: GatewayServer) -> None:
 
     gen = threading.Thread(target=generate)
     gen.start()
-    time.sleep(1.0)  # let it take the slot and start streaming
-    assert queue_depth(server.url) == 1
+    wait_depth(server.url, 1)  # it holds the slot
     timings = []
     for q in ("bed leveling probe", "power supply voltage", "hall effect sensor calibration"):
         t0 = time.perf_counter()
@@ -175,8 +184,9 @@ def test_search_does_not_wait_behind_generation(server: GatewayServer) -> None:
     assert result["response"].status_code == 200
     gen_took = result["took"]
     assert gen_took > WORDS * DELAY_S * 0.9
-    assert still_generating, "the searches should have finished while the answer was still streaming"
-    assert sum(timings) < gen_took / 2, (timings, gen_took)
+    # the searches ended while the 12 s answer still streamed: they did not wait for its slot
+    assert still_generating, ("the searches should have finished while the answer was still streaming",
+                              timings, gen_took)
 
 
 def test_stream_events_are_valid_json(server: GatewayServer) -> None:
@@ -206,13 +216,14 @@ def test_waiting_streams_hear_their_place_in_the_queue(server: GatewayServer) ->
     """Three asks at once: the first generates, the others are told how many are ahead, first come first served."""
     out: dict[str, list[tuple[str, Any, float]]] = {}
     threads = []
-    for name, tokens in (("a", 10), ("b", 5), ("c", 5)):
+    # admitted in this order, each once the one before is in; "a" generates for 8 s meanwhile
+    for depth, (name, tokens) in enumerate((("a", 40), ("b", 5), ("c", 5)), start=1):
         t = threading.Thread(target=_sse_events, args=(server.url, tokens, out, name))
         t.start()
         threads.append(t)
-        time.sleep(0.6)  # admitted in this order
+        wait_depth(server.url, depth)
     for t in threads:
-        t.join(60)
+        t.join(120)
 
     def places(name: str) -> list[int]:
         return [data["ahead"] for kind, data, _t in out[name] if kind == "queue"]

@@ -28,3 +28,13 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def wait_for_dialog(page: Any, seen: list[str], timeout_s: float = 30) -> None:
+    """Until a dialog handler has put its message in `seen` (Playwright runs the handlers while it
+    waits); a fixed wait missed the dialog when a busy box was slow to show it."""
+    waited = 0.0
+    while not seen:
+        assert waited < timeout_s, f"no dialog within {timeout_s:g} s"
+        page.wait_for_timeout(50)
+        waited += 0.05

@@ -7,6 +7,7 @@ message, so that one question crashes and the next one is answered by the restar
   CRASH-SEGV    a real segmentation fault (a NULL read through ctypes) after two pieces
   CRASH-ABORT   os.abort() after two pieces (what a failed GGML_ASSERT does)
   CRASH-HANG    stops answering and ignores cancel (a deadlock in native code)
+  CRASH-STALL   the same after two pieces: a test can then kill the worker mid-answer, whatever the load
   CRASH-PREFILL burns the CPU without yielding for options["prefill_s"] (default 30) seconds,
                 ignoring cancel, as llama.cpp does while it reads a long prompt
 Options: script (the answer), token_delay_s, crash_on_load ("segv" | "abort": die in load()),
@@ -65,11 +66,16 @@ class CrashingRuntime(Runtime):
                 segfault()
             if i == 2 and "CRASH-ABORT" in prompt:
                 os.abort()
+            if i == 2 and "CRASH-STALL" in prompt:
+                time.sleep(3600)
             if self._cancel.is_set() or (cancel is not None and cancel.is_set()):
                 reason = "cancelled"
                 break
-            if delay:
-                time.sleep(delay)
+            # between tokens a cancel is seen at once, as llama.cpp sees it at its next token: the wait for
+            # the next word is not what decides whether a Stop lands within the cancel grace
+            if delay and (cancel if cancel is not None else self._cancel).wait(delay):
+                reason = "cancelled"
+                break
             produced += 1
             yield word if i == 0 else " " + word
         yield GenerationStats(prompt_tokens=len(prompt.split()), output_tokens=produced, ttft_ms=1.0,
