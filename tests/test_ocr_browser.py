@@ -77,9 +77,9 @@ def test_ocr_citation_says_so_and_the_viewer_marks_the_cited_words(browser: Any,
         assert "impeller" in cited_text, card.inner_text()
         SHOTS.mkdir(parents=True, exist_ok=True)
         card.screenshot(path=str(SHOTS / "technician-ocr-card.png"))
-        with context.expect_page() as popup:
-            card.locator("a.open-page").click()
-        viewer = popup.value
+        card.locator("a.open-page").click()  # the viewer opens in the same tab (issue 48 item 5)
+        viewer = page
+        viewer.wait_for_url("**/viewer?**")
         viewer.wait_for_function(RENDERED, timeout=60_000)
         shown = viewer.evaluate("""() => {
             const box = document.getElementById('page').getBoundingClientRect();
