@@ -223,7 +223,9 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
 
     server = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("queue-browser"),
                            config="[server]\nrate_limit_per_minute = 600\n",
-                           profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.5)).start()
+                           # 1.5 s a word: the first answer holds the model ~24 s, a window no busy box closes
+                           # before the page's question is queued behind it
+                           profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=1.5)).start()
     page.goto(server.url + "/")
     page.evaluate("""() => { window.metas = []; new MutationObserver(() => {
         window.metas.push(document.getElementById('meta').textContent);
@@ -231,7 +233,7 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
     busy = threading.Thread(target=lambda: httpx.post(server.url + "/api/v1/ask", json={"question": QUESTION},
                                                       timeout=120))
     busy.start()
-    # it holds the model now (its script takes 8 s); a fixed 0.5 s sleep raced its start on a busy box
+    # it holds the model now (its script takes ~24 s); a fixed 0.5 s sleep raced its start on a busy box
     deadline = time.monotonic() + 60
     while not re.search(r"^manualqa_queue_depth 1$", httpx.get(server.url + "/api/v1/metrics", timeout=10).text,
                         re.M):
@@ -240,8 +242,8 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
     page.fill("#question", QUESTION)
     page.click("#ask")
     page.wait_for_function("['answered', 'evidence only', 'not found'].includes("
-                           "document.getElementById('outcome').textContent.trim())", timeout=120_000)
-    busy.join(120)
+                           "document.getElementById('outcome').textContent.trim())", timeout=240_000)
+    busy.join(240)
     metas = page.evaluate("window.metas")
     server.stop()
     assert any("1 question ahead of yours" in m for m in metas), metas
