@@ -227,11 +227,7 @@ class AnswerLog:
     # -- feedback ------------------------------------------------------------------------------
     def add_feedback(self, answer_id: str, thumbs: int, comment: str = "",
                      key_name: str | None = None) -> dict[str, Any]:
-        if thumbs not in (1, -1):
-            raise LogError("thumbs must be +1 or -1")
-        comment = (comment or "").strip()
-        if len(comment) > 2000:
-            raise LogError("comment is longer than 2000 characters")
+        comment = _checked_vote(thumbs, comment or "")
         self.flush()
         with opened(self.path) as db:
             if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:
@@ -249,12 +245,7 @@ class AnswerLog:
         later vote replaces that client's earlier one (the latest vote counts), and a comment of None
         keeps the comment already given, so that changing the vote never loses it. Feedback rows written
         before this (add_feedback appends) stay; the newest row of a client is the one updated."""
-        if thumbs not in (1, -1):
-            raise LogError("thumbs must be +1 or -1")
-        if comment is not None:
-            comment = comment.strip()
-            if len(comment) > 2000:
-                raise LogError("comment is longer than 2000 characters")
+        comment = _checked_vote(thumbs, comment)
         self.flush()
         with opened(self.path) as db:
             if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:
@@ -272,3 +263,14 @@ class AnswerLog:
                     db.conn.execute("UPDATE feedback SET thumbs = :thumbs, comment = :comment, time = :time"
                                     " WHERE id = :id", {**entry, "id": mine[0]})
             return entry
+
+
+def _checked_vote(thumbs: int, comment: str | None) -> str | None:
+    """A vote's thumbs and comment as stored (the comment stripped; None stays None), or LogError."""
+    if thumbs not in (1, -1):
+        raise LogError("thumbs must be +1 or -1")
+    if comment is not None:
+        comment = comment.strip()
+        if len(comment) > 2000:
+            raise LogError("comment is longer than 2000 characters")
+    return comment
