@@ -119,6 +119,9 @@ class Runtime(ABC):
     remote: ClassVar[bool] = False  # the model lives on another server: no local artifact to hash
     # runs native code that can crash: create_runtime puts it in a supervised worker process
     native: ClassVar[bool] = False
+    # True: a cancel also stops the backend while it reads the prompt (llama.cpp's abort callback);
+    # a supervisor then waits the same grace before the first token as after it
+    aborts_prompt: ClassVar[bool] = False
     install_hint: ClassVar[str] = "check that the backend's module and its native library are installed"
     # [runtime] lock keys this backend's Python distributions answer (key -> distribution name)
     distributions: ClassVar[dict[str, str]] = {}

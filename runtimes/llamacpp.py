@@ -3,13 +3,17 @@
 The chat template is the GGUF's own; the artifact chain comes from the GGUF header (read without
 loading the model), the library's version and system info, and the file's cached sha256.
 Gate 2 is decided from where llama.cpp's load log says the model buffers went.
+
+A cancel or timeout reaches llama.cpp through its abort callback as well as between tokens: reading
+a long prompt is one native call, and without the callback a Stop there could only be honoured by
+killing the worker (a model reload for the next question).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -57,6 +61,7 @@ class LlamaCppRuntime(Runtime):
     backend = "llamacpp"
     native = True  # C code in our address space: runs in a supervised worker (runtimes.supervised)
     accepts_grammar = True
+    aborts_prompt = True  # through llama_set_abort_callback (_install_abort)
     install_hint = LLM_INSTALL_HINT
     distributions = {"llama_cpp_python": "llama_cpp_python"}
 
@@ -89,6 +94,9 @@ class LlamaCppRuntime(Runtime):
         self._last_perf: dict[str, Any] = {}
         self._formatter: Any = None
         self.chat_template = ""
+        # read by llama.cpp's abort callback during every native computation; a generation sets it
+        self._abort_check: Callable[[], bool] = _never
+        self._abort_callback: Any = None  # the ctypes function, kept alive as long as the context
 
     # -- loading -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -130,6 +138,27 @@ class LlamaCppRuntime(Runtime):
         self._formatter = _formatter(lib, llm, template)
         self.sha256 = file_sha256(path, self.cache_dir)
         self._chain = None
+        self._install_abort(llm, lib)
+
+    def _install_abort(self, llm: Any, lib: Any) -> None:
+        """Prepare llama.cpp's abort callback; it is set only while a prompt is read (_listen_for_abort)."""
+
+        def ask(_data: Any) -> bool:
+            try:
+                return bool(self._abort_check())
+            except Exception:  # noqa: BLE001 - an exception must never cross into C
+                return False
+
+        self._abort_callback = lib.ggml_abort_callback(ask)
+
+    def _listen_for_abort(self, on: bool) -> None:
+        """llama.cpp calls the callback between graph nodes, hundreds of times per token: worth it while
+        a prompt is read (one long call nothing else can interrupt), not while decoding, where the
+        stopping criterion already checks between tokens."""
+        if self._abort_callback is None or self._llm is None:
+            return
+        callback = self._abort_callback if on else self._lib.ggml_abort_callback()  # () is NULL
+        self._lib.llama_set_abort_callback(self._llm.ctx, callback, None)
 
     def unload(self) -> None:
         llm, self._llm = self._llm, None
@@ -176,19 +205,22 @@ class LlamaCppRuntime(Runtime):
         own_cancel = self._cancel
         state: _Progress = {"sampled": 0, "last_len": -1, "reason": ""}
 
+        def stop_now() -> bool:
+            if state["reason"]:
+                return True
+            if own_cancel.is_set() or (cancel is not None and cancel.is_set()):
+                state["reason"] = "cancelled"
+            elif time.perf_counter() > deadline:
+                state["reason"] = "timeout"
+            return bool(state["reason"])
+
         def check(input_ids: Any, _logits: Any) -> bool:
             # Called once per sampled token (and once more at the end, at the same length).
             n = len(input_ids)
             if n != state["last_len"]:
                 state["sampled"] += 1
                 state["last_len"] = n
-            if own_cancel.is_set() or (cancel is not None and cancel.is_set()):
-                state["reason"] = "cancelled"
-                return True
-            if time.perf_counter() > deadline:
-                state["reason"] = "timeout"
-                return True
-            return False
+            return stop_now()
 
         try:
             rendered = self._formatter(messages=messages)
@@ -206,6 +238,9 @@ class LlamaCppRuntime(Runtime):
         llm.__dict__.pop("grammar_sampler", None)
         first = last = None
         finish = "stop"
+        aborted = False
+        self._abort_check = stop_now
+        self._listen_for_abort(True)
         try:
             grammar = self._grammar(config.grammar) if config.grammar else None
             chunks = llm.create_completion(
@@ -221,15 +256,22 @@ class LlamaCppRuntime(Runtime):
                     last = time.perf_counter()
                     if first is None:
                         first = last
+                        self._listen_for_abort(False)  # the prompt is read: decoding from here
                     yield piece
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
         except (ValueError, RuntimeError) as exc:
-            raise GenerationError(f"llama.cpp generation failed: {exc}") from exc
+            if not state["reason"]:
+                raise GenerationError(f"llama.cpp generation failed: {exc}") from exc
+            aborted = True  # llama_decode returned "aborted": our own callback stopped it
+        finally:
+            self._abort_check = _never
+            self._listen_for_abort(False)
         total = time.perf_counter() - started
         reason = state["reason"] or ("length" if finish == "length" else "stop")
-        # sampled counts the end-of-generation token, or the token refused by a cancel/timeout.
-        output = state["sampled"] - (0 if reason == "length" else 1)
+        # sampled counts the end-of-generation token, or the token refused by a cancel/timeout;
+        # an aborted computation sampled nothing for the token it was computing.
+        output = state["sampled"] - (0 if reason == "length" or aborted else 1)
         output = max(output, 0)
         prompt = len(prompt_ids)
         perf = self._lib.llama_perf_context(ctx)
@@ -237,6 +279,8 @@ class LlamaCppRuntime(Runtime):
             "prompt_eval_tokens": perf.n_p_eval, "prompt_eval_ms": round(perf.t_p_eval_ms, 3),
             "eval_tokens": perf.n_eval, "eval_ms": round(perf.t_eval_ms, 3),
         }
+        if aborted:
+            self._last_perf["aborted"] = True  # stopped inside a native computation (the prompt)
         checked = llm.__dict__.get("grammar_sampler")
         if checked is not None:  # how often the grammar refused the model's own choice of token
             self._last_perf.update(grammar_drawn=checked.drawn, grammar_redrawn=checked.refused)
@@ -321,6 +365,10 @@ class LlamaCppRuntime(Runtime):
             f"({why}; {summary})",
             evidence,
         )
+
+
+def _never() -> bool:
+    return False
 
 
 def _formatter(lib: Any, llm: Any, template: str) -> Any:

@@ -5,9 +5,10 @@ path on Sapphire Rapids segfaults on every prompt). In the gateway's process tha
 the gateway; here it is the end of one worker. The worker is restarted with a backoff; after
 ``max_crashes`` deaths within ``window_s`` the runtime is ``failed`` until someone calls reset(),
 and the gateway answers extractively. A cancel or timeout that the backend does not honour within
-``cancel_grace_s`` (llama.cpp only checks between tokens, not while it reads the prompt) kills the
-worker, so Stop really frees the CPU; a fresh worker is started at once for the next question.
-Before the first token the grace is ``prefill_grace_s``: nothing there will honour a cancel.
+``cancel_grace_s`` kills the worker, so Stop really frees the CPU; a fresh worker is started at once
+for the next question. Neither is a crash: a timeout ends as ``timeout`` and never counts toward
+``failed``. llama.cpp honours a cancel while it reads the prompt too (its abort callback); a backend
+that cannot (``aborts_prompt`` False) gets only ``prefill_grace_s`` before its first token.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
+from runtimes import worker_protocol as wp
 from runtimes.base import (
     ArtifactChain,
     GateCheck,
@@ -34,7 +36,7 @@ from runtimes.base import (
     Runtime,
     RuntimeUnavailable,
 )
-from runtimes.worker_protocol import exit_reason, read_message, rss_bytes, write_message
+from runtimes.worker_protocol import exit_reason, rss_bytes
 
 log = logging.getLogger("manualqa.runtime")
 
@@ -57,8 +59,8 @@ class CrashPolicy:
     window_s: float = 600.0
     backoff_s: tuple[float, ...] = (0.5, 2.0, 8.0)  # wait before the 1st, 2nd, 3rd... restart
     cancel_grace_s: float = 1.0  # a cancel not honoured by then kills the worker
-    # Before its first token a backend is reading the prompt (one native call that llama.cpp does not
-    # interrupt): a cancel then is not waited for longer than this, so Stop frees the CPU at once.
+    # Before its first token a backend that cannot abort its prompt (aborts_prompt False) is in one
+    # native call: a cancel then is not waited for longer than this, so Stop frees the CPU at once.
     prefill_grace_s: float = 0.25
     load_timeout_s: float = 600.0  # a worker that has not loaded by then is killed
     call_timeout_s: float = 60.0  # count_tokens / describe / verify
@@ -75,6 +77,7 @@ class SupervisedRuntime(Runtime):
         self.backend_name = backend  # what the worker passes to the registry
         self.backend = runtime_cls.backend  # type: ignore[misc]  # the inner backend's facts, per instance
         self.accepts_grammar = runtime_cls.accepts_grammar  # type: ignore[misc]
+        self.aborts_prompt = runtime_cls.aborts_prompt  # type: ignore[misc]
         self.install_hint = runtime_cls.install_hint  # type: ignore[misc]
         self.distributions = dict(runtime_cls.distributions)  # type: ignore[misc]
         self.policy = policy or CrashPolicy()
@@ -84,10 +87,10 @@ class SupervisedRuntime(Runtime):
         self.restarts = 0
         self._lock = threading.RLock()  # one request at a time; held across a stream
         self._proc: subprocess.Popen[bytes] | None = None
-        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._inbox: queue.Queue[wp.AnyReply] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self._ids = itertools.count(1)
-        self._ready: dict[str, Any] = {}
+        self._ready: wp.Ready | None = None
         self._chain: ArtifactChain | None = None
         self._closing = False
 
@@ -110,7 +113,7 @@ class SupervisedRuntime(Runtime):
                 return
             if proc.poll() is None:
                 try:
-                    self._send({"op": "unload"})
+                    self._send(wp.Unload())
                     proc.wait(timeout=10)
                 except (OSError, subprocess.TimeoutExpired):
                     proc.kill()
@@ -130,12 +133,14 @@ class SupervisedRuntime(Runtime):
             self.crashes.clear()
             self.state, self.failure = "unloaded", None
 
-    def __getattr__(self, name: str) -> Any:
-        """A loaded backend's plain facts (n_threads, n_gpu_layers...), as the worker reported them."""
-        facts = (self.__dict__.get("_ready") or {}).get("facts") or {}
-        if name in facts:
-            return facts[name]
-        raise AttributeError(name)
+    # A loaded backend's plain facts, as the worker reported them (None before it loaded).
+    def _fact(self, name: str) -> int | None:
+        return self._ready.facts.get(name) if self._ready is not None else None
+
+    n_threads = property(lambda self: self._fact("n_threads"))
+    n_threads_batch = property(lambda self: self._fact("n_threads_batch"))
+    n_gpu_layers = property(lambda self: self._fact("n_gpu_layers"))
+    n_batch = property(lambda self: self._fact("n_batch"))
 
     @property
     def pid(self) -> int | None:
@@ -179,8 +184,7 @@ class SupervisedRuntime(Runtime):
         threading.Thread(target=self._drain_stderr, args=(proc,), name=f"worker-{proc.pid}-stderr",
                          daemon=True).start()
         try:
-            self._send({"op": "init", "backend": self.backend_name, "artifact": self.artifact,
-                        "options": self.options})
+            self._send(wp.Init(backend=self.backend_name, artifact=self.artifact, options=self.options))
         except OSError:
             pass  # it died at once: the reader reports how
         message = self._next(time.monotonic() + self.policy.load_timeout_s, None)
@@ -189,25 +193,26 @@ class SupervisedRuntime(Runtime):
             self.state = "unloaded"
             raise RuntimeUnavailable(f"the {self.backend} worker did not load within "
                                      f"{self.policy.load_timeout_s:g} s; killed")
-        if message["t"] == "ready":
+        if isinstance(message, wp.Ready):
             self._ready = message
             self.state = "ready"
-            log.info("%s worker %s ready (context %s tokens)", self.backend, proc.pid, message.get("context_length"))
+            log.info("%s worker %s ready (context %s tokens)", self.backend, proc.pid, message.context_length)
             return
         self.state = "unloaded"
-        if message["t"] == "dead":
-            raise RuntimeUnavailable(f"the {self.backend} worker crashed while loading: {message['reason']}")
+        if isinstance(message, wp.Dead):
+            raise RuntimeUnavailable(f"the {self.backend} worker crashed while loading: {message.reason}")
         self._kill()
-        raise RuntimeUnavailable(message.get("message") or "the worker could not load the artifact")
+        said = message.message if isinstance(message, (wp.LoadFailed, wp.Error)) else ""
+        raise RuntimeUnavailable(said or "the worker could not load the artifact")
 
-    def _read_replies(self, proc: subprocess.Popen[bytes], reply: Any, inbox: queue.Queue[dict[str, Any]]) -> None:
+    def _read_replies(self, proc: subprocess.Popen[bytes], reply: Any, inbox: queue.Queue[wp.AnyReply]) -> None:
         try:
             while True:
-                message = read_message(reply)
+                message = wp.read_reply(reply)
                 if message is None:
                     break
                 inbox.put(message)
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # msgspec's errors are ValueErrors: a worker of another version
             pass
         try:
             code = proc.wait(timeout=5)
@@ -219,7 +224,7 @@ class SupervisedRuntime(Runtime):
         reason = exit_reason(code)
         if tail and code != 0:
             reason += f" (last output: {' | '.join(tail)[-300:]})"
-        inbox.put({"t": "dead", "reason": reason, "returncode": code})
+        inbox.put(wp.Dead(reason=reason, returncode=code))
         self._booked_if_idle(proc, reason)
 
     def _booked_if_idle(self, proc: subprocess.Popen[bytes], reason: str) -> None:
@@ -240,13 +245,13 @@ class SupervisedRuntime(Runtime):
             self._stderr.append(line)
             log.debug("%s worker %s: %s", self.backend, proc.pid, line)
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: wp.Request) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise OSError("no worker process")
-        write_message(proc.stdin, message)
+        wp.write_message(proc.stdin, message)
 
-    def _next(self, deadline: float, rid: Any) -> dict[str, Any] | None:
+    def _next(self, deadline: float, rid: int | None) -> wp.AnyReply | None:
         """The next message for request rid (or a death); None at the deadline."""
         while True:
             left = deadline - time.monotonic()
@@ -256,7 +261,7 @@ class SupervisedRuntime(Runtime):
                 message = self._inbox.get(timeout=min(left, 0.02))
             except queue.Empty:
                 continue
-            if message["t"] in ("dead", "ready", "load_failed") or message.get("id") == rid:
+            if isinstance(message, (wp.Dead, wp.Ready, wp.LoadFailed)) or getattr(message, "id", None) == rid:
                 return message
 
     def _kill(self) -> None:
@@ -320,7 +325,7 @@ class SupervisedRuntime(Runtime):
             raise RuntimeFailed(self.failure or "the runtime failed")
         if self._alive():
             return
-        if self.state == "unloaded" and self._proc is None and not self._ready:
+        if self.state == "unloaded" and self._proc is None and self._ready is None:
             raise GenerationError(f"the {self.backend} runtime is not loaded; call load() first")
         try:
             self._spawn()
@@ -339,39 +344,50 @@ class SupervisedRuntime(Runtime):
         self._restart_later(0.0)
 
     # -- the contract ----------------------------------------------------------------------------
-    def _call(self, op: str, **fields: Any) -> dict[str, Any]:
+    def _call(self, request: Callable[[int], wp.Request]) -> wp.AnyReply:
+        """Send request(id) and return its reply (a crash or an error raised as one)."""
         with self._lock:
             self._ensure_ready()
             rid = next(self._ids)
-            self._send({"op": op, "id": rid, **fields})
-            message = self._next(time.monotonic() + self.policy.call_timeout_s, rid)
-            if message is None:
-                self._crashed(f"no reply to {op} within {self.policy.call_timeout_s:g} s")
-                raise WorkerCrashed(f"no reply to {op}")
-            if message["t"] == "dead":
-                self._crashed(message["reason"])
-                raise WorkerCrashed(message["reason"])
-            if message["t"] == "error":
-                raise GenerationError(message.get("message") or "the worker reported an error")
+            message = self._next_after(request(rid), rid)
+            if isinstance(message, wp.Dead):
+                self._crashed(message.reason)
+                raise WorkerCrashed(message.reason)
+            if isinstance(message, wp.Error):
+                raise GenerationError(message.message or "the worker reported an error")
             return message
 
+    def _next_after(self, request: wp.Request, rid: int) -> wp.AnyReply:
+        self._send(request)
+        message = self._next(time.monotonic() + self.policy.call_timeout_s, rid)
+        if message is None:
+            self._crashed(f"no reply to {type(request).__name__.lower()} within {self.policy.call_timeout_s:g} s")
+            raise WorkerCrashed(f"no reply to {type(request).__name__.lower()}")
+        return message
+
     def count_tokens(self, text: str) -> int:
-        return int(self._call("count", text=text)["n"])
+        reply = self._call(lambda rid: wp.Count(id=rid, text=text))
+        return reply.n if isinstance(reply, wp.Counted) else _unexpected(reply)
 
     @property
     def context_length(self) -> int:
-        return int(self._ready.get("context_length") or self.options.get("n_ctx") or 2048)
+        if self._ready is not None:
+            return self._ready.context_length
+        return int(self.options.get("n_ctx") or 2048)
 
     def describe(self) -> ArtifactChain:
         if self._chain is None:  # the same artifact after a restart: the first description holds
-            self._chain = ArtifactChain(self._call("describe")["v"])
+            reply = self._call(lambda rid: wp.Describe(id=rid))
+            self._chain = ArtifactChain(reply.v) if isinstance(reply, wp.Described) else _unexpected(reply)
         return self._chain
 
     def verify_backend(self) -> GateCheck:
-        v = self._call("verify")["v"]
-        evidence = dict(v.get("evidence") or {})
+        v = self._call(lambda rid: wp.Verify(id=rid))
+        if not isinstance(v, wp.Verified):
+            return _unexpected(v)
+        evidence = dict(v.evidence)
         evidence["worker"] = {"pid": self.pid, "isolation": "process"}
-        return GateCheck(int(v["gate"]), bool(v["passed"]), str(v["detail"]), evidence)
+        return GateCheck(v.gate, v.passed, v.detail, evidence)
 
     def stream(self, messages: list[dict[str, str]], config: GenerationConfig,
                cancel: threading.Event | None = None) -> Iterator[str | GenerationStats]:
@@ -386,10 +402,10 @@ class SupervisedRuntime(Runtime):
         started = time.monotonic()
         deadline = started + max(config.timeout_s, 0.001)
         try:
-            self._send({"op": "stream", "id": rid, "messages": messages, "config": config.to_dict()})
+            self._send(wp.Stream(id=rid, messages=messages, config=config.to_dict()))
         except OSError:  # it died between the readiness check and now: the reader says how
-            last = self._next(time.monotonic() + 10, rid) or {"t": "dead", "reason": "the pipe broke"}
-            reason = last.get("reason") or "the pipe broke"
+            last = self._next(time.monotonic() + 10, rid)
+            reason = last.reason if isinstance(last, wp.Dead) else "the pipe broke"
             self._crashed(reason)
             raise WorkerCrashed(reason) from None
         stop_reason: str | None = None  # set when we asked the worker to stop
@@ -406,52 +422,49 @@ class SupervisedRuntime(Runtime):
                         stop_reason = "timeout"
                     if stop_reason is not None:
                         asked_at = now
-                        self._send({"op": "cancel"})
+                        self._send(wp.Cancel())
                 elif now - asked_at > (grace := self._grace(spoke)):
-                    # it did not stop (reading the prompt, or hung): end the computation itself
-                    log.warning("%s worker did not stop within %g s of %s; killing it", self.backend,
-                                grace, stop_reason)
-                    if stop_reason == "timeout":  # a backend that ignores its deadline is broken
-                        self._crashed(f"hung: no stop within {grace:g} s after the "
-                                      f"{config.timeout_s:g} s timeout")
-                    else:
-                        self._replace_worker()
+                    # it ignored the cancel (or abort): end the computation itself; not a crash
+                    log.warning("%s worker did not stop within %g s of %s; killed and replaced",
+                                self.backend, grace, stop_reason)
+                    self._replace_worker()
                     done = True
                     yield GenerationStats(total_ms=(time.monotonic() - started) * 1000, stop_reason=stop_reason)
                     return
                 message = self._next(now + 0.02, rid)  # short waits: the loop watches cancel and deadline
                 if message is None:
                     continue
-                kind = message["t"]
-                if kind == "text":
+                if isinstance(message, wp.Text):
                     spoke = True
                     if stop_reason is None:
-                        yield message["v"]
-                elif kind == "stats":
-                    stats = GenerationStats(**message["v"])
+                        yield message.v
+                elif isinstance(message, wp.Stats):
+                    stats = GenerationStats(**message.v)
                     if stop_reason is not None and stats.stop_reason in ("stop", "cancelled"):
                         stats.stop_reason = stop_reason  # our cancel stopped it: for a timeout, say so
                     yield stats
-                elif kind == "end":
+                elif isinstance(message, wp.End):
                     done = True
                     return
-                elif kind == "error":
+                elif isinstance(message, wp.Error):
                     done = True
-                    raise GenerationError(message.get("message") or "the worker reported an error")
-                elif kind == "dead":
+                    raise GenerationError(message.message or "the worker reported an error")
+                elif isinstance(message, wp.Dead):
                     done = True
-                    self._crashed(message["reason"])
-                    raise WorkerCrashed(message["reason"])
+                    self._crashed(message.reason)
+                    raise WorkerCrashed(message.reason)
         finally:
             if not done:  # the consumer went away mid-stream: the computation must end too
                 self._abandon(rid, spoke)
 
     def _grace(self, spoke: bool) -> float:
-        return self.policy.cancel_grace_s if spoke else min(self.policy.prefill_grace_s, self.policy.cancel_grace_s)
+        if spoke or self.aborts_prompt:
+            return self.policy.cancel_grace_s
+        return min(self.policy.prefill_grace_s, self.policy.cancel_grace_s)
 
-    def _abandon(self, rid: Any, spoke: bool = True) -> None:
+    def _abandon(self, rid: int, spoke: bool = True) -> None:
         try:
-            self._send({"op": "cancel"})
+            self._send(wp.Cancel())
         except OSError:
             return
         end = time.monotonic() + self._grace(spoke)
@@ -460,8 +473,12 @@ class SupervisedRuntime(Runtime):
             if message is None:
                 self._replace_worker()
                 return
-            if message["t"] in ("end", "error"):
+            if isinstance(message, (wp.End, wp.Error)):
                 return
-            if message["t"] == "dead":
-                self._crashed(message["reason"])
+            if isinstance(message, wp.Dead):
+                self._crashed(message.reason)
                 return
+
+
+def _unexpected(reply: wp.AnyReply) -> NoReturn:
+    raise GenerationError(f"the worker answered with an unexpected {type(reply).__name__}")

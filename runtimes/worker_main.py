@@ -2,9 +2,8 @@
 
 Run as ``python -m runtimes.worker_main`` by runtimes.supervised; never by hand. A segfault,
 abort or OOM kill here ends this process only: the gateway sees the pipe close, names the signal,
-and carries on. The first message on stdin says what to load ({"op": "init", "backend",
-"artifact", "options"}: options may be long, argv is not the place); further requests follow on
-stdin; replies go to the descriptor named by --reply-fd, and
+and carries on. The first message on stdin says what to load (worker_protocol.Init); further
+requests follow on stdin; replies go to the descriptor named by --reply-fd, and
 stdout is pointed at stderr before anything native loads, so a library's prints cannot reach the
 protocol. The main thread runs one request at a time; a reader thread takes requests off the pipe
 so that a cancel reaches a generation while it runs, and ends the process when the gateway is gone.
@@ -20,7 +19,9 @@ import sys
 import threading
 from typing import IO, Any
 
-from runtimes.worker_protocol import FACTS, read_message, write_message
+import msgspec
+
+from runtimes import worker_protocol as wp
 
 
 def _detach_from_terminal() -> None:
@@ -42,60 +43,68 @@ class Worker:
         self.reply = reply
         self.write_lock = threading.Lock()
         self.stop = threading.Event()  # the running generation's cancel
-        self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.requests: queue.Queue[wp.AnyRequest] = queue.Queue()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: wp.Reply) -> None:
         with self.write_lock:
-            write_message(self.reply, message)
+            wp.write_message(self.reply, message)
 
     def read_requests(self) -> None:
         while True:
-            message = read_message(sys.stdin.buffer)
+            try:
+                message = wp.read_request(sys.stdin.buffer)
+            except msgspec.MsgspecError as exc:  # a gateway of another version: say so, keep serving
+                self.send(wp.Error(id=None, kind="protocol", message=f"unreadable request: {exc}"))
+                continue
             if message is None:  # the gateway closed the pipe or died: nothing left to serve
                 os._exit(0)
-            if message.get("op") == "cancel":
+            if isinstance(message, wp.Cancel):
                 self.stop.set()
                 self.runtime.cancel()
             else:
+                if isinstance(message, wp.Stream):
+                    # cleared here, in pipe order: a cancel sent right behind its stream request
+                    # must not be wiped out by the serving thread starting that stream later
+                    self.stop.clear()
                 self.requests.put(message)
 
     def serve(self) -> None:
         while True:
             message = self.requests.get()
-            op = message.get("op")
-            if op == "unload":
+            if isinstance(message, wp.Unload):
                 self.runtime.unload()
-                self.send({"t": "unloaded"})
+                self.send(wp.Unloaded())
                 return
-            rid = message.get("id")
+            rid = getattr(message, "id", None)
             try:
-                if op == "stream":
-                    self.stream(rid, message)
-                elif op == "count":
-                    self.send({"t": "count", "id": rid, "n": self.runtime.count_tokens(message["text"])})
-                elif op == "verify":
-                    check = self.runtime.verify_backend()
-                    self.send({"t": "verify", "id": rid, "v": {
-                        "gate": check.gate, "passed": check.passed, "detail": check.detail,
-                        "evidence": check.evidence}})
-                elif op == "describe":
-                    self.send({"t": "describe", "id": rid, "v": self.runtime.describe().data})
-                else:
-                    self.send({"t": "error", "id": rid, "kind": "protocol", "message": f"unknown op {op!r}"})
+                self.handle(message)
             except Exception as exc:  # noqa: BLE001 - every failure goes back to the gateway as a message
-                self.send({"t": "error", "id": rid, "kind": type(exc).__name__, "message": str(exc)})
+                self.send(wp.Error(id=rid, kind=type(exc).__name__, message=str(exc)))
 
-    def stream(self, rid: Any, message: dict[str, Any]) -> None:
+    def handle(self, message: wp.AnyRequest) -> None:
+        if isinstance(message, wp.Stream):
+            self.stream(message)
+        elif isinstance(message, wp.Count):
+            self.send(wp.Counted(id=message.id, n=self.runtime.count_tokens(message.text)))
+        elif isinstance(message, wp.Verify):
+            check = self.runtime.verify_backend()
+            self.send(wp.Verified(id=message.id, gate=check.gate, passed=check.passed, detail=check.detail,
+                                  evidence=check.evidence))
+        elif isinstance(message, wp.Describe):
+            self.send(wp.Described(id=message.id, v=self.runtime.describe().data))
+        else:
+            self.send(wp.Error(id=None, kind="protocol", message=f"unexpected request {type(message).__name__}"))
+
+    def stream(self, message: wp.Stream) -> None:
         from runtimes.base import GenerationConfig, GenerationStats
 
-        self.stop.clear()
-        config = GenerationConfig.from_dict(message.get("config") or {})
-        for item in self.runtime.stream(message["messages"], config, self.stop):
+        config = GenerationConfig.from_dict(message.config)
+        for item in self.runtime.stream(message.messages, config, self.stop):
             if isinstance(item, GenerationStats):
-                self.send({"t": "stats", "id": rid, "v": item.to_dict()})
+                self.send(wp.Stats(id=message.id, v=item.to_dict()))
             else:
-                self.send({"t": "text", "id": rid, "v": item})
-        self.send({"t": "end", "id": rid})
+                self.send(wp.Text(id=message.id, v=item))
+        self.send(wp.End(id=message.id))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,23 +119,26 @@ def main(argv: list[str] | None = None) -> int:
     from runtimes.base import RuntimeUnavailable
     from runtimes.registry import runtime_class
 
-    init = read_message(sys.stdin.buffer)
-    if init is None or init.get("op") != "init":
-        write_message(reply, {"t": "load_failed", "kind": "protocol", "message": "no init message"})
+    try:
+        init = wp.read_request(sys.stdin.buffer)
+    except msgspec.ValidationError:
+        init = None
+    if not isinstance(init, wp.Init):
+        wp.write_message(reply, wp.LoadFailed(kind="protocol", message="no init message"))
         return 2
     try:
-        runtime = runtime_class(init["backend"])(init["artifact"], init.get("options") or {})
+        runtime = runtime_class(init.backend)(init.artifact, init.options)
         runtime.load()
-        ready = {"t": "ready", "context_length": runtime.context_length,
-                 "accepts_grammar": bool(getattr(runtime, "accepts_grammar", False)),
-                 "pid": os.getpid(),
-                 # plain facts of the loaded backend that callers read as attributes (bench: threads)
-                 "facts": {k: getattr(runtime, k) for k in FACTS if isinstance(getattr(runtime, k, None), int)}}
+        ready = wp.Ready(context_length=runtime.context_length, accepts_grammar=runtime.accepts_grammar,
+                         pid=os.getpid(),
+                         # plain facts of the loaded backend that callers read as attributes (bench: threads)
+                         facts={k: getattr(runtime, k) for k in wp.FACTS
+                                if isinstance(getattr(runtime, k, None), int)})
     except RuntimeUnavailable as exc:
-        write_message(reply, {"t": "load_failed", "kind": "unavailable", "message": str(exc)})
+        wp.write_message(reply, wp.LoadFailed(kind="unavailable", message=str(exc)))
         return 3
     except Exception as exc:  # noqa: BLE001 - a load that raises is a verdict for the gateway
-        write_message(reply, {"t": "load_failed", "kind": type(exc).__name__, "message": str(exc)})
+        wp.write_message(reply, wp.LoadFailed(kind=type(exc).__name__, message=str(exc)))
         return 3
     worker = Worker(runtime, reply)
     worker.send(ready)

@@ -119,12 +119,39 @@ def test_runtime_cancel_method_stops_generation(rt):
     assert text and stats.stop_reason in ("stop", "length")
 
 
+LONG_PROMPT = [{"role": "user", "content": " ".join(
+    f"Step {i}: torque bolt {i} of the pump housing to {20 + i % 30} Nm." for i in range(80)) + " Summarise."}]
+
+
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+def test_a_stop_while_the_prompt_is_read_ends_it_in_the_same_worker(rt, monkeypatch, how):
+    # Issue 50 item 2: llama.cpp's abort callback ends the prompt's computation; the worker lives on
+    # (no reload for the next question) and nothing counts as a crash. The cancel is set before the
+    # stream starts and the deadline is 1 ms: either is due before the prompt's first batch is
+    # computed, whatever the machine's speed. The grace is generous so that only a worker that
+    # ignores the abort could be killed (then pid changes and the test fails).
+    monkeypatch.setattr(rt, "policy", CrashPolicy(prefill_grace_s=120.0, cancel_grace_s=120.0))
+    rt.load()
+    pid = rt.pid
+    crashes = len(rt.health()["recent_crashes"])
+    assert rt.count_tokens(LONG_PROMPT[0]["content"]) > 1500
+    cancel = threading.Event()
+    if how == "cancel":
+        cancel.set()
+    config = GenerationConfig(max_tokens=40, timeout_s=0.001 if how == "timeout" else 600)
+    text, stats = run(rt, LONG_PROMPT, config, cancel)
+    assert stats.stop_reason == ("cancelled" if how == "cancel" else "timeout")
+    assert text == "" and stats.output_tokens == 0
+    assert stats.backend_perf.get("aborted") is True  # stopped inside llama_decode, not between tokens
+    assert rt.pid == pid and len(rt.health()["recent_crashes"]) == crashes
+    text, stats = run(rt, ASK, GenerationConfig(max_tokens=8))  # the same worker answers next
+    assert text and stats.stop_reason in ("stop", "length") and rt.pid == pid
+
+
 def test_timeout_gives_timeout(rt, monkeypatch):
-    # The 0.05 s deadline falls while llama.cpp reads the prompt, which it does not interrupt; the
-    # supervisor then waits CrashPolicy.prefill_grace_s (0.25 s) before it kills the worker as hung,
-    # and on a busy box the prompt alone can take longer than that. This test is about the backend
-    # honouring its deadline, not about that grace: a generous one leaves the worker time to stop
-    # by itself, whatever the load (a worker that ignored the deadline is still killed and counted).
+    # The 0.05 s deadline falls while llama.cpp reads the prompt (its abort callback stops it there) or
+    # while it decodes. This test is about the backend honouring its deadline, not the supervisor's
+    # grace: a generous one leaves the worker time to stop by itself, whatever the load.
     monkeypatch.setattr(rt, "policy", CrashPolicy(prefill_grace_s=120.0, cancel_grace_s=120.0))
     pid = rt.pid
     crashes = len(rt.health()["recent_crashes"])
