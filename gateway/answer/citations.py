@@ -3,6 +3,10 @@ that were given, and resolve each to its manual, page, passage, cited sentences 
 
 A citation the model invents (a number beyond the passages given) is dropped and flagged, never
 shown as if it were a source.
+
+`renumber` numbers an answer's citations 1..N in the order its text cites them, so that the text, the
+cards, the API and /v1's "Sources:" show the same numbers, without gaps; `passage_n` keeps the
+passage's number among those given (the prompt's, `passages[].n`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ def pdf_url(manual_sha256: str, page: int) -> str:
 
 @dataclass
 class Citation:
-    n: int  # the number as it appears in the answer ([n] -> passage n of the prompt)
+    n: int  # the number as it appears in the answer: [n] is the n-th card (renumber), 1..N
     chunk_id: str
     manual: str
     title: str
@@ -44,6 +48,7 @@ class Citation:
     source: str = "text"
     ocr_confidence: float | None = None
     language: str = ""  # the passage's language (Hit.language): the quote is in it, whatever the question's
+    passage_n: int = 0  # the passage's number among those given (the prompt's [n], `passages[].n`, the draft's)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,10 +164,44 @@ def supporting_passage(answer: str, hits: list[Hit]) -> int:
     return best
 
 
+def renumber(answer: str, citations: list[Citation]) -> str:
+    """Number `citations` 1..N in the order `answer` first cites them (a supporting passage, cited by
+    no marker, after them) and return `answer` with its markers renumbered to match: "[1] ... [3]" becomes
+    "[1] ... [2]", a lone "[2]" becomes "[1]". A number that points to no citation (dropped as invalid:
+    0 or beyond the passages given, so beyond N too) is left as written. Call it once per answer: it
+    reads the markers as the passages' numbers (`passage_n`)."""
+    by_passage = {c.passage_n or c.n: c for c in citations}
+    order = [n for n in parse_citations(answer) if n in by_passage]
+    order += [n for n in by_passage if n not in order]
+    new = {old: i for i, old in enumerate(order, start=1)}
+    for old, c in by_passage.items():
+        c.passage_n, c.n = old, new[old]
+    citations.sort(key=lambda c: c.n)
+    if all(old == n for old, n in new.items()):
+        return answer
+    out, pos = [], 0
+    for start, end, numbers in parse_citation_groups(answer):
+        mapped = sorted(dict.fromkeys(new.get(x, x) for x in numbers))
+        if mapped == numbers:
+            continue
+        out.append(answer[pos:start])
+        out.append(_marker(mapped))
+        pos = end
+    out.append(answer[pos:])
+    return "".join(out)
+
+
+def _marker(numbers: list[int]) -> str:
+    """"[1]", "[1, 3]", "[2-4]" (three or more in a row)."""
+    if len(numbers) >= 3 and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+        return f"[{numbers[0]}-{numbers[-1]}]"
+    return "[" + ", ".join(str(x) for x in numbers) + "]"
+
+
 def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool = False) -> Citation:
     return Citation(n=n, chunk_id=hit.chunk_id, manual=hit.manual, title=hit.title,
                     manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=hit.text,
                     sentences=[hit.text[s:e] for s, e in spans], spans=[[s, e] for s, e in spans],
                     pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting,
                     page_label=hit.page_label, source=hit.source, ocr_confidence=hit.ocr_confidence,
-                    language=hit.language)
+                    language=hit.language, passage_n=n)

@@ -40,7 +40,7 @@ from typing import Literal, NamedTuple
 
 from gateway.answer.asked_kinds import answers_direction, answers_fault
 from gateway.answer.binding import affirms, only_denied, passage_says_not, yes_contradicted
-from gateway.answer.citations import CITATION_RE, Citation, parse_citations, resolve, validate
+from gateway.answer.citations import CITATION_RE, Citation, parse_citations, renumber, resolve, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
@@ -283,7 +283,8 @@ def _decide(*, retrieval_error: str | None, closed: bool, cancelled: bool, weak:
 
 def settle(res: AnswerResult, decision: Decision, *, given: list[Hit], evidence: str,
            generation: Generation | None = None, support: SupportCheck | None = None) -> None:
-    """Write the decision into the result: outcome, text, citations, flags."""
+    """Write the decision into the result: outcome, text, citations (numbered 1..N as the text cites
+    them: citations.renumber), flags."""
     res.outcome = decision.outcome
     if support is not None:
         res.support = support.checks
@@ -305,4 +306,6 @@ def settle(res: AnswerResult, decision: Decision, *, given: list[Hit], evidence:
             res.answer = generation.text
             res.citations, flags = resolve(res.answer, generation.hits)
             res.flags.extend(flags)
+    # the cards 1..N as the text cites them, for every reader (API, page, /v1's "Sources:", the log)
+    res.answer = renumber(res.answer, res.citations)
     res.flags.extend(decision.flags)

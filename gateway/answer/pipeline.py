@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from gateway.answer.citations import resolve
+from gateway.answer.citations import renumber, resolve
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
 from gateway.answer.extractive import extractive_answer, similarity_scorer
@@ -212,7 +212,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
                                      weights=None if settings.learned_evidence else {})
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
-        yield Evidence(text=evidence, citations=[c.to_dict() for c in ev_citations])
+        yield Evidence(text=renumber(evidence, ev_citations), citations=[c.to_dict() for c in ev_citations])
         gen: Generation | None = None
         support: SupportCheck | None = None
         if res.mode == "extractive":

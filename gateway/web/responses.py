@@ -41,6 +41,9 @@ class CitationOut(msgspec.Struct):
     # ISO 639-1 code of the passage's language ("zh", "de", "en"): the quote is in the manual's
     # language, whatever the question's; "" for index versions written before languages.
     language: str = ""
+    # The passage's number among those given (`passages[].n`, the model's prompt, `draft` and `support`);
+    # `n` is the card's number, 1..N in the order the answer cites them. 0 in rows logged before it.
+    passage_n: int = 0
 
 
 class AnswerOut(msgspec.Struct):

@@ -301,8 +301,29 @@ function showDraft(r) {
   const unqualified = (r.flags || []).some((f) => flagName(f) === "unqualified_model");
   if (!unqualified || !String(r.draft || "").trim()) return;
   const known = new Set((r.citations || []).filter((c) => !c.supporting).map((c) => Number(c.n)));
-  $("draft").innerHTML = renderAnswer(r.draft, known);
+  $("draft").innerHTML = renderAnswer(draftInCardNumbers(r), known);
   $("draft-box").hidden = false;
+}
+
+// The draft cites the passages as the model was given them (passages[].n); the cards are numbered 1..N
+// as the answer cites them (citations[].passage_n is the passage a card quotes). So a draft's [k] is
+// shown as the number of the card quoting passage k (a link to it), and a passage no card quotes gets
+// a number after the cards' (plain: there is no card to open). A number beyond the passages given
+// (invented) stays as written.
+function draftInCardNumbers(r) {
+  const card = new Map();
+  for (const c of r.citations || []) if (!c.supporting) card.set(Number(c.passage_n || c.n), Number(c.n));
+  const given = (r.passages || []).filter((p) => p.given).length;
+  let next = Math.max(0, ...card.values());
+  const other = new Map();
+  const number = (k) => {
+    if (card.has(k)) return card.get(k);
+    if (given && (k < 1 || k > given)) return k;
+    if (!other.has(k)) other.set(k, ++next);
+    return other.get(k);
+  };
+  return String(r.draft || "").replace(/\[(\s*\d{1,4}(?:\s*(?:,|;|-|–|and)\s*\d{1,4})*\s*)\]/g,
+    (m, inner) => "[" + inner.replace(/\d{1,4}/g, (d) => String(number(Number(d)))) + "]");
 }
 
 // What went wrong, in words a technician can act on (the browser's own "Failed to fetch" is not one).
