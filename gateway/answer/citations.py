@@ -7,6 +7,9 @@ shown as if it were a source.
 `renumber` numbers an answer's citations 1..N in the order its text cites them, so that the text, the
 cards, the API and /v1's "Sources:" show the same numbers, without gaps; `passage_n` keeps the
 passage's number among those given (the prompt's, `passages[].n`).
+
+A citation's passage and sentences are quoted with the PDF's wrapped line ends joined
+(gateway.answer.reflow); its spans point into that text.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gateway.answer.reflow import reflow
 from ingest.text.sentences import sentence_spans
 from ingest.text.terms import content_terms
 from retrieval.types import Hit
@@ -199,9 +203,11 @@ def _marker(numbers: list[int]) -> str:
 
 
 def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool = False) -> Citation:
+    passage, where = reflow(hit.text)  # the PDF's wrapped line ends joined; spans follow
+    moved = [(where[s], where[e]) for s, e in spans]
     return Citation(n=n, chunk_id=hit.chunk_id, manual=hit.manual, title=hit.title,
-                    manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=hit.text,
-                    sentences=[hit.text[s:e] for s, e in spans], spans=[[s, e] for s, e in spans],
+                    manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=passage,
+                    sentences=[passage[s:e] for s, e in moved], spans=[[s, e] for s, e in moved],
                     pdf_url=pdf_url(hit.manual_sha256, hit.page), supporting=supporting,
                     page_label=hit.page_label, source=hit.source, ocr_confidence=hit.ocr_confidence,
                     language=hit.language, passage_n=n)

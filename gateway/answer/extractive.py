@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
+from gateway.answer.reflow import unwrap_words
 from gateway.answer.section_titles import ITEM_RE, is_heading, past_glued_title, past_title_lines
 from gateway.answer.sentence_score import adjustment, features
 from ingest.text.sentences import BULLETS, sentence_spans
@@ -37,7 +38,9 @@ SAME_SHARE = 0.85
 
 
 def _clean(sentence: str) -> str:
-    sentence = re.sub(r"\s+", " ", sentence).strip()
+    """The sentence on one line: words the PDF's line ends broke whole again ("con-\nnector"), the
+    rest of its line breaks spaces (gateway.answer.reflow), at most MAX_SENTENCE_CHARS."""
+    sentence = re.sub(r"\s+", " ", unwrap_words(sentence)).strip()
     if len(sentence) > MAX_SENTENCE_CHARS:
         sentence = sentence[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
     return sentence
