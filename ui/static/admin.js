@@ -104,6 +104,7 @@ async function loadVersions() {
     for (const sel of [a, b]) { const o = document.createElement("option"); o.value = v.id; o.textContent = v.id; sel.appendChild(o); }
   }
   labelCells($("versions"));
+  showRollback(data);
   if (data.versions.length > 1) { a.value = data.versions[1].id; b.value = data.versions[0].id; }
   tb.querySelectorAll("[data-act]").forEach((btn) => btn.addEventListener("click", async () => {
     if (!confirm(t("admin.activate_confirm", {id: btn.dataset.act}))) return;
@@ -111,6 +112,20 @@ async function loadVersions() {
     catch (e) { $("index-msg").textContent = e.message; }
     refreshAll();
   }));
+}
+
+// "Roll back" re-activates the parent of the active version. Without one (the first version built here,
+// or one imported from another gateway) or with its parent removed (gc), the button is disabled and
+// says why, in its title and in words beside it (a phone shows no title); the API refuses it too (409).
+function showRollback(data) {
+  const active = data.versions.find((v) => v.id === data.active);
+  const parent = active ? active.parent : null;
+  const there = Boolean(parent) && data.versions.some((v) => v.id === parent);
+  const why = !active ? t("admin.rollback_no_index") : !parent ? t("admin.rollback_no_parent", {id: active.id})
+    : !there ? t("admin.rollback_parent_gone", {id: parent}) : "";
+  $("rollback").disabled = !there;
+  $("rollback").title = there ? t("admin.rollback_to", {id: parent}) : why;
+  $("rollback-why").textContent = why;
 }
 
 // The log's filters: the list below and the download (admin_ops.js) show the same answers.
