@@ -17,6 +17,7 @@ from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.reflow import unwrap_words
 from gateway.answer.section_titles import ITEM_RE, is_heading, past_glued_title, past_title_lines
 from gateway.answer.sentence_score import adjustment, features
+from ingest.text.scripts import CJK
 from ingest.text.sentences import BULLETS, sentence_spans
 from ingest.text.terms import content_terms, word_count
 from retrieval.types import Hit
@@ -35,6 +36,7 @@ CAPTION_MAX_WORDS = 12
 # Two quoted sentences whose content words are this alike say the same thing (overlapping chunks, a
 # paragraph repeated for two board variants): the second is not quoted.
 SAME_SHARE = 0.85
+CJK_CHAR_RE = re.compile(f"[{CJK}]")
 
 
 def _clean(sentence: str) -> str:
@@ -248,24 +250,59 @@ def similarity_scorer(similar: Callable[[list[str]], list[float]], hits: list[Hi
     return extra
 
 
-def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3,
-                      value_bonus: float = 0.0, extra: Callable[[list[tuple[int, str]]], list[float]] | None = None,
-                      weights: Mapping[str, tuple[float, float, float]] | None = None,
-                      **choice: float | bool | int) -> str:
-    """The answer text: each picked sentence followed by its citation, e.g. "Do X. [1]"; a bulleted
-    item on a line of its own as "• Do X. [1]", so that the page shows a procedure as a list.
+def approx_tokens(text: str) -> int:
+    """About how many tokens a model's tokenizer makes of `text`, with no model at hand: a Chinese,
+    Japanese or Korean character one, the rest one per 4 characters (English prose comes to about that
+    in the BPE vocabularies of the shipped models; numbers and codes to more)."""
+    cjk = len(CJK_CHAR_RE.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
 
-    extra: pick_sentences' added scores (similarity_scorer). weights: the learned part of the score
-    (None: sentence_score's shipped weights; {}: none). choice: pick_sentences' min_ratio,
-    best_first, window, procedure and drop_headings."""
+
+def cited_text(picked: list[tuple[int, str]], max_tokens: int | None = None) -> tuple[str, bool]:
+    """The answer text of the picked sentences, each followed by its citation ("Do X. [1]"), a bulleted
+    item on a line of its own ("• Do X. [1]") so that the page shows a procedure as a list; and whether it
+    was cut short.
+
+    max_tokens (a request's own cap; extractive answers have no model to count with): whole sentences
+    while the text stays within about that many tokens (approx_tokens), never a citation cut off its
+    sentence; a first sentence longer than that alone keeps its words that fit, then "…" and its citation.
+    """
     text, was_item = "", False
-    for n, sentence in pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
-                                      value_bonus=value_bonus, extra=extra, weights=weights,
-                                      **choice):  # type: ignore[arg-type]
+    for n, sentence in picked:
         if sentence[-1:] not in ".!?…。！？；：":
             sentence += "."
         bullet = _BULLET_RE.match(sentence)
-        part = f"• {sentence[bullet.end():]} [{n}]" if bullet else f"{sentence} [{n}]"
-        text += ("\n" if text and (bullet or was_item) else " " if text else "") + part
-        was_item = bool(bullet)
-    return text
+        body = sentence[bullet.end():] if bullet else sentence
+        lead = "• " if bullet else ""
+        part = f"{lead}{body} [{n}]"
+        joined = text + ("\n" if text and (bullet or was_item) else " " if text else "") + part
+        if max_tokens is not None and approx_tokens(joined) > max_tokens:
+            if not text:
+                text = _first_words(lead, body, f" … [{n}]", max_tokens)
+            return text, True
+        text, was_item = joined, bool(bullet)
+    return text, False
+
+
+def _first_words(lead: str, body: str, tail: str, max_tokens: int) -> str:
+    """The opening words of a sentence (at least one) that fit in max_tokens with `tail` after them."""
+    words = body.split()
+    keep = 1
+    while keep < len(words) and approx_tokens(lead + " ".join(words[:keep + 1]) + tail) <= max_tokens:
+        keep += 1
+    return lead + " ".join(words[:keep]).rstrip(",;:") + tail
+
+
+def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3,
+                      value_bonus: float = 0.0, extra: Callable[[list[tuple[int, str]]], list[float]] | None = None,
+                      weights: Mapping[str, tuple[float, float, float]] | None = None,
+                      max_tokens: int | None = None, **choice: float | bool | int) -> str:
+    """The answer text (cited_text) of pick_sentences' sentences, e.g. "Do X. [1]".
+
+    extra: pick_sentences' added scores (similarity_scorer). weights: the learned part of the score
+    (None: sentence_score's shipped weights; {}: none). max_tokens: cited_text's cap. choice:
+    pick_sentences' min_ratio, best_first, window, procedure and drop_headings."""
+    picked = pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
+                            value_bonus=value_bonus, extra=extra, weights=weights,
+                            **choice)  # type: ignore[arg-type]
+    return cited_text(picked, max_tokens)[0]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.answer.citations import renumber, resolve
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
-from gateway.answer.extractive import extractive_answer, similarity_scorer
+from gateway.answer.extractive import cited_text, pick_sentences, similarity_scorer
 from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
 from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, decide_outcome, settle
 from gateway.answer.quantities import unstated_quantities
@@ -68,6 +68,7 @@ AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity stil
 # about the foreign manuals holds at least 0.13 (the cosine refused 4 of 15).
 OTHER_MIN_TERMS = 0.16
 CROSS_MIN_TERMS = 0.10
+CUT_FLAG = "cut_at_max_tokens"  # as generation flags a model's answer cut there
 
 
 def quantity_not_found_text(kinds: list[str]) -> str:
@@ -207,9 +208,11 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             yield Final(_finish(deps, res, chain, t0))
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
-        evidence = extractive_answer(res.question, given, max_sentences=settings.evidence_sentences,
-                                     extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res),
-                                     weights=None if settings.learned_evidence else {})
+        # (a request's max_tokens caps the quoted text too: no model counts it, approx_tokens does)
+        evidence, evidence_cut = cited_text(pick_sentences(
+            res.question, given, max_sentences=settings.evidence_sentences,
+            extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res),
+            weights=None if settings.learned_evidence else {}), request.max_tokens)
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
         yield Evidence(text=renumber(evidence, ev_citations), citations=[c.to_dict() for c in ev_citations])
@@ -236,6 +239,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             decision = decide_outcome(cancelled=gen is None, generation=gen, support=support,
                                       unqualified=deps.unqualified)
         settle(res, decision, given=given, evidence=evidence, generation=gen, support=support)
+        if evidence_cut and decision.shows == "evidence" and CUT_FLAG not in res.flags:
+            res.flags.append(CUT_FLAG)  # the quoted evidence is the answer, cut at the request's max_tokens
         logged = True
         yield Final(_finish(deps, res, chain, t0))
     except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
