@@ -59,7 +59,7 @@ def _progress(total: int, quiet: bool) -> Any:
 def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label: str, scope_by_manual: bool,
                profile: str | None, version: str | None, mode: str | None, as_json: bool) -> None:
     """Answer every question of QUESTIONS (.jsonl) and store the run with its metrics."""
-    from gateway.qa.replay import load_questions, local_answerer, remote_answerer, run_replay
+    from gateway.qa.replay import identity_line, load_questions, local_answerer, remote_answerer, run_replay
 
     settings = ctx.settings
     qs = load_questions(questions)
@@ -69,7 +69,7 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
         if profile or version:
             raise click.UsageError("--profile/--version apply in-process only, not with --url")
         answerer = remote_answerer(url, key, scope_by_manual)
-        deployment: dict[str, Any] = {"url": url}
+        deployment: dict[str, Any] = {"via": url}  # the identity comes from its answers (deployment_of)
     else:
         if profile:
             settings.runtime.profile = profile
@@ -77,7 +77,7 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
             settings.answer.mode = mode
         gw = ctx.services
         answerer = local_answerer(gw, scope_by_manual, mode, version)
-        deployment = {"profile": gw.profile.name, "mode": mode or gw.answer_mode().mode}
+        deployment = {"profile": gw.profile.name, "mode": mode or gw.answer_mode().mode, "via": "in-process"}
     gw_embed = ctx.services.embedder.encode
     bar = _progress(len(qs.questions), as_json)
     summary = run_replay(answerer, qs, settings.db_path, label=label, source=questions,
@@ -90,7 +90,7 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
         return
     m = summary["metrics"]
     click.echo(f"run {summary['id']} {label!r}: {summary['questions']} questions; "
-               f"deployment {summary['deployment']}")
+               f"deployment {identity_line(summary['deployment'])}")
     from gateway.qa.metrics import METRICS
 
     for metric in METRICS:
@@ -167,13 +167,13 @@ def replay_list(ctx: Ctx, as_json: bool) -> None:
 @pass_ctx
 def replay_show(ctx: Ctx, run: str, as_json: bool) -> None:
     """One run (id, id prefix or label) with its per-question rows."""
-    from gateway.qa.replay import get_run
+    from gateway.qa.replay import get_run, identity_line
 
     r = get_run(ctx.settings.db_path, run)
     if as_json:
         emit_json(r)
         return
-    click.echo(f"run {r['id']} {r['label']!r} at {r['time']}; deployment {r['deployment']}")
+    click.echo(f"run {r['id']} {r['label']!r} at {r['time']}; deployment {identity_line(r['deployment'])}")
     for k, v in r["metrics"].items():
         click.echo(f"  {k:<28} {v}")
     for it in r["items"]:

@@ -19,6 +19,11 @@ from gateway.qa.metrics import compute_metrics
 from gateway.records.db import new_id, opened, utcnow
 
 REQUIRED = {"id": str, "question": str}
+# What a replay measured, whichever way it asked (in-process or --url): the deployment profile, the
+# answer mode, the artifact chain that wrote the answers (None: no model took part, as in extractive
+# mode) and the index version. `via` says where it asked ("in-process" or the gateway's URL): the same
+# deployment replayed both ways has the same identity.
+IDENTITY = ("profile", "mode", "chain_id", "index_version")
 
 
 class ReplayError(GatewayError):
@@ -141,11 +146,7 @@ def run_replay(
         items.append(_item(i, q, r))
         if progress:
             progress(i + 1, len(qs.questions))
-    dep = dict(deployment or {})
-    for key in ("index_version", "chain_id", "profile"):
-        values = {it["result"].get(key) for it in items if it["result"].get(key)}
-        if values:
-            dep.setdefault(key, sorted(values)[0] if len(values) == 1 else sorted(values))
+    dep = deployment_of(items, deployment)
     metrics = compute_metrics(items, embed=embed)
     metrics["peak_rss_mb"] = _peak_rss_mb()
     run_id = new_id()
@@ -162,6 +163,33 @@ def run_replay(
         } for it in items])
     return {"id": run_id, "label": label, "deployment": dep, "metrics": metrics,
             "questions": len(items), "skipped_lines": qs.problems}
+
+
+def deployment_of(items: list[dict[str, Any]], declared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's deployment: IDENTITY (what the caller declared, else what the answers say), then `via`
+    and anything else declared. The answers' own fields decide for both ways of asking, so an in-process
+    replay and one through --url of the same deployment record the same identity."""
+    declared = dict(declared or {})
+    found: dict[str, Any] = {}
+    for key in ("profile", "chain_id", "index_version"):
+        values = sorted({str(it["result"][key]) for it in items if it["result"].get(key)})
+        found[key] = (values[0] if len(values) == 1 else values) if values else None
+    # an answer's mode: generate, extractive, or extractive_fallback (a generate-mode answer whose model failed)
+    modes = sorted({"generate" if m == "extractive_fallback" else str(m)
+                    for it in items if (m := it["result"].get("mode"))})
+    found["mode"] = (modes[0] if len(modes) == 1 else modes) if modes else None
+    dep = {key: declared.pop(key) if declared.get(key) is not None else found[key] for key in IDENTITY}
+    dep["via"] = declared.pop("via", None) or declared.pop("url", None) or "in-process"
+    return {**dep, **declared}
+
+
+def identity_line(dep: dict[str, Any]) -> str:
+    """One line a person compares: "profile=x86-cpu mode=extractive chain=- index=v2026... via in-process"."""
+    def shown(value: Any) -> str:
+        return "-" if value is None else ",".join(value) if isinstance(value, list) else str(value)
+
+    names = {"chain_id": "chain", "index_version": "index"}
+    return " ".join(f"{names.get(k, k)}={shown(dep.get(k))}" for k in IDENTITY) + f" via {shown(dep.get('via'))}"
 
 
 def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:

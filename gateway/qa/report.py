@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.qa.compare import Comparison
 from gateway.qa.metrics import HIGHER_IS_BETTER, names
+from gateway.qa.replay import IDENTITY
 
 QUALITY = list(names("quality"))
 LATENCY = ["retrieval_ms", "ttft_ms", "total_ms"]
@@ -102,6 +103,12 @@ def _side_cell(side: dict[str, Any]) -> str:
             f"{escape(side['answer'] or '')}\n<code>{escape('; '.join(side['citations']))}</code></td>")
 
 
+def deployment_keys(*deployments: dict[str, Any]) -> list[str]:
+    """The deployment rows: the identity first, in one order (gateway.qa.replay.IDENTITY), then the rest."""
+    rest = sorted({k for d in deployments for k in d} - set(IDENTITY))
+    return [*IDENTITY, *rest]
+
+
 def render_report(cmp: Comparison) -> str:
     b, c = cmp.baseline, cmp.candidate
     verdict = ('<p class="pass">GATE PASSED</p>' if cmp.passed else
@@ -110,7 +117,7 @@ def render_report(cmp: Comparison) -> str:
     dep_rows = "".join(
         f"<tr><th>{escape(k)}</th><td><code>{_fmt(b['deployment'].get(k))}</code></td>"
         f"<td><code>{_fmt(c['deployment'].get(k))}</code></td></tr>"
-        for k in sorted(set(b["deployment"]) | set(c["deployment"])))
+        for k in deployment_keys(b["deployment"], c["deployment"]))
     metric_rows = "".join(
         f"<tr><td>{escape(m)}</td><td>{_fmt(d['baseline'])}</td><td>{_fmt(d['candidate'])}</td>"
         f"<td class=\"{_delta_class(m, d['delta'])}\">{_fmt(d['delta'])}</td></tr>"
