@@ -157,7 +157,7 @@ test: install-dev browser ocr typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-# mypy --strict on retrieval, runtimes and gateway/answer ([tool.mypy] in pyproject.toml says which and how).
+# mypy --strict on the four product packages: gateway, ingest, retrieval, runtimes ([tool.mypy] in pyproject.toml).
 typecheck: install-dev
 	$(BIN)/python -m mypy
 

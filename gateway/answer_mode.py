@@ -73,16 +73,17 @@ def decide_mode(configured: str, data_dir: Path, profile: Any | None, profile_er
             return ModeDecision("extractive", configured, f"no deployment profile resolves ({profile_error})")
     else:
         verdict = _verdict(data_dir, profile)
+    name = profile.name if profile is not None else ""
     if configured in ("generate", "extractive"):
         fixed: Literal["generate", "extractive"] = "generate" if configured == "generate" else "extractive"
         return ModeDecision(fixed, configured, f"answer.mode is set to {configured}", verdict)
     if verdict is None:
         return ModeDecision("extractive", configured,
-                            f"profile {profile.name!r} has not been qualified for generate mode "
+                            f"profile {name!r} has not been qualified for generate mode "
                             f"(doctor's gate 4, answers: {HOW_TO_QUALIFY})")
     when = verdict["checked_at"]
     if verdict["status"] == "pass":
-        return ModeDecision("generate", configured, f"profile {profile.name!r} passed gate 4 (answers) on {when}",
+        return ModeDecision("generate", configured, f"profile {name!r} passed gate 4 (answers) on {when}",
                             verdict)
     what = "failed gate 4 (answers)" if verdict["status"] == "fail" else "could not be measured by gate 4 (answers)"
-    return ModeDecision("extractive", configured, f"profile {profile.name!r} {what} on {when}", verdict)
+    return ModeDecision("extractive", configured, f"profile {name!r} {what} on {when}", verdict)

@@ -187,6 +187,6 @@ def _request_of(question: str, kwargs: dict[str, Any]) -> tuple[AnswerRequest, d
     """(the AnswerRequest, the run's controls: cancel and slot) from keyword arguments; `manuals` is its scope."""
     from gateway.answer.request import AnswerRequest
 
-    controls = {k: kwargs.pop(k) for k in ("cancel", "slot") if k in kwargs}
+    controls: dict[str, Any] = {k: kwargs.pop(k) for k in ("cancel", "slot") if k in kwargs}
     scope = tuple(kwargs.pop("manuals", None) or ())
     return AnswerRequest(question=question, scope=scope, **kwargs), controls

@@ -55,7 +55,8 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
         for n, piece in enumerate(pieces):
             raw = page.text[piece.start:piece.end]
             text = raw.strip()
-            confidence, doubtful = None, ()
+            confidence: float | None = None
+            doubtful: tuple[tuple[int, int], ...] = ()
             if ocr is not None:  # read from the page image: how sure Tesseract was of these words
                 start = piece.start + len(raw) - len(raw.lstrip())
                 confidence, doubtful = chunk_confidence(ocr, start, start + len(text), min_confidence)

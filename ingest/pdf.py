@@ -240,7 +240,7 @@ def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
         if reader.is_encrypted:
             _decrypt(reader)
         page_count = len(reader.pages)
-        meta_title = (reader.metadata or {}).get("/Title")
+        meta_title = reader.metadata.get("/Title") if reader.metadata else None
     except (IngestError, MemoryError):
         raise
     except LimitReachedError:

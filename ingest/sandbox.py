@@ -141,7 +141,7 @@ def parse_many(
                 future.cancel()
 
 
-def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> dict:
+def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONIOENCODING", "utf-8")
@@ -169,8 +169,9 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
         reply = json.loads(proc.stdout.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         reply = None
-    if isinstance(reply, dict) and "ok" in reply:
-        return reply["ok"]
+    if isinstance(reply, dict) and isinstance(reply.get("ok"), dict):
+        parsed: dict[str, Any] = reply["ok"]
+        return parsed
     if isinstance(reply, dict) and "error" in reply:
         raise IngestError(str(reply["error"]))
     raise IngestError(_crash_reason(proc, limits))

@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from runtimes.base import GenerationConfig, GenerationError, GenerationStats, Runtime, RuntimeUnavailable
 from runtimes.device_info import describe_device, installed_versions
@@ -31,10 +31,13 @@ TITLES = {1: "artifact loads on the locked runtime and answers",
           4: "answers: a replay of a gold question set clears the profile's bar"}
 
 
+GateStatus = Literal["pass", "fail", "not run", "skipped"]  # skipped: gate 4 without a question set
+
+
 @dataclass
 class GateResult:
     gate: int
-    status: str  # "pass" | "fail" | "not run" | "skipped" (gate 4 without a question set)
+    status: GateStatus
     detail: str
     evidence: dict[str, Any] = field(default_factory=dict)
 

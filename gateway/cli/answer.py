@@ -96,7 +96,9 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, mode: 
                 result = event.result
     except KeyboardInterrupt:
         cancel.set()
-        events.close()
+        close = getattr(events, "close", None)  # a generator: end it (its finally blocks run)
+        if close is not None:
+            close()
         click.echo("\n(cancelled)", err=True)
         sys.exit(130)
     finally:

@@ -24,6 +24,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
         yield None
         return
     state = {"parse": (0, 0), "embed": (0, 0)}
+    bar: Any
     with click.progressbar(length=1000, label="Ingesting", file=sys.stderr,
                            item_show_func=lambda _: _describe(state)) as bar:
         def update(stage: str, done: int, total: int) -> None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
+
+if TYPE_CHECKING:
+    from gateway.answer.request import Mode
 
 
 class DefaultRunGroup(click.Group):
@@ -57,7 +60,7 @@ def _progress(total: int, quiet: bool) -> Any:
 @json_option()
 @pass_ctx
 def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label: str, scope_by_manual: bool,
-               profile: str | None, version: str | None, mode: str | None, as_json: bool) -> None:
+               profile: str | None, version: str | None, mode: Mode | None, as_json: bool) -> None:
     """Answer every question of QUESTIONS (.jsonl) and store the run with its metrics."""
     from gateway.qa.replay import identity_line, load_questions, local_answerer, remote_answerer, run_replay
 

@@ -65,7 +65,7 @@ def opened(path: Path, limit: int) -> Iterator[tarfile.TarFile]:
         if not gzipped and size > limit:
             raise FleetError(f"{path.name} is {size} bytes, over this gateway's import cap of {limit} bytes "
                              "(raise it with --max-size if this is expected)")
-        stream: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="rb") if gzipped else fh
+        stream: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="rb") if gzipped else fh  # type: ignore[assignment]
         try:
             try:
                 tf = tarfile.open(fileobj=_Capped(stream, limit), mode="r:")  # type: ignore[call-overload]

@@ -151,7 +151,7 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None,
         "repeat": plan.repeat, "data_dir": str(plan.data_dir),
         "context_length": {p["label"]: p["context_length"] for p in profiles},
         "threads": {p["label"]: p["threads"] for p in profiles},
-        "index_version": sorted({r.get("index_version") for r in runs if r.get("index_version")}),
+        "index_version": sorted({str(r["index_version"]) for r in runs if r.get("index_version")}),
         "thermal_c_after": thermal_readings(), "load_average_after": list(os.getloadavg()),
     }
     return {"conditions": conditions,

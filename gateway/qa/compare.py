@@ -53,7 +53,8 @@ def load_gate(path: str | Path | None) -> dict[str, Any]:
         unknown = set(rule) - {"max_drop", "max_rise", "max_increase_pct", "min_abs_ms"}
         if unknown:
             raise GateError(f"{p}: metric {name}: unknown rule key(s) {sorted(unknown)}")
-    return gate
+    checked: dict[str, Any] = gate
+    return checked
 
 
 @dataclass

@@ -143,7 +143,8 @@ def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], An
         **_answer_quality(items, answerable),
     }
     for name in ("retrieval_ms", "ttft_ms", "total_ms"):
-        values = [(it["result"].get("timings") or {}).get(name) for it in items]
+        values: list[float] = [v for it in items
+                               if (v := (it["result"].get("timings") or {}).get(name)) is not None]
         metrics[f"{name}_p50"] = percentile(values, 50)
         metrics[f"{name}_p95"] = percentile(values, 95)
     tps = [(it["result"].get("timings") or {}).get("decode_tps") for it in items]

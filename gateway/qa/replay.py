@@ -12,11 +12,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
 from gateway.qa.metrics import compute_metrics
 from gateway.records.db import new_id, opened, utcnow
+
+if TYPE_CHECKING:
+    from gateway.answer.request import Mode
 
 REQUIRED = {"id": str, "question": str}
 # What a replay measured, whichever way it asked (in-process or --url): the deployment profile, the
@@ -76,7 +79,7 @@ def load_questions(path: str | Path) -> QuestionSet:
 Answerer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def local_answerer(gw: Any, scope_by_manual: bool = False, mode: str | None = None,
+def local_answerer(gw: Any, scope_by_manual: bool = False, mode: Mode | None = None,
                    version: str | None = None) -> Answerer:
     """Answer through this process's pipeline (client "replay"), optionally on a pinned version."""
     from gateway.answer.pipeline import answer
@@ -115,7 +118,8 @@ def remote_answerer(url: str, key: str | None = None, scope_by_manual: bool = Fa
                 message = r.text[:200]
             return {"outcome": "error", "error": f"HTTP {r.status_code}: {message}", "answer": "",
                     "citations": [], "passages": [], "timings": {}}
-        return r.json()
+        answered: dict[str, Any] = r.json()
+        return answered
 
     return run
 

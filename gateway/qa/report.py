@@ -77,7 +77,8 @@ def _boxes(cmp: Comparison) -> str:
             if not vals:
                 continue
             p5, p25, p50, p75, p95 = (percentile(vals, q) or 0.0 for q in (5, 25, 50, 75, 95))
-            x = lambda v, left=left, scale=scale: left + v * scale  # noqa: E731 - tiny local scale
+            def x(v: float, left: float = left, scale: float = scale) -> float:
+                return left + v * scale
             parts.append(f'<line x1="{x(p5):.1f}" x2="{x(p95):.1f}" y1="{y + h / 2}" y2="{y + h / 2}" '
                          f'stroke="{color}" stroke-width="2"/>')
             parts.append(f'<rect x="{x(p25):.1f}" y="{y}" width="{max(1.0, x(p75) - x(p25)):.1f}" '

@@ -58,7 +58,7 @@ class AnswerLog:
         with self._lock:
             if self._closed:
                 self._write([(row, chain)])  # after close (e.g. during interpreter exit): write inline
-                return row["id"]
+                return str(row["id"])
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="answerlog-writer", daemon=True)
                 self._thread.start()
@@ -66,7 +66,7 @@ class AnswerLog:
             self._queue.put(_Item(row, chain, done))
         if done is not None and not done.wait(timeout_s):
             raise LogError(f"answer {row['id']} was not written within {timeout_s:g} s")
-        return row["id"]
+        return str(row["id"])
 
     def _run(self) -> None:
         while True:
@@ -227,7 +227,7 @@ class AnswerLog:
     # -- feedback ------------------------------------------------------------------------------
     def add_feedback(self, answer_id: str, thumbs: int, comment: str = "",
                      key_name: str | None = None) -> dict[str, Any]:
-        comment = _checked_vote(thumbs, comment or "")
+        comment = _checked_vote(thumbs, comment or "") or ""
         self.flush()
         with opened(self.path) as db:
             if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:

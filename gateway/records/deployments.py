@@ -91,7 +91,8 @@ def _carry_qualification(data_dir: Path, report: Any) -> None:
 def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | None:
     path = _path(data_dir, profile_name)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return report
     except (OSError, ValueError):
         return None
 

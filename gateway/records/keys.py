@@ -107,4 +107,4 @@ class KeyStore:
     def revoke(self, name: str) -> bool:
         with opened(self.db_path) as db:
             cur = db.execute("update api_keys set revoked = ? where name = ? and revoked is null", [_now(), name])
-            return cur.rowcount > 0
+            return bool(cur.rowcount > 0)

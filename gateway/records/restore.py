@@ -86,7 +86,8 @@ def verify_backup(src: str | Path) -> dict[str, Any]:
         raise BackupError(f"profiles/ACTIVE names {profile!r}, which is not in the backup")
     if "gateway.db" in files and (problem := db_problem(src / "gateway.db")):
         raise BackupError(f"gateway.db in the backup {problem}")
-    return manifest
+    checked: dict[str, Any] = manifest
+    return checked
 
 
 def restore_backup(src: str | Path, data_dir: str | Path, force: bool = False) -> dict[str, Any]:

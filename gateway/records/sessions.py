@@ -91,15 +91,15 @@ class SessionStore:
         if not sid:
             return False
         with opened(self.db_path) as db:
-            return db.execute("delete from admin_sessions where id_hash = ?", [id_hash(sid)]).rowcount > 0
+            return bool(db.execute("delete from admin_sessions where id_hash = ?", [id_hash(sid)]).rowcount > 0)
 
     def drop_key(self, key_hash: str) -> int:
         """End every session logged in with this key; returns how many."""
         with opened(self.db_path) as db:
-            return db.execute("delete from admin_sessions where key_hash = ?", [key_hash]).rowcount
+            return int(db.execute("delete from admin_sessions where key_hash = ?", [key_hash]).rowcount)
 
     def prune(self) -> int:
         """Delete every expired session; returns how many."""
         now = iso_utc(datetime.now(timezone.utc))
         with opened(self.db_path) as db:
-            return db.execute("delete from admin_sessions where expires <= ?", [now]).rowcount
+            return int(db.execute("delete from admin_sessions where expires <= ?", [now]).rowcount)

@@ -52,7 +52,7 @@ class DisplayTitles:
 
     def clear(self, sha256: str) -> bool:
         with opened(self.db_path) as db:
-            gone = db.execute("DELETE FROM manual_titles WHERE sha256 = ?", [sha256]).rowcount > 0
+            gone = bool(db.execute("DELETE FROM manual_titles WHERE sha256 = ?", [sha256]).rowcount > 0)
         bump_stamp(self.db_path)
         return gone
 

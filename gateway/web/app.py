@@ -40,17 +40,20 @@ API_PREFIX = "/api/v1"
 
 def provide_services(state: State) -> Services:
     """The composition root, so that handlers declare `services: Services` instead of reading app state."""
-    return state.gw
+    services: Services = state.gw
+    return services
 
 
 def provide_settings(state: State) -> Settings:
     """The one Settings: the services' (the app is created with them)."""
-    return state.gw.settings
+    settings: Settings = state.gw.settings
+    return settings
 
 
 def provide_jobs(state: State) -> JobRunner:
     """The background job runner (ingest after an upload)."""
-    return state.gw.jobs
+    jobs: JobRunner = state.gw.jobs
+    return jobs
 
 
 API_DEPENDENCIES = {"services": Provide(provide_services, sync_to_thread=False),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import signal
 import sys
 import threading
@@ -138,5 +139,5 @@ def serve(app: Any, host: str, port: int, drain_timeout_s: float, log_level: str
 
     # uvicorn's own limit is the backstop: cancelled answers end within CANCEL_GRACE_S of the drain.
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                            timeout_graceful_shutdown=drain_timeout_s + CANCEL_GRACE_S + 5)
+                            timeout_graceful_shutdown=math.ceil(drain_timeout_s + CANCEL_GRACE_S + 5))
     DrainingServer(config, app.state.in_flight, drain_timeout_s).run()

@@ -9,6 +9,7 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, SerializationException, ValidationException
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.types import ExceptionHandlersMap
 
 from gateway.errors import is_user_error
 
@@ -72,13 +73,15 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
             code = "invalid_host"
         return _response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
     if is_user_error(exc):  # every room's user-facing errors carry their status and code
-        return _response(type(exc).http_status, type(exc).code, str(exc), getattr(exc, "headers", None))
+        cls = type(exc)
+        return _response(int(getattr(cls, "http_status")), str(getattr(cls, "code")), str(exc),  # noqa: B009
+                         getattr(exc, "headers", None))
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
     return _response(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error",
                      f"internal error ({type(exc).__name__}); see the server log")
 
 
-EXCEPTION_HANDLERS = {Exception: handle_exception}
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {Exception: handle_exception}
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["error"], "description": "The one error shape of every endpoint",

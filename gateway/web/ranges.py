@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from litestar.response import File, Response, Stream
 
@@ -18,7 +19,7 @@ _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 CHUNK = 64 * 1024
 
 
-def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None | Literal["unsatisfiable"]:
     """(first, last) inclusive; None for "send it all"; "unsatisfiable" for a 416."""
     if not header:
         return None

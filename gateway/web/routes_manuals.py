@@ -103,7 +103,8 @@ class ManualsController(Controller):
         def work(progress: Any) -> dict[str, Any]:
             try:
                 report = services.ingest([target], progress=progress)
-                return report.to_dict()
+                done: dict[str, Any] = report.to_dict()
+                return done
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from litestar import Controller, MediaType, Response, get, post
 from litestar.concurrency import sync_to_thread
@@ -25,7 +25,7 @@ class SystemController(Controller):
         rt = services.runtimes.status()
         decision = services.answer_mode()
         failed = rt.state == "failed" and decision.mode == "generate"
-        status = "loading" if not ready else "degraded" if failed else "ok"
+        status: Literal["ok", "loading", "degraded"] = "loading" if not ready else "degraded" if failed else "ok"
         # in a thread: after a rollback to a version of another embedder, the first call loads that model
         note = await sync_to_thread(services.embedder_note) if ready and services.store.active_id() else None
         # failed or restarting while answers are extractive by default: still "ok" (no answer waits on the
@@ -43,7 +43,8 @@ class SystemController(Controller):
 
     @get("/metrics", media_type=MediaType.TEXT, summary="Prometheus text exposition")
     async def metrics(self, state: State) -> str:
-        return state.metrics.render()
+        text: str = state.metrics.render()
+        return text
 
     @get("/deployment", guards=[reader_guard],
          summary="Active profile, artifact chain, index version, last gate results")

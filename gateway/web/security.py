@@ -8,7 +8,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from litestar import Request
 from litestar.connection import ASGIConnection
@@ -30,7 +30,8 @@ def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | No
     lookup joins api_keys): a revoked key ends all its sessions at the next request, not when they
     expire.
     """
-    return connection.app.state.gw.sessions.get(connection.cookies.get(SESSION_COOKIE))
+    session: Session | None = connection.app.state.gw.sessions.get(connection.cookies.get(SESSION_COOKIE))
+    return session
 
 
 class RateLimiter:
@@ -69,7 +70,8 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = 
     With strict=False (reader routes) a session write without the right CSRF token is simply
     anonymous: a cross-site page can then do no more than any anonymous reader could.
     """
-    memo = connection.scope.setdefault("manualqa.principal", {})  # guards and handlers ask again
+    scope = cast("dict[str, Any]", connection.scope)
+    memo: dict[bool, Principal | None] = scope.setdefault("manualqa.principal", {})  # guards and handlers ask again
     if strict not in memo:
         memo[strict] = _principal(connection, strict)
     return memo[strict]
@@ -78,7 +80,7 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = 
 def _principal(connection: ASGIConnection[Any, Any, Any, Any], strict: bool) -> Principal | None:
     key = _bearer(connection)
     if key:
-        principal = connection.app.state.gw.keys.verify(key)
+        principal: Principal | None = connection.app.state.gw.keys.verify(key)
         if principal is None:
             raise ApiError(401, "unauthorized", "invalid or revoked API key")
         return principal

@@ -20,13 +20,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from litestar import Request
 from litestar.concurrency import sync_to_thread
 from litestar.exceptions import InternalServerException
 
 from gateway.web.errors import ApiError
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
 
 FILE_FIELD = "data"
 MAX_IN_FLIGHT = 2
@@ -99,7 +102,7 @@ class _Receiver:
     size: int = 0
     problem: ApiError | None = None
 
-    def callbacks(self) -> dict[str, Any]:
+    def callbacks(self) -> MultipartCallbacks:
         return {"on_part_begin": self._part_begin, "on_header_field": self._header_field,
                 "on_header_value": self._header_value, "on_header_end": self._header_end,
                 "on_headers_finished": self._headers_finished, "on_part_data": self._part_data,

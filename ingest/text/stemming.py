@@ -24,7 +24,7 @@ def _stemmer(language: str) -> Callable[[str], str] | None:
     if algorithm is None:
         return None
     try:
-        import snowballstemmer
+        import snowballstemmer  # type: ignore[import-untyped]  # ships no type information
     except ImportError as exc:  # pragma: no cover - a dependency of manualqa
         raise ImportError("manualqa needs snowballstemmer for its search in European languages: "
                           "pip install snowballstemmer") from exc
