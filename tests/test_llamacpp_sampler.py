@@ -27,6 +27,9 @@ ASKS = [
 ]
 
 
+NO_DEADLINE_S = 3600.0  # the default 120 s is reachable on a loaded 2-core box (grammar over the whole vocabulary)
+
+
 def _messages(question: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": "Answer from the passages only. End every sentence with [n]."},
             {"role": "user", "content": f"{PASSAGES}\n\nQuestion: {question}"}]
@@ -47,6 +50,7 @@ def pair():
 def _run(runtime, messages, config) -> tuple[str, GenerationStats]:
     items = list(runtime.stream(messages, config))
     assert isinstance(items[-1], GenerationStats)
+    assert items[-1].stop_reason != "timeout", "the generation hit its deadline (a load effect, not the sampler)"
     return "".join(items[:-1]), items[-1]
 
 
@@ -57,7 +61,9 @@ def _text(runtime, messages, config) -> str:
 @pytest.mark.parametrize("question", ASKS)
 def test_same_tokens_as_the_whole_vocabulary_order_at_temperature_0(pair, question) -> None:
     checked, whole = pair
-    config = GenerationConfig(max_tokens=48, temperature=0.0, seed=0, grammar=citation_grammar(2))
+    # no deadline that a busy box could reach: a cut answer would differ by the load, not the order
+    config = GenerationConfig(max_tokens=48, temperature=0.0, seed=0, grammar=citation_grammar(2),
+                              timeout_s=NO_DEADLINE_S)
     got, want = _text(checked, _messages(question), config), _text(whole, _messages(question), config)
     assert got == want
     sentences = re.split(r"(?<=\])\s+", got.strip())
@@ -68,7 +74,8 @@ def test_the_grammar_holds_when_the_model_wants_another_token(pair) -> None:
     checked, _ = pair
     grammar = 'root ::= ("yes" | "no") "."\n'
     for temperature in (0.0, 0.9):
-        config = GenerationConfig(max_tokens=8, temperature=temperature, seed=3, grammar=grammar)
+        config = GenerationConfig(max_tokens=8, temperature=temperature, seed=3, grammar=grammar,
+                                  timeout_s=NO_DEADLINE_S)
         text, stats = _run(checked, _messages("What nozzle temperature should I use for PLA?"), config)
         assert text in ("yes.", "no.")
         # the model's first choice was a word, not yes/no: redrawn under the grammar
