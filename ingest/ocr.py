@@ -27,6 +27,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
+from ingest.child_wait import run_child
 from ingest.models import OcrPage
 
 MODES = ("auto", "off", "always")
@@ -169,9 +170,9 @@ def _run(command: list[str], cpu_s: float, what: str) -> tuple[bytes, str]:
     cpu = max(1, math.ceil(cpu_s))
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # one thread: the worker's share of the box
     try:
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _CPU_LIMITED, str(cpu), *command],
-                              capture_output=True, timeout=WALL_FACTOR * cpu, check=False,
-                              stdin=subprocess.DEVNULL, env=env)
+        # a program still using CPU at the backstop is starved by a busy box, not stuck: it gets more time
+        proc = run_child([sys.executable, "-I", "-S", "-c", _CPU_LIMITED, str(cpu), *command],
+                         WALL_FACTOR * cpu, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         raise OcrError(f"{what} was not finished after {WALL_FACTOR * cpu} s of wall-clock time and was stopped: "
                        f"it is stuck, or the box is overloaded ({WALL_FACTOR} x ingest.ocr_page_timeout_s)") from None

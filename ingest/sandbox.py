@@ -30,6 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from ingest.child_wait import MAX_PERIODS, run_child
 from ingest.discover import sha256_file
 from ingest.models import IngestError, OcrPage, PageText, ParsedManual, ParseLimits
 from ingest.pdf import check_file, memory_message
@@ -40,9 +41,8 @@ try:
     _HAS_RLIMIT = hasattr(signal, "SIGXCPU")
 except ImportError:  # not POSIX: only the wall-clock backstop applies
     _HAS_RLIMIT = False
-# The wall-clock backstop in multiples of ingest.timeout_s. A parse within its CPU limit reaches it
-# only if it got under 1/20 of a core all along; the nice-10 worker gets about 1/10 beside one busy
-# nice-0 process on its core, and a typical manual costs far under its limit (1.5 s of 120 s).
+# The wall-clock backstop in multiples of ingest.timeout_s: a worker that used no CPU for this long is
+# stuck and stopped; one still using CPU (starved by a busy box) gets up to child_wait.MAX_PERIODS of it.
 WALL_FACTOR = 20
 # Starts the worker with its CPU limit already in force, then becomes `python -m ingest.pdf ...`
 # (exec keeps the pid, the limits and the CPU time used so far). SIGXCPU ends it at the soft limit,
@@ -148,19 +148,20 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
     # Both ends are close-on-exec here, so no other child inherits the write end and keeps it open.
     lifeline_read, lifeline_write = os.pipe()
     wall_s = WALL_FACTOR * limits.timeout_s
-    # The worker's own --timeout-s is the wall-clock backstop: it only matters once this process is gone.
+    # The worker's own --timeout-s is the last wall-clock backstop: it only matters once this process is
+    # gone, so it allows every period a starved worker may be given (ingest.child_wait).
     command = [sys.executable, "-m", "ingest.pdf", "--max-pages", str(int(limits.max_pages)),
-               "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{wall_s:g}",
+               "--memory-mb", str(int(limits.memory_mb)), "--timeout-s", f"{wall_s * MAX_PERIODS:g}",
                "--parent-pid", str(os.getpid()), "--lifeline-fd", str(lifeline_read),
                *(["--labels-only"] if labels_only else []),
                *([] if limits.drop_drawings else ["--keep-drawings"]), *_ocr_args(limits), str(path.resolve())]
     if limits.timeout_s > 0 and _HAS_RLIMIT:
         command = [sys.executable, "-I", "-S", "-c", _START_LIMITED, str(cpu_seconds(limits)), *command[1:]]
     try:
-        proc = subprocess.run(command, capture_output=True, timeout=wall_s or None, env=env,
-                              stdin=subprocess.DEVNULL, cwd=_PACKAGE_ROOT, check=False,
-                              pass_fds=(lifeline_read,))
-    except subprocess.TimeoutExpired:  # subprocess.run has already killed and reaped the child
+        # a worker still using CPU at the backstop is starved by a busy box, not stuck: it gets more time
+        proc = run_child(command, wall_s if wall_s > 0 else 1e9, env=env, stdin=subprocess.DEVNULL,
+                         cwd=_PACKAGE_ROOT, pass_fds=(lifeline_read,))
+    except subprocess.TimeoutExpired:  # run_child has already killed and reaped the child
         raise IngestError(wall_message(limits)) from None
     finally:
         os.close(lifeline_read)
