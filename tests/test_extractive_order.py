@@ -164,3 +164,15 @@ def test_a_figure_caption_line_above_a_sentence_is_not_quoted_with_it() -> None:
     wrapped = "Figure 5 shows the locations\nthat need to be sanded before the joint of the finger is assembled."
     assert pick_sentences("which locations need to be sanded on the finger joint", [hit(wrapped)])[0][1].startswith(
         "Figure 5 shows the locations")
+
+
+def test_a_bare_web_address_is_never_quoted() -> None:
+    # issue 48 item 3: "how to calibrate the actuator" began with the product's URL
+    text = ("www.example-actuators.com/products/linear-actuator-calibration \n"
+            "To calibrate the actuator, send the command set cal 1 and wait for the LED to blink twice.")
+    answer = extractive_answer("How do I calibrate the actuator?", [hit(text)])
+    assert answer.startswith("To calibrate the actuator"), answer
+    assert "www." not in answer
+    # a sentence that says what to do with the address stays
+    kept = "Download the actuator calibration tool from https://example.com/tools before you start."
+    assert "https://example.com/tools" in extractive_answer("Where do I get the calibration tool?", [hit(kept)])

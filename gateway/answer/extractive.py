@@ -33,6 +33,10 @@ _NUMBER_RE = re.compile(r"^\(?\d{1,2}[.)]?$")
 # is kept, as its rows follow it in the same "sentence".
 _CAPTION_RE = re.compile(r"^(?:fig(?:ure)?\.?)\s*\d+(?:[.\-–]\d+)*\s*[:.\-–]?\s", re.I)
 CAPTION_MAX_WORDS = 12
+# A web address with a word or two around it ("www.example.com/actuator", "See https://...") points
+# elsewhere and answers nothing here; "Download the firmware from https://..." says what to do: kept.
+_URL_RE = re.compile(r"(?:https?://|www\.)\S+", re.I)
+URL_MIN_OTHER_WORDS = 4
 # Two quoted sentences whose content words are this alike say the same thing (overlapping chunks, a
 # paragraph repeated for two board variants): the second is not quoted.
 SAME_SHARE = 0.85
@@ -72,13 +76,21 @@ def is_caption(sentence: str) -> bool:
     return _CAPTION_RE.match(sentence) is not None and len(sentence.split()) <= CAPTION_MAX_WORDS
 
 
+def is_bare_link(sentence: str) -> bool:
+    """A web address and fewer than URL_MIN_OTHER_WORDS other words."""
+    rest = _URL_RE.sub(" ", sentence)
+    return rest != sentence and word_count(rest) < URL_MIN_OTHER_WORDS
+
+
 def past_caption_line(text: str, s: int, e: int) -> int:
-    """Where the sentence text[s:e] starts once a figure's caption on its own first line is passed
-    ("Figure 6: MSP-FET Emulation Tool\nThere is a 10 pins female connector ..." starts at "There")."""
+    """Where the sentence text[s:e] starts once a figure's caption (or a bare web address) on its own
+    first line is passed ("Figure 6: MSP-FET Emulation Tool\nThere is a 10 pins female connector ..."
+    starts at "There")."""
     cut = text.find("\n", s, e)
     rest = text[cut:e].strip() if cut >= 0 else ""
+    first = " ".join(text[s:cut].split())
     # the next line must open a sentence: "Figure 5 shows the parts\nthat need sanding." is one sentence
-    if not rest[:1].isupper() or not is_caption(" ".join(text[s:cut].split()) + " "):
+    if not rest[:1].isupper() or not (is_caption(first + " ") or is_bare_link(first)):
         return s
     s = cut + 1
     while s < e and text[s].isspace():
@@ -142,7 +154,7 @@ def scored_candidates(
                 continue
             if sentence.endswith("?"):  # a question (an FAQ's, a troubleshooting table's) answers nothing
                 continue
-            if is_caption(sentence):
+            if is_caption(sentence) or is_bare_link(sentence):
                 continue
             found.append((n, pos, sentence, content_terms(scored)))
     df: dict[str, int] = {}
