@@ -27,8 +27,8 @@ OUT = REPO / "docs" / "benchmarks.md"
 RECORDS = REPO / "docs" / "records"
 # the suite, in the order its sections appear in docs/benchmarks.md
 SUITE = ["retrieval_eval", "languages_eval", "answer_eval", "model_answers", "retrieval_quality", "search_latency",
-         "ingest_throughput", "runtime_overhead", "worker_overhead", "stop_prompt", "pipeline_overhead", "server", "bench_profiles",
-         "artifacts", "startup"]
+         "ingest_throughput", "runtime_overhead", "worker_overhead", "stop_prompt", "pipeline_overhead", "server",
+         "bench_profiles", "artifacts", "startup"]
 
 HEADER = """# Benchmarks
 
