@@ -11,6 +11,7 @@ killed. Where the CPU time cannot be read (no /proc), the first period is the li
 
 from __future__ import annotations
 
+import os
 import subprocess
 from typing import Any
 
@@ -19,12 +20,16 @@ MIN_PROGRESS_S = 0.05  # CPU seconds within one period that show the child is wo
 
 
 def cpu_time_s(pid: int) -> float | None:
-    """CPU time a live process has had so far (the scheduler's own account); None where unreadable."""
+    """CPU time (user + system, all its threads) a live process has had so far; None where unreadable.
+
+    (runtimes.machine reads the same for the model's worker; ingest, the bottom room, cannot import it.)"""
     try:
-        with open(f"/proc/{pid}/schedstat", encoding="ascii") as fh:
-            return int(fh.read().split()[0]) / 1e9
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            after_name = fh.read().rsplit(")", 1)[1].split()  # the name in parentheses may hold spaces
+        ticks = int(after_name[11]) + int(after_name[12])  # utime, stime
     except (OSError, IndexError, ValueError):
         return None
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def run_child(command: list[str], period_s: float, *, max_periods: int = MAX_PERIODS,
