@@ -4,6 +4,7 @@ from real manuals is the same with and without that step."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,19 +79,17 @@ def test_real_manuals_give_the_same_text_with_the_drawing_dropped(pdf: Path) -> 
 
 def test_the_setting_reaches_the_parse_worker(monkeypatch: pytest.MonkeyPatch, sample_pdfs: list[Path]) -> None:
     """`drop_drawings = false` (an escape hatch) makes the sandboxed worker parse whole streams."""
-    import subprocess
-
     from gateway.config import load_settings
     from ingest import sandbox
 
     commands: list[list[str]] = []
-    real_run = subprocess.run
+    real_run = sandbox.run_child  # how the sandbox starts its worker (ingest.child_wait)
 
-    def recording_run(command: list[str], **kwargs: object) -> object:
+    def recording_run(command: list[str], *args: Any, **kwargs: Any) -> Any:
         commands.append(list(command))
-        return real_run(command, **kwargs)
+        return real_run(command, *args, **kwargs)
 
-    monkeypatch.setattr(sandbox.subprocess, "run", recording_run)
+    monkeypatch.setattr(sandbox, "run_child", recording_run)
     off = load_settings(env={"MANUALQA_INGEST__DROP_DRAWINGS": "false"}).ingest
     on = load_settings(env={}).ingest
     assert off.drop_drawings is False and on.drop_drawings is True

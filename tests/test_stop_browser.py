@@ -134,7 +134,7 @@ def test_stop_before_the_first_word_frees_the_worker_and_the_queue_moves(
             raise AssertionError(second.inner_text("#meta") + " | " + second.inner_text("#outcome")) from None
         # busy in one of a few windows: on a loaded box a spinning process may get no CPU for a moment
         assert any(busy(pid) for _ in range(20)), "the worker stopped before Stop was clicked"
-        grace = f"worker did not stop within {CrashPolicy().prefill_grace_s:g} s of cancelled; killing it"
+        grace = f"worker did not stop within {CrashPolicy().prefill_grace_s:g} s of cancelled; killed and replaced"
         assert CrashPolicy().prefill_grace_s < CrashPolicy().cancel_grace_s
         said = server.log_path.read_text(errors="replace").count(grace)
         first.click("#stop")
