@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gateway.answer import pipeline
+from gateway.answer import generation
 from gateway.answer.events import Evidence, Final, Text, kind
 from gateway.answer.outcome import DECLINED_TEXT
 from gateway.answer.prompting import SYSTEM_PROMPT, fit_prompt
@@ -342,7 +342,7 @@ class SilentRuntime(ScriptedRuntime):
 def test_timeout_never_hangs(gw: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     # 2 s: the scripted first piece (50 ms) comes before the deadline however busy the box
     monkeypatch.setattr(gw.settings.answer, "timeout_s", 2.0)
-    monkeypatch.setattr(pipeline, "CANCEL_GRACE_S", 0.3)
+    monkeypatch.setattr(generation, "CANCEL_GRACE_S", 0.3)  # where the give-up is read (pipeline only re-exports it)
     gw.runtime = scripted(script=" ".join(["slow"] * 100), token_delay_s=0.05)
     res = gw.answer(FLASH_Q)
     assert "timeout" in res.flags and res.outcome == "error" and res.answer.startswith("slow")
