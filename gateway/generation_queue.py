@@ -45,6 +45,12 @@ class GenerationQueue:
         """Requests admitted and not finished (running + waiting)."""
         return len(self._admitted)
 
+    def counts(self) -> tuple[int, int]:
+        """(waiting, running) now: the admin page's system status (gateway.web.routes_status)."""
+        with self._cond:
+            running = 1 if self._running is not None else 0
+            return len(self._admitted) - running, running
+
     def _busy(self) -> QueueFull:
         return QueueFull(f"the generator is busy ({self.depth} requests running or queued); retry later",
                          self.retry_after_s)

@@ -56,6 +56,11 @@ class Metrics:
             if tps:
                 self.tps.observe(tps)
 
+    def outcome_counts(self) -> dict[str, int]:
+        """Answers per outcome since this process started (the admin page's status panel)."""
+        with self._lock:
+            return {outcome: self.answers[outcome] for outcome in OUTCOMES}
+
     def render(self) -> str:
         with self._lock:
             lines = ["# TYPE manualqa_http_requests_total counter"]
