@@ -124,6 +124,14 @@ class ServerSettings:
 
 
 @dataclass
+class LogSettings:
+    # The answer log keeps answers (and their feedback) this many days; 0 keeps them forever. Older
+    # rows are deleted at start and hourly while serving (gateway.records.retention); export files
+    # already written are never touched. An admin can change it on the running server (docs/operations.md).
+    retention_days: int = 0
+
+
+@dataclass
 class Settings:
     data_dir: Path = Path("data")
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
@@ -133,6 +141,7 @@ class Settings:
     runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    log: LogSettings = field(default_factory=LogSettings)
 
     @property
     def db_path(self) -> Path:
@@ -242,6 +251,8 @@ def load_settings(
     _check_reranker(settings.search.rerank)
     if settings.answer.mode not in {"auto", "generate", "extractive"}:
         raise ConfigError("answer.mode must be 'auto', 'generate' or 'extractive'")
+    if settings.log.retention_days < 0:
+        raise ConfigError("log.retention_days must be 0 (keep forever) or more")
     if settings.answer.sentence_similarity < 0:
         raise ConfigError("answer.sentence_similarity must be 0 (shared words only) or more")
     return settings

@@ -19,7 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from gateway.records.answer_rows import CLIENTS, COLUMNS, OUTCOMES, LogError, from_row, parse_since, to_row
+from gateway.records.answer_filters import LogFilter
+from gateway.records.answer_rows import CLIENTS, COLUMNS, OUTCOMES, LogError, from_row, to_row
 from gateway.records.db import opened, utcnow
 
 log = logging.getLogger(__name__)
@@ -180,44 +181,33 @@ class AnswerLog:
             return None
         return {**json.loads(rows[0]["json"]), "chain_id": chain_id, "first_seen": rows[0]["first_seen"]}
 
-    def _where(self, since: str | datetime | None, outcome: str | None,
-               client: str | None) -> tuple[str, list[Any]]:
-        clauses, params = [], []
-        iso = parse_since(since)
-        if iso:
-            clauses.append("time >= ?")
-            params.append(iso)
-        if outcome:
-            if outcome not in OUTCOMES:
-                raise LogError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
-            clauses.append("outcome = ?")
-            params.append(outcome)
-        if client:
-            clauses.append("client = ?")
-            params.append(client)
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+    def _where(self, since: str | datetime | None, outcome: str | None, client: str | None,
+               until: str | datetime | None = None, manual: str | None = None) -> tuple[str, list[Any]]:
+        return LogFilter(since=since, until=until, outcome=outcome, client=client, manual=manual).where()
 
     def query(self, since: str | datetime | None = None, outcome: str | None = None,
-              client: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
-        """Newest first."""
+              client: str | None = None, limit: int = 50, offset: int = 0,
+              until: str | datetime | None = None, manual: str | None = None) -> list[dict[str, Any]]:
+        """Newest first; the filters are gateway.records.answer_filters.LogFilter's."""
         if not (0 <= limit <= 2**62 and 0 <= offset <= 2**62):  # SQLite integers are 64-bit
             raise LogError("limit and offset must be between 0 and 2^62")
-        where, params = self._where(since, outcome, client)
+        where, params = self._where(since, outcome, client, until, manual)
         rows = self._read(f"SELECT * FROM answers{where} ORDER BY id DESC LIMIT ? OFFSET ?",
                           [*params, limit, offset])
         return self._with_feedback([from_row(r) for r in rows])
 
     def count(self, since: str | datetime | None = None, outcome: str | None = None,
-              client: str | None = None) -> int:
-        where, params = self._where(since, outcome, client)
+              client: str | None = None, until: str | datetime | None = None, manual: str | None = None) -> int:
+        where, params = self._where(since, outcome, client, until, manual)
         return int(self._read(f"SELECT count(*) AS n FROM answers{where}", params)[0]["n"])
 
     def export(self, fmt: str, out: IO[str], since: str | datetime | None = None,
-               outcome: str | None = None, client: str | None = None) -> int:
-        """Every matching row, oldest first, as JSON lines or CSV (gateway.records.log_export)."""
+               outcome: str | None = None, client: str | None = None, **more: Any) -> int:
+        """Every matching row, oldest first, as JSON lines or CSV (gateway.records.log_export);
+        `more`: the other LogFilter fields (until, manual)."""
         from gateway.records.log_export import write_export
 
-        return write_export(self, fmt, out, since=since, outcome=outcome, client=client)
+        return write_export(self, fmt, out, since=since, outcome=outcome, client=client, **more)
 
     def export_text(self, fmt: str, **filters: Any) -> str:
         buf = io.StringIO()

@@ -134,6 +134,22 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             updated TEXT NOT NULL           -- ISO 8601 UTC
         )""",
     ]),
+    ("admin_audit", [
+        # gateway.records.audit: one row per admin action over HTTP (login, activate, upload, ...), refused or not.
+        """CREATE TABLE admin_audit (
+            id TEXT PRIMARY KEY,            -- time-ordered (new_id)
+            time TEXT NOT NULL,             -- ISO 8601 UTC
+            actor TEXT NOT NULL,            -- the key's name, or '' when none was recognised
+            via TEXT NOT NULL,              -- key (Authorization header) | session (admin cookie) | none
+            action TEXT NOT NULL,           -- e.g. index.activate, manual.upload, key.revoke, login
+            target TEXT NOT NULL DEFAULT '',          -- the version, manual, key, mode ... acted on
+            result TEXT NOT NULL,           -- ok | refused (401/403/CSRF) | failed (any other error)
+            status INTEGER NOT NULL,        -- the HTTP status answered
+            detail TEXT NOT NULL DEFAULT ''           -- the error's message, or what changed
+        )""",
+        "CREATE INDEX admin_audit_time ON admin_audit(time)",
+        "CREATE INDEX admin_audit_action ON admin_audit(action, time)",
+    ]),
 ]
 
 

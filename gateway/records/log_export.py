@@ -27,7 +27,8 @@ PAGE_ROWS = 500
 
 
 def export_chunks(log: AnswerLog, fmt: str, since: str | datetime | None = None, outcome: str | None = None,
-                  client: str | None = None, page_rows: int = PAGE_ROWS) -> Iterator[tuple[str, int]]:
+                  client: str | None = None, page_rows: int = PAGE_ROWS, until: str | datetime | None = None,
+                  manual: str | None = None) -> Iterator[tuple[str, int]]:
     """The export as (text, rows in it) chunks, oldest row first.
 
     The format and filters are checked now, before the first chunk, so that a bad `since` is an
@@ -38,7 +39,7 @@ def export_chunks(log: AnswerLog, fmt: str, since: str | datetime | None = None,
         raise LogError(f"export format must be jsonl or csv, not {fmt!r}")
     if page_rows < 1:
         raise LogError("page_rows must be at least 1")
-    where, params = log._where(since, outcome, client)  # the log's own filter, as `manualqa log` uses
+    where, params = log._where(since, outcome, client, until, manual)  # the log's own filter (answer_filters)
     newest = log._read(f"SELECT max(id) AS id FROM answers{where}", params)[0]["id"]
     return _pages(log, fmt, where, params, newest, page_rows)
 
@@ -69,10 +70,12 @@ def _pages(log: AnswerLog, fmt: str, where: str, params: list[Any], newest: str 
 
 
 def write_export(log: AnswerLog, fmt: str, out: IO[str], since: str | datetime | None = None,
-                 outcome: str | None = None, client: str | None = None) -> int:
+                 outcome: str | None = None, client: str | None = None, until: str | datetime | None = None,
+                 manual: str | None = None) -> int:
     """Write the whole export to `out`; returns the number of answers written."""
     n = 0
-    for text, rows in export_chunks(log, fmt, since=since, outcome=outcome, client=client):
+    for text, rows in export_chunks(log, fmt, since=since, outcome=outcome, client=client, until=until,
+                                    manual=manual):
         out.write(text)
         n += rows
     return n

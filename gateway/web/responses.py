@@ -119,9 +119,12 @@ class AnswerDetail(AnswerRow):
 
 
 class AnswerPage(msgspec.Struct):
+    """A page of the log, newest first; total: how many answers the filters match in all (for "51-100 of 84")."""
+
     answers: list[AnswerRow]
     limit: int
     offset: int
+    total: int = 0
 
 
 class FeedbackOut(msgspec.Struct):

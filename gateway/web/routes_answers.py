@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from litestar import Controller, Request, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 from gateway.records.answer_rows import OUTCOMES
 from gateway.services import Services
@@ -17,24 +17,38 @@ from gateway.web.schemas import FeedbackRequest
 from gateway.web.security import principal_of, reader_guard
 
 OUTCOME_PATTERN = "^(" + "|".join(OUTCOMES) + ")$"
+OUTCOMES_PATTERN = "^(" + "|".join(OUTCOMES) + ")(,(" + "|".join(OUTCOMES) + "))*$"
 
 
 class AnswersController(Controller):
     path = "/answers"
     tags = ["answers"]
 
-    @get("/", guards=[reader_guard], summary="The answer log, newest first")
+    @get("/", guards=[reader_guard], summary="The answer log, newest first, a page at a time, with the total")
     async def list_answers(
         self, services: NamedDependency[Services],
-        outcome: Annotated[str | None, QueryParameter(pattern=OUTCOME_PATTERN)] = None,
-        since: FromQuery[str | None] = None,
-        client: FromQuery[str | None] = None,
+        outcome: Annotated[str | None, QueryParameter(pattern=OUTCOMES_PATTERN, description=(
+            "answered, evidence_only, not_found, error or cancelled; several comma-separated"))] = None,
+        since: Annotated[str | None, QueryParameter(max_length=64, description=(
+            "from this time on: an ISO date/time (UTC unless it says otherwise) or an age like 30m, 12h, 7d"))] = None,
+        until: Annotated[str | None, QueryParameter(max_length=64, description=(
+            "before this time (exclusive): as since"))] = None,
+        client: Annotated[str | None, QueryParameter(max_length=200, description=(
+            "who asked: web (technician page), api, openai (/v1), cli, replay, bench; several comma-separated"
+        ))] = None,
+        manual: Annotated[str | None, QueryParameter(max_length=64, description=(
+            "a manual's sha256 (or 8+ leading hex digits): answers that cited or retrieved it"))] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
         offset: Annotated[int, QueryParameter(ge=0, le=1_000_000_000)] = 0) -> AnswerPage:
+        """A bad filter value is a 400 `bad_request` naming it; `total` counts every answer the filters match."""
         log = services.log
-        rows = await sync_to_thread(lambda: log.query(since=since, outcome=outcome, client=client,
-                                                      limit=limit, offset=offset))
-        return AnswerPage(answers=[AnswerRow(**r) for r in rows], limit=limit, offset=offset)
+        filters = {"since": since, "until": until, "outcome": outcome, "client": client, "manual": manual}
+
+        def page() -> tuple[list[dict[str, Any]], int]:
+            return log.query(**filters, limit=limit, offset=offset), log.count(**filters)
+
+        rows, total = await sync_to_thread(page)
+        return AnswerPage(answers=[AnswerRow(**r) for r in rows], limit=limit, offset=offset, total=total)
 
     @get("/{answer_id:str}", guards=[reader_guard], summary="One answer with its full provenance")
     async def show(self, services: NamedDependency[Services], answer_id: FromPath[str]) -> AnswerDetail:

@@ -1,0 +1,184 @@
+"""The audit trail, recorded in one place: an ASGI middleware that sees every admin request answered.
+
+Keyed by route, not written at each call site: ACTIONS names the admin actions and says where each
+one's target is (a path parameter, a field of the JSON request, a field of the JSON response), and
+any other admin-guarded write (a route added later) is recorded under its method and path. The
+record is written after the response is sent, with the status answered, so a refused (401/403/CSRF)
+or failed (404/409/500) action is in the trail as surely as one that worked. A login's key is never
+read from its body: only names and the fields listed here are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from gateway.records.audit import AuditLog, Via
+from gateway.web.security import SESSION_COOKIE, admin_guard
+
+log = logging.getLogger("manualqa.web")
+_CAPTURE = 64 * 1024  # JSON bodies read for targets and error messages; larger ones are not kept
+
+Target = Callable[[dict[str, Any], dict[str, Any], dict[str, Any], str], str]
+
+
+def path(name: str) -> Target:
+    return lambda params, req, resp, query: str(params.get(name, ""))
+
+
+def sent(name: str) -> Target:
+    return lambda params, req, resp, query: str(req.get(name, ""))
+
+
+def answered(name: str) -> Target:
+    return lambda params, req, resp, query: str(resp.get(name, ""))
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    target: Target = lambda params, req, resp, query: ""
+    detail: Target = lambda params, req, resp, query: ""
+    # who acted, when not the caller's key or session: a login names the key it opened (never the key itself)
+    actor: Target | None = None
+
+
+_API = "/api/v1"
+ACTIONS: dict[tuple[str, str], Action] = {
+    ("POST", "/admin/login"): Action("login", actor=answered("name")),
+    ("POST", "/admin/logout"): Action("logout"),
+    ("POST", f"{_API}/index/versions/{{version}}/activate"): Action("index.activate", path("version")),
+    ("POST", f"{_API}/index/rollback"): Action("index.rollback", answered("active"),
+                                               lambda p, q, r, s: f"from {r['previous']}" if r.get("previous") else ""),
+    ("POST", f"{_API}/import"): Action("index.import", answered("version"), answered("status")),
+    ("GET", f"{_API}/index/versions/{{version}}/export"): Action("index.export", path("version")),
+    ("POST", f"{_API}/manuals"): Action("manual.upload", answered("file_name"), answered("job")),
+    ("DELETE", f"{_API}/manuals/{{manual_id}}"): Action("manual.delete", path("manual_id")),
+    ("PUT", f"{_API}/manuals/{{manual_id}}/title"): Action("manual.title", path("manual_id"), sent("title")),
+    ("DELETE", f"{_API}/manuals/{{manual_id}}/title"): Action("manual.title_reset", path("manual_id")),
+    ("POST", f"{_API}/keys"): Action("key.create", sent("name"), sent("role")),
+    ("POST", f"{_API}/keys/{{name}}/revoke"): Action("key.revoke", path("name")),
+    ("POST", f"{_API}/deployment/answer-mode"): Action(
+        "answer_mode.set", sent("mode"), lambda p, q, r, s: f"was {r['previous']}" if r.get("previous") else ""),
+    ("POST", f"{_API}/deployment/doctor"): Action(
+        "doctor", answered("profile"), lambda p, q, r, s: "" if "passed" not in r else
+        ("passed" if r["passed"] else "failed gates " + ", ".join(map(str, r.get("failed_gates") or [])))),
+    ("POST", f"{_API}/deployment/reload"): Action("profile.reload", answered("profile"), answered("status")),
+    ("PUT", f"{_API}/answers/retention"): Action(
+        "retention.set", sent("days"), lambda p, q, r, s: f"was {r['previous_days']}" if "previous_days" in r else ""),
+    ("GET", f"{_API}/answers/export"): Action("log.export", lambda p, q, r, s: s),
+}
+
+
+def _template(scope: dict[str, Any]) -> str:
+    """The route's path with its parameters unnamed of their types: /keys/{name:str}/revoke -> /keys/{name}/revoke."""
+    return re.sub(r"\{(\w+):[^}]*\}", r"{\1}", str(scope.get("path_template") or ""))
+
+
+def action_of(scope: dict[str, Any]) -> Action | None:
+    """The admin action a request is, or None for what is not audited (reads, the technician's routes)."""
+    method = str(scope.get("method", "GET"))
+    found = ACTIONS.get((method, _template(scope)))
+    if found is not None:
+        return found
+    handler = scope.get("route_handler")
+    if method in ("GET", "HEAD", "OPTIONS") or handler is None or admin_guard not in handler.resolve_guards():
+        return None
+    return Action(f"{method} {_template(scope)}", lambda params, req, resp, query: ",".join(map(str, params.values())))
+
+
+def _json(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body) if body else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _actor(scope: dict[str, Any], services: Any, headers: dict[bytes, bytes], before: str) -> tuple[str, Via]:
+    """Who acted: the principal the guards found, else whom the key or cookie names now, else nobody."""
+    auth = headers.get(b"authorization", b"").decode("latin-1")
+    key = auth[7:].strip() if auth.lower().startswith("bearer ") else headers.get(b"x-api-key", b"").decode("latin-1")
+    cookie = SESSION_COOKIE in headers.get(b"cookie", b"").decode("latin-1")
+    via: Via = "key" if key else "session" if cookie else "none"
+    for principal in (scope.get("manualqa.principal") or {}).values():
+        if principal is not None:
+            return principal.name, via
+    if before:
+        return before, via
+    if via == "key":
+        principal = services.keys.verify(key)
+        return (principal.name if principal else ""), via
+    if via == "session":
+        from litestar.connection import ASGIConnection
+
+        session = services.sessions.get(ASGIConnection(scope).cookies.get(SESSION_COOKIE))  # type: ignore[arg-type]
+        return (session.principal.name if session else ""), via
+    return "", via
+
+
+def audit_middleware(services: Any) -> Callable[[Any], Any]:
+    """Record each admin action (ACTIONS, or any admin-guarded write) with its result in gateway.records.audit."""
+    trail = AuditLog(services.settings.db_path)
+
+    def factory(app: Any) -> Any:
+        async def middleware(scope: Any, receive: Any, send: Any) -> None:
+            action = action_of(scope) if scope["type"] == "http" else None
+            if action is None:
+                await app(scope, receive, send)
+                return
+            headers = dict(scope.get("headers") or [])
+            # a login's body is its key: never read
+            json_in = action.name != "login" and headers.get(b"content-type", b"").startswith(b"application/json")
+            status, sent_body, answer_body, json_out = [500], bytearray(), bytearray(), [False]
+            before = ""
+            if action.name == "logout":  # the session ends in the handler: whose it was, now
+                before, _ = await anyio.to_thread.run_sync(_actor, scope, services, headers, "")
+
+            async def receive_copy() -> Any:
+                message = await receive()
+                if json_in and message.get("type") == "http.request" and len(sent_body) < _CAPTURE:
+                    sent_body.extend(message.get("body", b""))
+                return message
+
+            async def send_copy(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+                    out = dict(message.get("headers") or [])
+                    json_out[0] = out.get(b"content-type", b"").startswith(b"application/json")
+                elif message["type"] == "http.response.body" and json_out[0] and len(answer_body) < _CAPTURE:
+                    answer_body.extend(message.get("body", b""))
+                await send(message)
+
+            try:
+                await app(scope, receive_copy, send_copy)
+            finally:
+                req, resp = _json(bytes(sent_body)), _json(bytes(answer_body))
+                query = scope.get("query_string", b"").decode("latin-1")
+
+                def write() -> None:
+                    params = dict(scope.get("path_params") or {})
+                    if action.actor is not None:
+                        actor, via = action.actor(params, req, resp, query), "key"
+                    else:
+                        actor, via = _actor(scope, services, headers, before)
+                    error = resp.get("error") if isinstance(resp.get("error"), dict) else None
+                    detail = str(error.get("message", "")) if error else action.detail(params, req, resp, query)
+                    trail.record(action.name, actor, via, action.target(params, req, resp, query), status[0], detail)
+
+                try:
+                    with anyio.CancelScope(shield=True):  # a client gone mid-answer: the action is still recorded
+                        await anyio.to_thread.run_sync(write)
+                except Exception:  # noqa: BLE001 - the action itself is done; say that its record is missing
+                    log.exception("audit: could not record %s (status %s)", action.name, status[0])
+
+        return middleware
+
+    return factory
