@@ -30,7 +30,7 @@ from gateway.records.log_export import MEDIA_TYPES, export_chunks, export_file_n
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses_admin import AnswerModeOut, DoctorRunOut
-from gateway.web.routes_answers import OUTCOME_PATTERN
+from gateway.web.routes_answers import OUTCOMES_PATTERN
 from gateway.web.schemas import AnswerModeRequest
 from gateway.web.security import admin_guard
 
@@ -95,10 +95,15 @@ class AdminController(Controller):
         self, services: NamedDependency[Services],
         format: FromQuery[Literal["jsonl", "csv"]] = "jsonl",
         since: Annotated[str | None, QueryParameter(max_length=64)] = None,
-        outcome: Annotated[str | None, QueryParameter(pattern=OUTCOME_PATTERN)] = None) -> Stream:
-        """Oldest answer first; `since`: an ISO date/time or an age like 30m, 12h, 7d."""
+        outcome: Annotated[str | None, QueryParameter(pattern=OUTCOMES_PATTERN)] = None,
+        until: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        client: Annotated[str | None, QueryParameter(max_length=200)] = None,
+        manual: Annotated[str | None, QueryParameter(max_length=64)] = None) -> Stream:
+        """Oldest answer first; the filters are GET /api/v1/answers's (`since`: an ISO date/time or an age
+        like 30m, 12h, 7d), so the file holds the answers the admin page lists."""
         answers = services.log
-        chunks = await sync_to_thread(lambda: export_chunks(answers, format, since=since, outcome=outcome))
+        chunks = await sync_to_thread(lambda: export_chunks(answers, format, since=since, outcome=outcome,
+                                                            client=client, until=until, manual=manual))
         name = export_file_name(format, since, outcome, utcnow())
         return Stream(_encoded(chunks), media_type=MEDIA_TYPES[format],
                       headers={"Content-Disposition": f'attachment; filename="{name}"',
