@@ -15,7 +15,9 @@ from litestar.openapi import OpenAPIConfig
 from gateway import __version__
 from gateway.config import Settings
 from gateway.records.jobs import JobRunner
+from gateway.records.retention import RetentionTask
 from gateway.services import Services
+from gateway.web.audit import audit_middleware
 from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
@@ -24,12 +26,14 @@ from gateway.web.profile_switch import ProfileSwitcher
 from gateway.web.routes_admin import AdminController
 from gateway.web.routes_answers import AnswersController
 from gateway.web.routes_ask import AskController
+from gateway.web.routes_audit import AuditController
 from gateway.web.routes_fleet import FleetController
 from gateway.web.routes_index import IndexController
 from gateway.web.routes_keys import KeysController
 from gateway.web.routes_manuals import ManualsController
 from gateway.web.routes_openai import OpenAIController
 from gateway.web.routes_pages import OfflineDocs, PagesController, static_router
+from gateway.web.routes_retention import RetentionController
 from gateway.web.routes_status import StatusController
 from gateway.web.routes_system import SystemController
 from gateway.web.routes_trial import TrialController
@@ -69,6 +73,7 @@ def api_router() -> Router:
     return Router(path=API_PREFIX, dependencies=API_DEPENDENCIES,
                   route_handlers=[AskController, ManualsController, IndexController, FleetController,
                                   AnswersController, SystemController, KeysController, AdminController,
+                                  AuditController, RetentionController,
                                   UnansweredController, StatusController, TrialController])
 
 
@@ -113,9 +118,13 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
     })
 
     state.profiles = ProfileSwitcher(state)
+    # the answer log's retention: applied now and hourly (gateway.records.retention); an admin may change it
+    state.retention = RetentionTask(lambda: gw.log, lambda: gw.settings.log.retention_days)
+    state.configured_retention_days = settings.log.retention_days
 
     def start() -> None:
         state.profiles.start()  # `manualqa profile activate` reaches the running server (profile_switch)
+        state.retention.start()
         if warm:
             threading.Thread(target=warm_up, args=(state,), name="manualqa-warmup", daemon=True).start()
         else:
@@ -123,6 +132,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
 
     async def stop() -> None:  # after uvicorn's drain (gateway.web.drain): no answer row is lost
         state.profiles.stop()
+        state.retention.stop()
         await finish_answers(state.in_flight, gw, gw.jobs)
 
     app = Litestar(
@@ -131,6 +141,7 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
         on_startup=[start],
         on_shutdown=[stop],
         middleware=[counting_middleware(state.metrics), allowed_hosts_middleware(settings.server.allowed_hosts),
+                    audit_middleware(gw),  # every admin action, with its result (gateway.web.audit)
                     body_limits_middleware(settings.server.max_json_kb, settings.server.max_upload_mb)],
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=require_json_body,  # a JSON route's body sent as a form or text: 415, not parsed

@@ -124,8 +124,64 @@ def _actor(scope: dict[str, Any], services: Any, headers: dict[bytes, bytes], be
     return "", via
 
 
+class _Exchange:
+    """One audited request: what it sent and was answered (JSON only, up to _CAPTURE bytes), and its record."""
+
+    def __init__(self, action: Action, scope: dict[str, Any], services: Any, trail: AuditLog) -> None:
+        self.action, self.scope, self.services, self.trail = action, scope, services, trail
+        self.headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
+        # a login's body is its key: never read
+        self.json_in = action.name != "login" and self.headers.get(b"content-type", b"").startswith(b"application/json")
+        self.json_out = False
+        self.status = 500
+        self.sent, self.answered = bytearray(), bytearray()
+        self.before = ""  # who acted, found before the handler ran (a logout ends the session it names)
+        self.recorded = False
+
+    def keep_request(self, message: dict[str, Any]) -> None:
+        if self.json_in and message.get("type") == "http.request" and len(self.sent) < _CAPTURE:
+            self.sent.extend(message.get("body", b""))
+
+    def keep_response(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            out = dict(message.get("headers") or [])
+            self.json_out = out.get(b"content-type", b"").startswith(b"application/json")
+        elif message["type"] == "http.response.body" and self.json_out and len(self.answered) < _CAPTURE:
+            self.answered.extend(message.get("body", b""))
+
+    def _write(self) -> None:
+        action, scope = self.action, self.scope
+        req, resp = _json(bytes(self.sent)), _json(bytes(self.answered))
+        query = scope.get("query_string", b"").decode("latin-1")
+        params = dict(scope.get("path_params") or {})
+        via: Via
+        if action.actor is not None:
+            actor, via = action.actor(params, req, resp, query), "key"
+        else:
+            actor, via = _actor(scope, self.services, self.headers, self.before)
+        error = resp.get("error") if isinstance(resp.get("error"), dict) else None
+        detail = str(error.get("message", "")) if error else action.detail(params, req, resp, query)
+        self.trail.record(action.name, actor, via, action.target(params, req, resp, query), self.status, detail)
+
+    async def record(self) -> None:
+        """Once per request; shielded, so a client gone mid-answer does not take the record with it."""
+        if self.recorded:
+            return
+        self.recorded = True
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._write)
+        except Exception:  # noqa: BLE001 - the action itself is done; say that its record is missing
+            log.exception("audit: could not record %s (status %s)", self.action.name, self.status)
+
+
 def audit_middleware(services: Any) -> Callable[[Any], Any]:
-    """Record each admin action (ACTIONS, or any admin-guarded write) with its result in gateway.records.audit."""
+    """Record each admin action (ACTIONS, or any admin-guarded write) with its result in gateway.records.audit.
+
+    The record is written before the response's last byte is sent: a client that has its answer can
+    read the action in GET /api/v1/audit at once.
+    """
     trail = AuditLog(services.settings.db_path)
 
     def factory(app: Any) -> Any:
@@ -134,50 +190,25 @@ def audit_middleware(services: Any) -> Callable[[Any], Any]:
             if action is None:
                 await app(scope, receive, send)
                 return
-            headers = dict(scope.get("headers") or [])
-            # a login's body is its key: never read
-            json_in = action.name != "login" and headers.get(b"content-type", b"").startswith(b"application/json")
-            status, sent_body, answer_body, json_out = [500], bytearray(), bytearray(), [False]
-            before = ""
-            if action.name == "logout":  # the session ends in the handler: whose it was, now
-                before, _ = await anyio.to_thread.run_sync(_actor, scope, services, headers, "")
+            exchange = _Exchange(action, scope, services, trail)
+            if action.name == "logout":
+                exchange.before, _ = await anyio.to_thread.run_sync(_actor, scope, services, exchange.headers, "")
 
             async def receive_copy() -> Any:
                 message = await receive()
-                if json_in and message.get("type") == "http.request" and len(sent_body) < _CAPTURE:
-                    sent_body.extend(message.get("body", b""))
+                exchange.keep_request(message)
                 return message
 
             async def send_copy(message: Any) -> None:
-                if message["type"] == "http.response.start":
-                    status[0] = message["status"]
-                    out = dict(message.get("headers") or [])
-                    json_out[0] = out.get(b"content-type", b"").startswith(b"application/json")
-                elif message["type"] == "http.response.body" and json_out[0] and len(answer_body) < _CAPTURE:
-                    answer_body.extend(message.get("body", b""))
+                exchange.keep_response(message)
+                if message["type"] == "http.response.body" and not message.get("more_body", False):
+                    await exchange.record()
                 await send(message)
 
             try:
                 await app(scope, receive_copy, send_copy)
             finally:
-                req, resp = _json(bytes(sent_body)), _json(bytes(answer_body))
-                query = scope.get("query_string", b"").decode("latin-1")
-
-                def write() -> None:
-                    params = dict(scope.get("path_params") or {})
-                    if action.actor is not None:
-                        actor, via = action.actor(params, req, resp, query), "key"
-                    else:
-                        actor, via = _actor(scope, services, headers, before)
-                    error = resp.get("error") if isinstance(resp.get("error"), dict) else None
-                    detail = str(error.get("message", "")) if error else action.detail(params, req, resp, query)
-                    trail.record(action.name, actor, via, action.target(params, req, resp, query), status[0], detail)
-
-                try:
-                    with anyio.CancelScope(shield=True):  # a client gone mid-answer: the action is still recorded
-                        await anyio.to_thread.run_sync(write)
-                except Exception:  # noqa: BLE001 - the action itself is done; say that its record is missing
-                    log.exception("audit: could not record %s (status %s)", action.name, status[0])
+                await exchange.record()  # nothing was sent (an error the app did not answer): still recorded
 
         return middleware
 
