@@ -119,7 +119,7 @@ def mark_reasons(rows: list[Asked], vectors: QuestionVectors | None) -> None:
             rows[i].reasons.append("asked_again")
 
 
-def _shown(members: list[Asked], passage_text: PassageText | None) -> list[dict[str, Any]]:
+def _shown(members: list[Asked], passage_text: PassageText | None, titles: dict[str, str]) -> list[dict[str, Any]]:
     """The passages the technicians were shown: cited ones first (with their quoted sentences), then
     the nearest passages of not-found answers (their text read from the version that answered)."""
     shown: dict[str, dict[str, Any]] = {}
@@ -131,14 +131,15 @@ def _shown(members: list[Asked], passage_text: PassageText | None) -> list[dict[
                                         "heading": c.get("heading") or "",
                                         "text": " ".join(c.get("sentences") or []) or c.get("passage") or "",
                                         "pdf_url": c.get("pdf_url") or ""}
-    for r in members:
-        near = [p for p in r.passages if p.get("given", True) and p.get("chunk_id") not in shown][:2]
+    for r in members:  # an answer without citations (not found) listed its closest passages instead
+        near = [] if r.citations else [p for p in r.passages[:2] if p.get("chunk_id") not in shown]
         if not near or len(shown) >= MAX_SHOWN:
             continue
         texts = passage_text(r.index_version or "", [p["chunk_id"] for p in near]) if passage_text else {}
         for p in near[: MAX_SHOWN - len(shown)]:
             heading, text = texts.get(p["chunk_id"], ("", ""))
-            shown[p["chunk_id"]] = {"chunk_id": p["chunk_id"], "manual": p.get("manual"), "title": p.get("manual"),
+            title = titles.get(str(p.get("manual_sha256"))) or p.get("manual")
+            shown[p["chunk_id"]] = {"chunk_id": p["chunk_id"], "manual": p.get("manual"), "title": title,
                                     "page": p.get("page"), "heading": heading, "text": text,
                                     "pdf_url": f"/api/v1/manuals/{p.get('manual_sha256')}/file#page={p.get('page')}"}
     return list(shown.values())
@@ -179,7 +180,7 @@ def unanswered_view(db_path: str | Path, *, vectors: QuestionVectors | None, sin
             "weeks": sorted({r.week for r in members}),
             "questions": [{"id": r.id, "time": r.time, "question": r.question, "outcome": r.outcome,
                            "client": r.client, "reasons": r.reasons} for r in reversed(members)],
-            "passages": _shown(list(reversed(members)), passage_text)})
+            "passages": _shown(list(reversed(members)), passage_text, titles)})
     groups.sort(key=lambda g: (int(g["count"]), str(g["last"])), reverse=True)  # largest, then latest
     return {"since": parse_since(since), "questions": len(counted), "matching": len(wanted),
             "grouped_by": "embedding" if vectors is not None else "text", "similarity": SIMILAR,
