@@ -26,6 +26,14 @@ def _names(value: str | None, allowed: tuple[str, ...], what: str) -> tuple[str,
     return names
 
 
+def _time(value: str | datetime | None, name: str) -> str | None:
+    """parse_since, its error naming the parameter it came from."""
+    try:
+        return parse_since(value)
+    except LogError as exc:
+        raise LogError(str(exc).replace("since:", f"{name}:", 1)) from None
+
+
 @dataclass(frozen=True)
 class LogFilter:
     """since / until: an ISO date/time or an age (30m, 12h, 7d); since inclusive, until exclusive.
@@ -42,7 +50,7 @@ class LogFilter:
         """(" WHERE ...", params) over the answers table, or ("", []) for no filter."""
         clauses: list[str] = []
         params: list[Any] = []
-        since, until = parse_since(self.since), parse_since(self.until)
+        since, until = _time(self.since, "since"), _time(self.until, "until")
         if since:
             clauses.append("time >= ?")
             params.append(since)
