@@ -35,11 +35,11 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 
 def row(question: str, when: datetime, client: str = "web", outcome: str = "answered",
         manual_sha: str = "") -> dict[str, Any]:
-    cites = [{"n": 1, "manual": "m.pdf", "manual_sha256": manual_sha, "page": 3, "passage": "text"}] if manual_sha else []
+    cites = [{"n": 1, "manual": "m.pdf", "manual_sha256": manual_sha, "page": 3, "passage": "text"}]
     return {"id": gdb.new_id(), "time": gdb.iso_utc(when), "question": question, "scope": [], "answer": "a [1]",
-            "outcome": outcome, "mode": "extractive", "flags": [], "citations": cites, "passages": [],
-            "index_version": "v1", "chain_id": None, "profile": "p", "generation_config": {}, "timings": {},
-            "error": None, "client": client, "key_name": None}
+            "outcome": outcome, "mode": "extractive", "flags": [], "citations": cites if manual_sha else [],
+            "passages": [], "index_version": "v1", "chain_id": None, "profile": "p", "generation_config": {},
+            "timings": {}, "error": None, "client": client, "key_name": None}
 
 
 def write(server: GatewayServer, rows: list[dict[str, Any]]) -> None:
@@ -170,7 +170,8 @@ def test_a_retention_change_deletes_only_older_answers_and_their_feedback(server
                         timeout=60).json()
     assert changed["days"] == 30 and changed["configured"] == 0 and changed["deleted_last_run"] >= 1
     assert "next start" in changed["note"]
-    assert httpx.get(f"{server.url}/api/v1/answers/{old['id']}", headers=bearer(server.ops), timeout=30).status_code == 404
+    gone = httpx.get(f"{server.url}/api/v1/answers/{old['id']}", headers=bearer(server.ops), timeout=30)
+    assert gone.status_code == 404
     kept = httpx.get(f"{server.url}/api/v1/answers/{recent['id']}", headers=bearer(server.ops), timeout=30).json()
     assert kept["question"] == "still wanted" and len(kept["feedback"]) == 1
     shown = httpx.get(server.url + "/api/v1/answers/retention", headers=bearer(server.ops), timeout=30).json()

@@ -104,7 +104,8 @@ def test_the_log_and_the_audit_trail_on_a_desktop(browser: Any, server: GatewayS
 
         # a long question: two lines until its row is tapped, then whole (and whole in the provenance)
         question = pg.locator("#answers tbody tr", has_text="brown-out").locator(".clip")
-        clipped = question.evaluate("(e) => [e.scrollHeight, e.clientHeight, parseFloat(getComputedStyle(e).lineHeight)]")
+        clipped = question.evaluate("(e) => [e.scrollHeight, e.clientHeight, "
+                                    "parseFloat(getComputedStyle(e).lineHeight)]")
         assert clipped[0] > clipped[1] and clipped[1] <= 2.5 * clipped[2], clipped
         question.click()
         pg.wait_for_selector("#provenance dl.facts")
