@@ -1,5 +1,6 @@
 // manualqa admin page: cookie session (logged in with an admin key) + CSRF token on every write.
-// admin_ops.js adds what once needed the gateway's shell: deployment actions, API keys, log download.
+// admin_ops.js adds what once needed the gateway's shell: deployment actions, API keys, log download;
+// admin_log.js the answer log (filters, pages, local times), its retention and the audit trail.
 // Every string it shows comes from the page's catalogue through t() / tHtml() (ui/static/i18n.js).
 "use strict";
 const $ = (id) => document.getElementById(id);
@@ -14,6 +15,8 @@ async function api(method, url, body) {
   if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
   const r = await fetch(url, opts);
   const data = r.headers.get("content-type")?.includes("json") ? await r.json() : await r.text();
+  // every write is in the audit trail (gateway.web.audit), refused or not: its list follows (admin_log.js)
+  if (method !== "GET" && typeof auditChanged === "function") auditChanged();
   if (!r.ok) throw new Error(data?.error?.message || r.statusText);
   return data;
 }
@@ -51,7 +54,8 @@ const drawn = {};
 function ticket(name) { const n = (drawn[name] || 0) + 1; drawn[name] = n; return () => drawn[name] === n; }
 
 async function refreshAll() {
-  await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog(), loadKeys()]);
+  await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog(), loadKeys(), loadAudit(), loadRetention(),
+    loadManualFilter()]);
 }
 
 async function loadManuals() {
@@ -126,31 +130,6 @@ function showRollback(data) {
   $("rollback").disabled = !there;
   $("rollback").title = there ? t("admin.rollback_to", {id: parent}) : why;
   $("rollback-why").textContent = why;
-}
-
-// The log's filters: the list below and the download (admin_ops.js) show the same answers.
-function logQuery() {
-  const q = new URLSearchParams(), since = $("log-since").value.trim();
-  if ($("outcome-filter").value) q.set("outcome", $("outcome-filter").value);
-  if (since) q.set("since", since);
-  return q;
-}
-
-async function loadLog() {
-  let data;
-  try { data = await api("GET", `/api/v1/answers?limit=50&${logQuery()}`); $("log-msg").textContent = ""; }
-  catch (e) { $("log-msg").textContent = e.message; updateExport(false); return; }
-  updateExport(true);
-  const tb = $("answers").querySelector("tbody"); tb.innerHTML = "";
-  for (const r of data.answers) {
-    const tr = document.createElement("tr"); tr.tabIndex = 0; tr.style.cursor = "pointer";
-    const fb = (r.feedback || []).map((f) => feedbackWord(f) + (f.comment ? " " + f.comment : "")).join("; ");
-    tr.innerHTML = `<td>${esc(r.time)}</td><td>${esc(r.question)}</td><td>${esc(r.outcome)}</td><td>${esc(r.client)}</td><td>${esc(fb)}</td>`;
-    const show = async () => { renderProvenance(await api("GET", `/api/v1/answers/${r.id}`)); };
-    tr.addEventListener("click", show); tr.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
-    tb.appendChild(tr);
-  }
-  labelCells($("answers"));
 }
 
 function feedbackWord(f) { return t(f.thumbs > 0 ? "admin.feedback_helpful" : "admin.feedback_not_helpful"); }
@@ -264,8 +243,5 @@ document.addEventListener("DOMContentLoaded", async () => {
     try { renderDiff(await api("GET", `/api/v1/index/diff?from=${encodeURIComponent($("diff-a").value)}&to=${encodeURIComponent($("diff-b").value)}`)); }
     catch (e) { out.textContent = e.message; }
   });
-  $("refresh-log").addEventListener("click", loadLog);
-  $("outcome-filter").addEventListener("change", loadLog);
-  $("log-since").addEventListener("change", loadLog);
   try { loggedIn(await api("GET", "/admin/session")); } catch { /* not logged in yet */ }
 });

@@ -158,7 +158,7 @@ async function copyKey() {
 function hideKey() { $("new-key-value").value = ""; $("new-key").hidden = true; $("copy-msg").textContent = ""; }
 
 // -- answer log download ---------------------------------------------------------------------------
-// The link follows the log's filters (logQuery, admin.js); it is off while the server refuses them.
+// The link follows the log's filters (logQuery, admin_log.js); it is off while the server refuses them.
 // While typing, a rough check (an age or an ISO date); the server's answer on change decides (loadLog).
 const SINCE_RE = /^\s*(\d+\s*[smhdw]|\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?)\s*$/;
 
