@@ -105,6 +105,12 @@ class AnswerSettings:
     # A question that plainly asks for a quantity (a voltage, a torque, a weight) whose passages state
     # none of that kind is "not found" (gateway.answer.quantities; chosen on eval/dev).
     quantity_check: bool = True
+    # What the question names, read against the closest passages (gateway.answer.coverage): the passages of
+    # a manual it names come first; a value of a kind the quantity check does not know (a baud rate, a
+    # force, an IP rating) that they do not state, or a quantity they state only beside none of the
+    # question's other words, is "not found". Chosen on the development halves:
+    # docs/bench/experiments/unanswerable.md.
+    coverage_check: bool = True
 
 
 @dataclass

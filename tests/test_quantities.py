@@ -78,7 +78,7 @@ def test_a_value_stated_for_another_manual_does_not_answer_for_the_first() -> No
     from tests.test_answer_core import Model, Shelf, Sink
 
     board = _hit("aaaa", "The board is 80 x 70 mm and has two relays and a LiPo charger.", 0.8)
-    printer = _hit("bbbb", "The printer works at an ambient temperature of 15 to 30 °C.", 0.7)
+    printer = _hit("bbbb", "The printer works at an operating temperature of 15 to 30 °C.", 0.7)
 
     def ask(hits: list[Any]) -> Any:
         deps = AnswerDeps(settings=AnswerSettings(mode="extractive", min_similarity=0.3), retriever=Shelf(hits),

@@ -34,6 +34,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import renumber, resolve
+from gateway.answer.coverage import named_elsewhere, named_first, stated_apart, unstated_values
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
 from gateway.answer.extractive import cited_text, pick_sentences, similarity_scorer
@@ -59,6 +60,7 @@ Slot = Callable[[threading.Event], AbstractContextManager[bool]]
 
 NOT_FOUND_TEXT = ("The manuals on this gateway do not cover this question. "
                   "The closest passages are listed below; they may not answer it.")
+NO_PASSAGE_TEXT = "The manuals on this gateway do not cover this question: no passage matches it."
 AGREE_TOP = 3  # dense and lexical "agree" when one passage is in the top 3 of both
 AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity still counts
 # Outside English, the share of the question's words the passages must hold instead of the cosine, chosen
@@ -71,9 +73,24 @@ CROSS_MIN_TERMS = 0.10
 CUT_FLAG = "cut_at_max_tokens"  # as generation flags a model's answer cut there
 
 
-def quantity_not_found_text(kinds: list[str]) -> str:
-    """Not found, saying which value the passages lack (the technician sees what is missing)."""
-    return (f"The closest passages in the manuals do not state a {' or '.join(kinds)} for this question. "
+def _a(kinds: list[str]) -> str:
+    """"a voltage or current", "an IP rating"."""
+    words = " or ".join(kinds)
+    return ("an " if words[:1].lower() in "aeiou" or words.startswith("IP") else "a ") + words
+
+
+def quantity_not_found_text(kinds: list[str], manual: str | None = None) -> str:
+    """Not found, saying which value the passages lack and whose passages they are (the technician sees
+    what was searched and what is missing)."""
+    whose = f" in {manual}" if manual else " in the manuals"
+    return (f"The closest passages{whose} do not state {_a(kinds)} for this question. "
+            "They are listed below; they may not answer it.")
+
+
+def value_apart_text(kinds: list[str], manual: str | None = None) -> str:
+    """Not found: the passages state a value of the asked kind, but for nothing else the question names."""
+    whose = f" in {manual}" if manual else " in the manuals"
+    return (f"The closest passages{whose} state {_a(kinds)} only for other things than this question names. "
             "They are listed below; they may not answer it.")
 
 
@@ -190,6 +207,10 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
                            embed_ms=round(rt.get("embed_ms", 0.0), 3))
         strong, ev = evidence_is_strong(hits, settings.min_similarity, rt.get(CLOSEST),
                                         detect_question(request.question))
+        if settings.coverage_check:  # the passages of a manual the question names lead (gateway.answer.coverage)
+            hits, named = _named_first(request.question, hits, settings.max_passages)
+            if named:
+                res.flags.append(f"named_manual_first: {named}")
         res.timings["best_similarity"] = ev["best_similarity"]
         given = hits[: settings.max_passages]
         res.passages = [{**h.to_dict(), "n": i + 1, "given": False} for i, h in enumerate(hits)]
@@ -257,15 +278,32 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: dict[str, Any],
               settings: AnswerSettings) -> Weak | None:
     """Why the evidence cannot be shown as an answer (None: it can)."""
     if not strong:
-        return Weak(NOT_FOUND_TEXT, f"weak_evidence: best similarity {ev['best_similarity']}")
+        return Weak(NOT_FOUND_TEXT if given else NO_PASSAGE_TEXT,
+                    f"weak_evidence: best similarity {ev['best_similarity']}")
     # Only the first passage's manual counts: a value of the asked kind stated for another machine
     # (another manual, brought up by one close sentence) does not answer for this one.
-    unstated = (unstated_quantities(question, (f"{h.heading}\n{h.text}" for h in given
-                                               if h.manual_sha256 == given[0].manual_sha256))
-                if settings.quantity_check and given else [])
+    first = [h for h in given if h.manual_sha256 == given[0].manual_sha256]
+    texts = [f"{h.heading}\n{h.text}" for h in first]
+    unstated = unstated_quantities(question, texts) if settings.quantity_check and given else []
+    if settings.coverage_check and given:  # values of kinds the quantity check does not know
+        unstated += [k for k in unstated_values(question, texts) if k not in unstated]
+    manual = (first[0].title or first[0].manual) if first else None
     if unstated:
-        return Weak(quantity_not_found_text(unstated), f"quantity_not_in_evidence: {', '.join(unstated)}")
+        return Weak(quantity_not_found_text(unstated, manual), f"quantity_not_in_evidence: {', '.join(unstated)}")
+    apart = stated_apart(question, [(h.heading, h.text) for h in first]) if settings.coverage_check else []
+    if apart:
+        return Weak(value_apart_text(apart, manual), f"value_not_for_question: {', '.join(apart)}")
     return None
+
+
+def _named_first(question: str, hits: list[Hit], n: int) -> tuple[list[Hit], str | None]:
+    """The hits with the given n re-ordered so that a manual the question names leads; the word that
+    names it, or None when nothing moved."""
+    head = named_first(question, hits[:n])
+    if [h.chunk_id for h in head] == [h.chunk_id for h in hits[:n]]:
+        return hits, None
+    named = named_elsewhere(question, hits[:n])
+    return head + hits[n:], named[0] if named else None
 
 
 def _profile_name(model: Model) -> str | None:

@@ -42,7 +42,7 @@ KINDS: dict[str, tuple[str, str]] = {
                  r"\d\s*(bar|psi|kpa|mpa|pa|hpa)\b|[(\[]\s*(bar|psi|kpa)\s*[)\]]"),
     "duration": (r"\b(in hours|how many hours|lifetime|life expectancy|expected life"
                  r"|how long (does|will|can|should))\b",
-                 r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|days?|weeks?|months?|years?)\b"),
+                 r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|[µμu]s|ns|days?|weeks?|months?|years?)\b"),
     "length": (r"\b(cable length|how far(?!\s+(?:\w+\s+){0,3}(?:crank|turn|rotate|tighten|loosen|screw|push"
                r"|adjust|set|open|back|advance|raise|lower))|in (metres|meters|mm|cm)(?!/)|distance|footprint"
                r"|dimensions)\b",
@@ -90,6 +90,7 @@ DE_KINDS: dict[str, str] = {
 }
 _ASKED = {kind: re.compile(q + (f"|{DE_KINDS[kind]}" if kind in DE_KINDS else "")) for kind, (q, _s) in KINDS.items()}
 _ASKED_ZH = {kind: re.compile(q) for kind, q in ZH_KINDS.items()}
+ASKED = _ASKED  # kind -> what a question says when it asks for it (gateway.answer.coverage reads it)
 # A number and its unit written against a CJK character ("12V至24V"): the unit patterns end at a word
 # boundary, which a CJK character (a word character) is not, so a space is put between them first.
 _CJK_AFTER_UNIT = re.compile(f"(?<=[A-Za-z0-9%°])(?=[{CJK}])")

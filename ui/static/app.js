@@ -197,7 +197,7 @@ function resetResult() {
 // Flags in words a technician can act on (tech.flag.<name> in the catalogue); the raw flag stays in the
 // answer log for QA. These say nothing on the page:
 const SILENT_FLAGS = new Set(["citations_inferred", "consumer_closed", "weak_evidence",
-  "quantity_not_in_evidence", "values_not_in_passages",  // the answer text names what is missing
+  "quantity_not_in_evidence", "value_not_for_question", "values_not_in_passages",  // the answer text says what is missing
   "max_tokens_reduced", "passages_dropped_to_fit", "passage_truncated_to_fit"]);
 // Notes about edits to the model's text: moot when the evidence is shown instead of that text.
 const ABOUT_THE_DRAFT = new Set(["unsupported_sentences_removed", "dropped_invalid_citations", "no_valid_citation",
@@ -285,7 +285,7 @@ function showFinal(r) {
     $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
     // The quantity check names what the passages lack ("do not state a humidity"), and a value the model
     // gave from none of them is said so: the answer text says it instead.
-    if ((r.flags || []).some((f) => /^(quantity_not_in_evidence|values_not_in_passages)/.test(String(f)))) {
+    if ((r.flags || []).some((f) => /^(quantity_not_in_evidence|value_not_for_question|values_not_in_passages)/.test(String(f)))) {
       $("notfound-why").textContent = r.answer;
     }
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
