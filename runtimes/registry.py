@@ -14,11 +14,11 @@ from typing import Any
 from runtimes.base import Runtime, RuntimeUnavailable
 
 BACKENDS: dict[str, str] = {
-    "llamacpp": "runtimes.llamacpp:LlamaCppRuntime",
+    "llamacpp": "runtimes.llamacpp.runtime:LlamaCppRuntime",
     "rkllm": "runtimes.rkllm.runtime:RKLLMRuntime",
-    "openai": "runtimes.openai:OpenAIRuntime",
-    "ortgenai": "runtimes.ortgenai:OrtGenAIRuntime",
-    "executorch": "runtimes.executorch_rt:ExecuTorchRuntime",
+    "openai": "runtimes.openai.runtime:OpenAIRuntime",
+    "ortgenai": "runtimes.ortgenai.runtime:OrtGenAIRuntime",
+    "executorch": "runtimes.executorch.runtime:ExecuTorchRuntime",
 }
 
 def runtime_class(backend: str) -> type[Runtime]:

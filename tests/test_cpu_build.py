@@ -1,4 +1,4 @@
-"""The CPU build the loaded llama.cpp reports (runtimes.cpu_build), and that the one installed is portable."""
+"""The CPU build the loaded llama.cpp reports (runtimes.llamacpp.cpu_build), and that the one installed is portable."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import platform
 
 import pytest
 
-from runtimes.cpu_build import classify, compiled_features, describe
+from runtimes.llamacpp.cpu_build import classify, compiled_features, describe
 
 PORTABLE = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | "
             "LLAMAFILE = 1 | OPENMP = 1 | ")

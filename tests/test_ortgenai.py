@@ -270,7 +270,7 @@ def test_without_onnxruntime_genai_the_error_names_the_extra(monkeypatch: pytest
 
 
 def test_stop_text_holds_back_a_partial_stop() -> None:
-    from runtimes.ortgenai import _StopText
+    from runtimes.ortgenai.runtime import _StopText
 
     stops = _StopText(["[END]"])
     out = [stops.feed(p) for p in ("Hello [E", "N", "D] more")]

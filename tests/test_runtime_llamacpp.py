@@ -9,10 +9,11 @@ import threading
 
 import pytest
 
-from runtimes import hashing, llamacpp_log
+from runtimes import hashing
 from runtimes.base import GenerationConfig, GenerationStats, Runtime, RuntimeUnavailable
 from runtimes.defaults import default_gguf_path
-from runtimes.gguf import FILE_TYPES, GGUFError, read_gguf
+from runtimes.llamacpp import log as llamacpp_log
+from runtimes.llamacpp.gguf import FILE_TYPES, GGUFError, read_gguf
 from runtimes.registry import BACKENDS, create_runtime
 from runtimes.supervised import CrashPolicy
 

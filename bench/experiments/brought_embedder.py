@@ -32,7 +32,7 @@ REPO = HERE.parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.suite.languages_eval import EVAL, SAMPLES, group_of, table  # noqa: E402
+from bench.suite.languages_eval import EVAL, SAMPLES, gold_rank, group_of, questions_of, table, tally  # noqa: E402
 
 HALVES = ("zh-dev", "de-dev", "dev", "zh-test", "de-test", "test")
 BUILTIN = "onnx:minilm-l6-int8"
@@ -55,7 +55,7 @@ def measure(halves: list[str], embedder: str) -> dict[str, Any]:
     for half in halves:
         folder = EVAL / half
         pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-        questions = [json.loads(x) for x in (folder / "questions.jsonl").read_text("utf-8").splitlines() if x.strip()]
+        questions = questions_of(folder)
         with tempfile.TemporaryDirectory(prefix=f"brought-{half}-") as tmp:
             settings = Settings(data_dir=Path(tmp) / "data")
             settings.embedding.model = embedder
@@ -71,17 +71,8 @@ def measure(halves: list[str], embedder: str) -> dict[str, Any]:
                 hits = gw.search(q["question"], k=5)
                 g = groups.setdefault(group_of(half, q["id"]), {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0,
                                                                  "misses": []})
-                if not q["answerable"]:
-                    continue
-                gold = {(q["manual"], p) for p in q["pages"]}
-                rank = next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
-                g["n"] += 1
-                if rank is None:
-                    g["misses"].append(q["id"])
-                    continue
-                g["hit1"] += rank == 1
-                g["hit5"] += 1
-                g["mrr"] += 1.0 / rank
+                if q["answerable"]:
+                    tally(g, gold_rank(hits, q), q["id"])
             embed_ms = []
             for q in questions:
                 t = time.perf_counter()

@@ -158,17 +158,12 @@ def jieba_rss_mib() -> dict[str, float]:
     return {"import_mib": b - a, "dict_mib": c - b, "total_mib": c - a, "load_s": s}
 
 
-def score(hits: list[Any], q: dict[str, Any]) -> int | None:
-    gold = {(q["manual"], p) for p in q["pages"]}
-    return next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
-
-
 def run(half: str) -> dict[str, Any]:
     import logging
 
     import jieba
 
-    from bench.suite.languages_eval import group_of
+    from bench.suite.languages_eval import gold_rank, group_of, questions_of, tally
     from gateway.config import Settings
     from gateway.services import Services
     from retrieval.search import search_with_timings
@@ -178,8 +173,7 @@ def run(half: str) -> dict[str, Any]:
     folder = REPO / "eval" / half
     zh = sorted((folder / "manuals").glob("*.pdf"))
     samples = sorted((REPO / "sample_manuals").glob("*.pdf"))
-    qs = [json.loads(x) for x in (folder / "questions.jsonl").read_text("utf-8").splitlines() if x.strip()]
-    qs = [q for q in qs if q["answerable"]]
+    qs = [q for q in questions_of(folder) if q["answerable"]]
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:  # a warm-up, so that the first variant's timings load nothing
         gw = Services(Settings(data_dir=Path(tmp) / "data"))
@@ -210,17 +204,10 @@ def run(half: str) -> dict[str, Any]:
                 lat.append((time.perf_counter() - t) * 1000)
                 lexical, _ = search_with_timings(gw.store, emb, q["question"], k=5, mode="lexical")
                 for mode, hits in (("hybrid", hybrid), ("lexical", lexical)):
-                    g = groups.setdefault(f"{group} {mode}", {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": []})
-                    rank = score(hits, q)
+                    rank = gold_rank(hits, q)
                     if mode == "hybrid":
                         ranks[q["id"]] = rank
-                    g["n"] += 1
-                    if rank is None:
-                        g["misses"].append(q["id"])
-                        continue
-                    g["hit1"] += rank == 1
-                    g["hit5"] += 1
-                    g["mrr"] += 1 / rank
+                    tally(groups.setdefault(f"{group} {mode}", {}), rank, q["id"])
             gw.log.close()
             out[name] = {"groups": groups, "en_pages": en_pages, "en_s": en_s, "zh_pages": zh_pages, "zh_s": zh_s,
                          "analyse_s": timed["s"] - analyse_en, "p50_ms": statistics.median(lat),

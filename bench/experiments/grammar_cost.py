@@ -60,7 +60,7 @@ def measure(gguf: str, questions: list[str], max_tokens: int) -> list[dict[str, 
     from runtimes.registry import create_runtime
 
     settings, pages, rows = AnswerSettings(), _pages(), []
-    # two workers on the same GGUF: the gateway's order (runtimes.llamacpp_sampler) and llama-cpp-python's own
+    # two workers on the same GGUF: the gateway's order (runtimes.llamacpp.sampler) and llama-cpp-python's own
     checked = create_runtime("llamacpp", gguf, {"n_ctx": 4096})
     whole = create_runtime("llamacpp", gguf, {"n_ctx": 4096, "grammar_first": True})
     checked.load()
@@ -99,7 +99,7 @@ def report(results: dict[str, list[dict[str, Any]]], max_tokens: int) -> str:
              f"manuals' pages sharing most words with each), up to {max_tokens} tokens at temperature 0, each question "
              "three times one after the other: without the citation grammar, with it as the gateway samples "
              "(the token drawn first, then checked against the grammar; the whole vocabulary constrained only when "
-             "the grammar refuses it: runtimes/llamacpp_sampler.py, llama.cpp's common sampler order), and with it "
+             "the grammar refuses it: runtimes/llamacpp/sampler.py, llama.cpp's common sampler order), and with it "
              "as llama-cpp-python 0.3.36 samples on its own (penalties, then the grammar over the whole vocabulary, "
              "then greedy, at every token: option `grammar_first = true`). Supervised llama.cpp workers as the "
              "gateway runs them; the order of the three rotates question by question; a one-word prompt before each, "

@@ -40,6 +40,29 @@ def group_of(half: str, qid: str) -> str:
     return f"en->{lang}" if tag and tag.group(1).endswith("en") else lang
 
 
+def questions_of(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (folder / "questions.jsonl").read_text("utf-8").splitlines() if x.strip()]
+
+
+def gold_rank(hits: list[Any], q: dict[str, Any]) -> int | None:
+    """The rank (1-based) of the first hit on a gold manual and page; None: none in the hits."""
+    gold = {(q["manual"], p) for p in q["pages"]}
+    return next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
+
+
+def tally(g: dict[str, Any], rank: int | None, qid: str) -> None:
+    """One answerable question's rank into a group's counts (n, hit1, hit5, mrr, misses)."""
+    for key, zero in (("n", 0), ("hit1", 0), ("hit5", 0), ("mrr", 0.0), ("misses", [])):
+        g.setdefault(key, zero)
+    g["n"] += 1
+    if rank is None:
+        g["misses"].append(qid)
+        return
+    g["hit1"] += rank == 1
+    g["hit5"] += 1
+    g["mrr"] += 1.0 / rank
+
+
 def _answer(gw: Any, q: dict[str, Any], g: dict[str, Any]) -> None:
     """The extractive answer's outcome: refused (not_found) or not, and for an answerable question
     whether the quoted evidence holds the gold evidence (its content terms, as gateway.qa.metrics reads)."""
@@ -67,7 +90,7 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
     for half in halves:
         folder = eval_dir / half
         pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-        questions = [json.loads(x) for x in (folder / "questions.jsonl").read_text("utf-8").splitlines() if x.strip()]
+        questions = questions_of(folder)
         with tempfile.TemporaryDirectory(prefix=f"lang-{half}-") as tmp:
             settings = Settings(data_dir=Path(tmp) / "data")
             if embedder:
@@ -91,17 +114,8 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
                                                                  "unanswerable": 0, "unanswerable_refused": 0})
                 if answers:
                     _answer(gw, q, g)
-                if not q["answerable"]:
-                    continue
-                gold = {(q["manual"], p) for p in q["pages"]}
-                rank = next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
-                g["n"] += 1
-                if rank is None:
-                    g["misses"].append(q["id"])
-                    continue
-                g["hit1"] += rank == 1
-                g["hit5"] += 1
-                g["mrr"] += 1.0 / rank
+                if q["answerable"]:
+                    tally(g, gold_rank(hits, q), q["id"])
             gw.log.close()
         out[half] = groups
         latencies.sort()

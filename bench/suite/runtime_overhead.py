@@ -52,7 +52,7 @@ def worker(side: str, max_tokens: int, threads: int) -> None:
     path = default_gguf_path()
     started = time.perf_counter()
     if side == "contract":
-        from runtimes.llamacpp import LlamaCppRuntime
+        from runtimes.llamacpp.runtime import LlamaCppRuntime
 
         rt = LlamaCppRuntime(str(path), {"n_ctx": 2048, "n_threads": threads})
         rt.load()
@@ -125,7 +125,7 @@ def bench_openai(rounds: int, max_tokens: int) -> dict[str, Any]:
 
     from runtimes.base import GenerationConfig, GenerationStats
     from runtimes.defaults import default_gguf_path
-    from runtimes.openai import OpenAIRuntime
+    from runtimes.openai.runtime import OpenAIRuntime
 
     port = free_port()
     server = subprocess.Popen(

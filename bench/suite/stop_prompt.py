@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import write_section
-from runtimes.llamacpp import LlamaCppRuntime
+from runtimes.llamacpp.runtime import LlamaCppRuntime
 
 INSTRUMENT = Path(os.environ.get("MANUALQA_INSTRUMENTS", "/work/instruments")) / \
     "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runtimes import executorch_chain as chain
 from runtimes.base import (
     ArtifactChain,
     GateCheck,
@@ -29,7 +28,8 @@ from runtimes.base import (
     distribution_version,
 )
 from runtimes.defaults import physical_cores
-from runtimes.executorch_sampling import Sampler, TextStream
+from runtimes.executorch import chain
+from runtimes.executorch.sampling import Sampler, TextStream
 
 ET_INSTALL_HINT = "pip install 'manualqa[executorch]' (executorch 1.5.1 with XNNPACK, beside the CPU torch)"
 

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
-from runtimes import cpu_build, llamacpp_log, llamacpp_sampler
 from runtimes.base import (
     ArtifactChain,
     GateCheck,
@@ -28,8 +27,11 @@ from runtimes.base import (
     RuntimeUnavailable,
 )
 from runtimes.defaults import LLM_INSTALL_HINT, default_gguf_path, physical_cores
-from runtimes.gguf import GGUFError, GGUFInfo, chain_sections, read_gguf
 from runtimes.hashing import file_sha256
+from runtimes.llamacpp import cpu_build
+from runtimes.llamacpp import log as llamacpp_log
+from runtimes.llamacpp import sampler as llamacpp_sampler
+from runtimes.llamacpp.gguf import GGUFError, GGUFInfo, chain_sections, read_gguf
 
 
 def import_llama_cpp() -> Any:
@@ -76,7 +78,7 @@ class LlamaCppRuntime(Runtime):
         self.n_gpu_layers = int(self.options.get("n_gpu_layers", 0))
         self.use_mmap = bool(self.options.get("use_mmap", True))
         # True: llama-cpp-python's own order, the grammar over the whole vocabulary at every token (for
-        # comparison); False: the token drawn first, then checked (runtimes.llamacpp_sampler)
+        # comparison); False: the token drawn first, then checked (runtimes.llamacpp.sampler)
         self.grammar_first = bool(self.options.get("grammar_first", False))
         self.grammar_sampling = ""
         self.seed = self.options.get("seed")

@@ -5,7 +5,7 @@ sha256 is runtimes.hashing.tree_sha256's. The chain comes from the folder's PROV
 its hash, conversion tools and commands, quantization), the loaded library's versions and the
 tokenizer's files. A folder whose files differ from what PROVENANCE.json recorded is refused, and so is
 a tokenizer whose vocabulary does not fit the model. Gate 2 reads ONNX Runtime's node placement from
-its session log (runtimes.ortgenai_log) and the device onnxruntime-genai reports for the model.
+its session log (runtimes.ortgenai.log) and the device onnxruntime-genai reports for the model.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runtimes import ortgenai_log
 from runtimes.base import (
     ArtifactChain,
     GateCheck,
@@ -29,7 +28,8 @@ from runtimes.base import (
 )
 from runtimes.defaults import physical_cores
 from runtimes.hashing import tree_sha256, tree_size
-from runtimes.ortgenai_chain import chain_data, check_folder
+from runtimes.ortgenai import log as ortgenai_log
+from runtimes.ortgenai.chain import chain_data, check_folder
 
 GENAI_INSTALL_HINT = "pip install 'manualqa[genai]' (onnxruntime-genai 0.18, CPython 3.11+)"
 
@@ -93,7 +93,7 @@ class OrtGenAIRuntime(Runtime):
                 config.append_provider(self.execution_provider)
             for key, value in self.provider_options.items():
                 config.set_provider_option(self.execution_provider, str(key), str(value))
-            # the session's verbose log says where each node went (gate 2; runtimes.ortgenai_log); without
+            # the session's verbose log says where each node went (gate 2; runtimes.ortgenai.log); without
             # memory patterns ORT logs nothing per run at that level; threads as the profile says
             config.overlay(json.dumps({"model": {"decoder": {"session_options": {
                 "log_severity_level": 0, "enable_mem_pattern": False, "intra_op_num_threads": self.n_threads}}}}))

@@ -1,4 +1,4 @@
-"""What the technician sees (issue 27), in Debian's chromium against a real gateway, at the sizes the
+"""What the technician sees and reads, in Debian's chromium against a real gateway (issue 27), at the sizes the
 tester used: a 390x844 touch phone and a 1280x900 desk.
 
 1. the phone viewer opens with the cited sentence in view (as wide as the screen since issue 48,

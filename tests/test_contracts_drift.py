@@ -1,4 +1,4 @@
-"""Regression tests for the concrete bugs of issue 24: `manualqa log --client web` refused, two
+"""Contracts that once drifted (issue 24): `manualqa log --client web` refused, two
 defaults of rrf_k, error codes and caps that drifted from docs/api.md, a display-title cache that
 every logged answer emptied, and a web ask's slot wait booked as overhead instead of queue time."""
 
