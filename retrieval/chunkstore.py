@@ -291,6 +291,16 @@ class ChunkStore:
     def chunk_count(self) -> int:
         return int(self._query("SELECT COUNT(*) FROM chunks")[0][0])
 
+    def texts_by_id(self, chunk_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """{chunk_id: (heading, text)} of the chunks that exist (an answer log row keeps passages by id)."""
+        found: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(chunk_ids), 500):  # stay under SQLite's variable limit
+            part = chunk_ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            for r in self._query(f"SELECT chunk_id, heading, text FROM chunks WHERE chunk_id IN ({marks})", part):
+                found[str(r[0])] = (str(r[1] or ""), str(r[2] or ""))
+        return found
+
     def get_rows(self, rows: list[int]) -> list[dict[str, Any]]:
         """Chunk dicts (with the manual's file_name and title) in the order asked for."""
         wanted = [int(r) for r in rows]

@@ -77,7 +77,8 @@ def test_not_found_questions_are_grouped_by_meaning_per_manual_and_week(server: 
     assert group_of(view, b["id"]) is together and together["count"] == 2  # two wordings, one group
     assert group_of(view, other["id"]) is not together  # an unrelated question apart
     assert together["reasons"]["not_found"] == 2 and together["question"] == SOURDOUGH[1]  # the latest wording
-    assert together["passages"] and all(p["page"] and p["pdf_url"] for p in together["passages"])
+    # the closest passages the not-found answers listed, their text read back from the version that answered
+    assert together["passages"] and all(p["page"] and p["pdf_url"] and p["text"] for p in together["passages"])
     week = "{}-W{:02d}".format(*dt.datetime.now(dt.timezone.utc).isocalendar()[:2])
     assert together["weeks"] == [week] and {w["week"] for w in view["by_week"]} == {week}
     assert sum(m["count"] for m in view["by_manual"]) == view["questions"] >= 3

@@ -12,6 +12,7 @@ import re
 import threading
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, get
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
@@ -19,7 +20,7 @@ from litestar.params import QueryParameter
 
 from gateway.records.answer_rows import CLIENTS, LogError
 from gateway.records.question_groups import QuestionVectors
-from gateway.records.unanswered import TECHNICIAN_CLIENTS, unanswered_view
+from gateway.records.unanswered import TECHNICIAN_CLIENTS, PassageText, unanswered_view
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses_ops import UnansweredView
@@ -53,7 +54,7 @@ def manual_titles(services: Services) -> dict[str, str]:
     return {str(m["sha256"]): str(m.get("title") or m.get("file_name") or "") for m in manuals}
 
 
-def passage_text(services: Services) -> Any:
+def passage_text(services: Services) -> PassageText:
     """(version, chunk ids) -> {chunk_id: (heading, text)} from that version's chunk store; a version
     collected since (gc) gives nothing, and the view shows manual and page only."""
 
@@ -61,12 +62,9 @@ def passage_text(services: Services) -> Any:
         if not version or not chunk_ids:
             return {}
         try:
-            chunks = services.store.open(version).chunks
-            marks = ", ".join("?" for _ in chunk_ids)
-            rows = chunks._query(f"SELECT chunk_id, heading, text FROM chunks WHERE chunk_id IN ({marks})", chunk_ids)
+            return services.store.open(version).chunks.texts_by_id(chunk_ids)
         except Exception:  # noqa: BLE001 - gone or unreadable: no text
             return {}
-        return {str(r[0]): (str(r[1] or ""), str(r[2] or "")) for r in rows}
 
     return read
 
@@ -110,6 +108,4 @@ class UnansweredController(Controller):
             view = await sync_to_thread(build)
         except LogError as exc:
             raise ApiError(400, "invalid_request", str(exc)) from None
-        import msgspec
-
         return msgspec.convert(view, UnansweredView)
