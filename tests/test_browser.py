@@ -26,7 +26,9 @@ from tests.support.server import REPO_ROOT, SCRIPTED_PROFILE, GatewayServer
 # does not rewrite tracked files; otherwise in a temporary folder (still taken and size-checked).
 SHOTS = (REPO_ROOT / "docs" / "screenshots" if os.environ.get("MANUALQA_SCREENSHOTS") == "1"
          else Path(tempfile.gettempdir()) / "manualqa-screenshots")
-MAX_SHOT_BYTES = 400 * 1024  # committed screenshots stay small; the admin page grew with issue 10 (~305 KB)
+# committed screenshots stay small; the admin page grew with issue 10 (~305 KB) and issue 48 item 9 (the log's
+# pager, retention and audit trail, the unanswered, status and trial sections: ~430 KB)
+MAX_SHOT_BYTES = 512 * 1024
 SCRIPT = "Run BED_SCREWS_ADJUST, then adjust each bed screw with the paper test under the nozzle [1]."
 QUESTION = "How do I level the bed on the Voron 0?"
 UNANSWERABLE = "What is the airspeed velocity of an unladen swallow?"
