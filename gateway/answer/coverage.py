@@ -89,7 +89,7 @@ def named_elsewhere(question: str, given: Sequence[Passage]) -> tuple[str, str] 
     own: set[str] = set(name_words(given[0].title, given[0].manual))
     for h in given:
         if h.manual_sha256 == first:
-            own |= {stem(w) for w in tokens(f"{h.heading} {h.text}")}
+            own |= passage_terms("", h.heading, h.text)  # as the question's words: a CJK run as its pairs
     for h in given:
         if h.manual_sha256 == first:
             continue
