@@ -4,6 +4,7 @@ records layer writing into the server's own gateway.db."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -179,3 +180,23 @@ def test_a_retention_change_deletes_only_older_answers_and_their_feedback(server
     error_of(httpx.put(server.url + "/api/v1/answers/retention", headers=bearer(server.ops), json={"days": -1},
                        timeout=30), 400)
     httpx.put(server.url + "/api/v1/answers/retention", headers=bearer(server.ops), json={"days": 0}, timeout=30)
+
+
+def test_every_named_action_is_a_route_of_the_app(tmp_path: Path) -> None:
+    """ACTIONS is keyed by method and path: a typo there, or a route moved, would record under the generic
+    name or not at all. Every key names a real route, and every admin-guarded write is recorded."""
+    from gateway.config import Settings
+    from gateway.web.app import create_app
+    from gateway.web.audit import ACTIONS, action_of
+    from gateway.web.security import admin_guard
+
+    app = create_app(Settings(data_dir=tmp_path / "data"), warm=False)
+    served: set[tuple[str, str]] = set()
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", []):
+            for method in getattr(handler, "http_methods", ()):
+                served.add((method, re.sub(r"\{(\w+):[^}]*\}", r"{\1}", route.path)))
+                scope = {"method": method, "path_template": route.path, "route_handler": handler}
+                if method not in ("GET", "HEAD", "OPTIONS") and admin_guard in handler.resolve_guards():
+                    assert action_of(scope) is not None, (method, route.path)
+    assert set(ACTIONS) <= served, set(ACTIONS) - served
