@@ -148,11 +148,14 @@ class Services(IndexParts):
             log.close()
         self.runtimes.close()
 
-    def answer_deps(self) -> AnswerDeps:
-        """What the answer pipeline runs on: this root as retriever and model, the answer log as its sink."""
+    def answer_deps(self, decision: ModeDecision | None = None) -> AnswerDeps:
+        """What the answer pipeline runs on: this root as retriever and model, the answer log as its sink.
+
+        `decision`: the mode already decided for this ask (the web route decides it once, to know whether
+        to reserve a generation slot); None decides it here (it reads gate 4's record)."""
         from gateway.answer.deps import AnswerDeps
 
-        decision = self.answer_mode()
+        decision = decision or self.answer_mode()
         answer = dataclasses.replace(self.settings.answer, mode=decision.mode)  # "auto" decided
         # a question's own "generate" runs the model too: unqualified, its text is a draft, never green
         return AnswerDeps(settings=answer, retriever=self, model=self, sink=self.log,

@@ -156,3 +156,26 @@ def test_an_in_process_replay_in_generate_mode_still_measures_the_unqualified_mo
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output[res.output.index("{"):])
     assert summary["metrics"]["outcomes"] == {"answered": 2}
+
+
+def test_a_web_ask_decides_the_mode_once(data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49 item 4: the route decided the mode (to reserve a generation slot) and the pipeline decided
+    it again, each time reading gate 4's record: an admin's switch or a doctor run between the two could
+    make one ask reserve for one mode and run in another."""
+    import gateway.answer_mode as answer_mode
+
+    calls: list[str] = []
+    real = answer_mode.decide_mode
+
+    def counted(configured: str, *args: object, **kwargs: object) -> ModeDecision:
+        calls.append(configured)
+        return real(configured, *args, **kwargs)  # type: ignore[arg-type]
+
+    settings = Settings(data_dir=data)
+    settings.runtime.profile = str(site_profile(tmp_path, RIGHT))
+    with TestClient(create_app(settings, warm=False)) as client:
+        client.get("/api/v1/health")
+        monkeypatch.setattr(answer_mode, "decide_mode", counted)
+        r = client.post("/api/v1/ask", json={"question": QUESTION})
+        assert r.status_code == 200 and r.json()["mode"] == "extractive"
+    assert calls == ["auto"]

@@ -40,7 +40,8 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
     """
     from gateway.answer.pipeline import answer_events
 
-    generates = request.mode_or(state.gw.answer_mode().mode) == "generate"
+    decision = state.gw.answer_mode()  # once per ask: the slot below and the pipeline read the same one
+    generates = request.mode_or(decision.mode) == "generate"
     reservation = state.gw.queue.reserve() if generates else None
 
     def produce(cancel: threading.Event, emit: Callable[[AnswerEvent], None] | None = None
@@ -54,7 +55,7 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
 
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
-                events = answer_events(state.gw.answer_deps(), request, cancel=cancel,
+                events = answer_events(state.gw.answer_deps(decision), request, cancel=cancel,
                                        slot=slot if reservation is not None else None)
                 for event in events:
                     if isinstance(event, Final):
