@@ -283,16 +283,32 @@ function showFinal(r) {
   const cards = $("cards"); cards.innerHTML = "";
   if (r.outcome === "not_found") {
     $("notfound").hidden = false; $("answer").hidden = true;  // the banner says it; no second copy
-    // The quantity check names what the passages lack ("do not state a humidity"), and a value the model
-    // gave from none of them is said so: the answer text says it instead.
-    if ((r.flags || []).some((f) => /^(quantity_not_in_evidence|value_not_for_question|values_not_in_passages)/.test(String(f)))) {
-      $("notfound-why").textContent = r.answer;
-    }
+    // What the passages lack, in the page's language: the value kinds the quantity and coverage checks name
+    // ("do not state a humidity"), and the manual searched; a value the model gave from none of them is
+    // said so by the answer text.
+    const missing = notFoundWhy(r);
+    if (missing) $("notfound-why").textContent = missing;
+    else if ((r.flags || []).some((f) => /^values_not_in_passages/.test(String(f)))) $("notfound-why").textContent = r.answer;
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
   } else {
     for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? t("tech.closest_passage") : `[${c.n}]`));
   }
   $("feedback").hidden = !r.id;
+}
+
+// "quantity_not_in_evidence: voltage, current" or "value_not_for_question: duration" as a sentence of the
+// catalogue, naming the manual the passages come from (the first listed); null for other not-found answers.
+function notFoundWhy(r) {
+  const flag = (r.flags || []).map(String).find((f) => /^(quantity_not_in_evidence|value_not_for_question): /.test(f));
+  if (!flag) return null;
+  const [name, detail] = [flagName(flag), flag.slice(flag.indexOf(":") + 1).trim()];
+  const kinds = detail.split(", ").map((k) => {
+    const key = `tech.kind.${k.replace(/ /g, "_")}`;
+    return key in PAGE_STRINGS ? t(key) : k;
+  }).join(t("tech.kinds_or"));
+  const first = (r.passages || [])[0] || {};
+  const manual = first.title || first.manual || "";
+  return t(name === "quantity_not_in_evidence" ? "tech.notfound_unstated" : "tech.notfound_apart", {manual, kinds});
 }
 
 // A model that has not passed gate 4 wrote a text (the technician chose Explain): the evidence leads,
