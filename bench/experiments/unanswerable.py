@@ -272,6 +272,28 @@ def pipeline_table(halves: tuple[str, ...], labels: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cost() -> str:
+    """What the checks add to one answer: named_first, unstated_values and stated_apart on the recorded
+    passages of every development question, timed here (p50 / p95 / max ms)."""
+    from gateway.answer.coverage import named_first, stated_apart, unstated_values
+
+    times = []
+    for half in DEV:
+        for r in gather(half):
+            hits = [_Hit(h) for h in r["hits"]]
+            t = time.perf_counter()
+            moved = named_first(r["question"], hits)
+            first = [h for h in moved if h.manual_sha256 == moved[0].manual_sha256] if moved else []
+            unstated_values(r["question"], [f"{h.heading}\n{h.text}" for h in first])
+            stated_apart(r["question"], [(h.heading, h.text) for h in first])
+            times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    n = len(times)
+    return (f"Cost: the three checks take {times[n // 2]:.2f} ms p50, {times[int(0.95 * n)]:.2f} ms p95, "
+            f"{times[-1]:.2f} ms max per question ({n} development questions, their five given passages, "
+            "this machine).")
+
+
 def report(notes: str) -> str:
     """docs/bench/experiments/unanswerable.md from the records and the pipeline runs."""
     from bench.harness import write_section
@@ -289,7 +311,7 @@ def report(notes: str) -> str:
         choose(),
         "### The real pipeline, before and with the rule (refused / questions)", "",
         pipeline_table(DEV + TEST, ("before", "onv1", "on")),
-        notes, "",
+        notes, "", cost(), "",
         "Outcomes the rule changed, per half (the shipped run against before):", "",
         *[f"- {half}: " + ("; ".join(_changed(half)) or "none") for half in DEV + TEST
           if (CACHE / f"apply-on-{half}.json").is_file() and (CACHE / f"apply-before-{half}.json").is_file()],
