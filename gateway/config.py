@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_type_hints
 
 from gateway.errors import GatewayError
 from ingest.models import ChunkParams, ParseLimits
@@ -160,6 +160,11 @@ _SECTIONS = {f.name: f for f in dataclasses.fields(Settings) if f.name != "data_
 def _coerce(value: Any, typ: Any, key: str) -> Any:
     """Turn a TOML or environment value into the field's type, or fail naming the key."""
     origin = getattr(typ, "__origin__", None)
+    if origin is Literal:  # e.g. search.mode: one of the named values, as written
+        if value not in get_args(typ):
+            choices = ", ".join(repr(c) for c in get_args(typ))
+            raise ConfigError(f"{key}: cannot use {value!r}; use one of {choices}")
+        return value
     try:
         if typ is bool:
             if isinstance(value, bool):

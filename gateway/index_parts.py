@@ -210,9 +210,9 @@ class IndexParts:
         t = time.perf_counter()
         vector = embedder.encode_query(query)  # once: the search and the evidence sentences' scores share it
         embed_ms = (time.perf_counter() - t) * 1000
-        hits, timings = search_with_timings(self.store, embedder, query, k=k, query_vector=vector,
-                                            manuals=manuals or None, version=version, reranker=self.reranker,
-                                            params=search_params_for(self.settings.search, query, embedder))
+        params = dataclasses.replace(search_params_for(self.settings.search, query, embedder), k=k)
+        hits, timings = search_with_timings(self.store, embedder, query, params, query_vector=vector,
+                                            manuals=manuals or None, version=version, reranker=self.reranker)
         timings["embed_ms"] = embed_ms
         timings["total_ms"] += embed_ms
         self.show_titles(hits)

@@ -11,20 +11,21 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from retrieval.embedders.base import Embedder
 from retrieval.reader import IndexReader, IndexSource
-from retrieval.rerank import passage_for_rerank, rerank_order
+from retrieval.rerank import Reranker, passage_for_rerank, rerank_order
 from retrieval.sentence_rank import best_sentence_similarity, sentence_order
 from retrieval.term_coverage import term_coverage
-from retrieval.types import CLOSEST, Hit, RetrievalError, SearchParams, shown_label
+from retrieval.types import CLOSEST, Hit, RetrievalError, SearchMode, SearchParams, shown_label
 
-MODES = ("hybrid", "dense", "lexical")
-# The defaults of search() are SearchParams' (chosen on eval/dev), so that a caller passing no
-# option searches as the configured gateway does: one source for k, candidates, rrf_k, weights.
+MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+# What search() does without `params`: SearchParams' defaults (chosen on eval/dev), so that a caller
+# passing none searches as the configured gateway does. Experiments build variants from it with
+# dataclasses.replace(DEFAULTS, ...).
 DEFAULTS = SearchParams()
 MIN_SHA_PREFIX = 8
 
@@ -121,40 +122,26 @@ def search_with_timings(
     store: IndexSource,
     embedder: Embedder,
     query: str,
-    k: int = DEFAULTS.k,
+    params: SearchParams = DEFAULTS,
+    *,
     manuals: Sequence[str] | None = None,
     version: str | None = None,
-    candidates: int = DEFAULTS.candidates,
-    rrf_k: int = DEFAULTS.rrf_k,
     query_vector: np.ndarray | None = None,
-    mode: str = "hybrid",
-    weights: tuple[float, float] = (DEFAULTS.dense_weight, DEFAULTS.lexical_weight),
-    page_share: float = DEFAULTS.page_share,
-    reranker: Any = None,
-    rerank_pool: int = DEFAULTS.rerank_pool,
-    rerank_weight: float = DEFAULTS.rerank_weight,
-    params: SearchParams | None = None,
-    ocr_doubt: float = DEFAULTS.ocr_doubt,
-    sentence_weight: float = DEFAULTS.sentence_weight,
-    sentence_pool: int = DEFAULTS.sentence_pool,
-    term_weight: float = DEFAULTS.term_weight,
+    reranker: Reranker | None = None,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, sentence_ms,
     rerank_ms, total_ms; and `closest_cosine` (retrieval.types.CLOSEST), the best cosine of any
     candidate in scope, which the hits kept may not hold once re-ordered.
 
-    `params`, when given, is the configured gateway's SearchParams whole: its fields replace the
-    keyword arguments of the same meaning (candidates, rrf_k, weights, page_share, rerank_pool,
-    rerank_weight, ocr_doubt, sentence_weight, sentence_pool, term_weight); experiments pass those one by
-    one instead.
+    Everything tunable is in `params` (retrieval.types.SearchParams; the configured gateway passes
+    its `search` section, an experiment a variant: ``dataclasses.replace(DEFAULTS, k=10, rrf_k=30)``).
+    `reranker` is the loaded cross-encoder that re-orders the top `params.rerank_pool`, None for none.
     """
-    if params is not None:
-        candidates, rrf_k, page_share = params.candidates, params.rrf_k, params.page_share
-        weights = (params.dense_weight, params.lexical_weight)
-        rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
-        ocr_doubt = params.ocr_doubt
-        sentence_weight, sentence_pool = params.sentence_weight, params.sentence_pool
-        term_weight = params.term_weight
+    k, candidates, rrf_k, mode = params.k, params.candidates, params.rrf_k, params.mode
+    weights = (params.dense_weight, params.lexical_weight)
+    page_share, ocr_doubt = params.page_share, params.ocr_doubt
+    rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
+    sentence_weight, sentence_pool, term_weight = params.sentence_weight, params.sentence_pool, params.term_weight
     t_start = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
         raise RetrievalError("the question is empty")
@@ -273,33 +260,18 @@ def search(
     store: IndexSource,
     embedder: Embedder,
     query: str,
-    k: int = DEFAULTS.k,
+    params: SearchParams = DEFAULTS,
+    *,
     manuals: Sequence[str] | None = None,
     version: str | None = None,
-    candidates: int = DEFAULTS.candidates,
-    rrf_k: int = DEFAULTS.rrf_k,
     query_vector: np.ndarray | None = None,
-    mode: str = "hybrid",
-    weights: tuple[float, float] = (DEFAULTS.dense_weight, DEFAULTS.lexical_weight),
-    page_share: float = DEFAULTS.page_share,
-    reranker: Any = None,
-    rerank_pool: int = DEFAULTS.rerank_pool,
-    rerank_weight: float = DEFAULTS.rerank_weight,
-    params: SearchParams | None = None,
-    ocr_doubt: float = DEFAULTS.ocr_doubt,
-    sentence_weight: float = DEFAULTS.sentence_weight,
-    sentence_pool: int = DEFAULTS.sentence_pool,
-    term_weight: float = DEFAULTS.term_weight,
+    reranker: Reranker | None = None,
 ) -> list[Hit]:
-    """Ranked passages for ``query`` from the active (or given) index version.
+    """Ranked passages for ``query`` from the active (or given) index version, searched as `params` says.
 
     ``manuals`` scopes the search (file names, titles or sha256 prefixes). Every hit carries its
     fused score, its rank on each side (None where absent) and its exact cosine similarity.
     """
-    hits, _timings = search_with_timings(store, embedder, query, k=k, manuals=manuals, version=version,
-                                         candidates=candidates, rrf_k=rrf_k, query_vector=query_vector,
-                                         mode=mode, weights=weights, page_share=page_share,
-                                         reranker=reranker, rerank_pool=rerank_pool, rerank_weight=rerank_weight,
-                                         params=params, ocr_doubt=ocr_doubt, sentence_weight=sentence_weight,
-                                         sentence_pool=sentence_pool, term_weight=term_weight)
+    hits, _timings = search_with_timings(store, embedder, query, params, manuals=manuals, version=version,
+                                         query_vector=query_vector, reranker=reranker)
     return hits

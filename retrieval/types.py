@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ingest.models import OCR_MIN_CONFIDENCE
 
@@ -74,9 +74,17 @@ def shown_label(label: str | None, page: int) -> str | None:
     return label if label and label != str(page) else None
 
 
+# Which rankings a search fuses: both (the product), or one side alone (experiments and tests).
+SearchMode = Literal["hybrid", "dense", "lexical"]
+
+
 @dataclass(frozen=True)
 class SearchParams:
-    """What is decided at search time; defaults chosen on eval/dev (docs/bench/retrieval_eval.md)."""
+    """What is decided at search time; defaults chosen on eval/dev (docs/bench/retrieval_eval.md).
+
+    The one parameter object of retrieval.search.search / search_with_timings: the configured gateway
+    passes its `search` section, an experiment a variant (``dataclasses.replace(SearchParams(), k=10)``).
+    """
 
     k: int = 5
     candidates: int = 50
@@ -107,14 +115,10 @@ class SearchParams:
     # contents page does: OCR of a schematic or a wiring diagram is mostly noise that matches anything
     # (docs/bench/experiments/ocr_rank.md). 0 ranks OCR text like any other.
     ocr_doubt: float = OCR_MIN_CONFIDENCE
+    # "hybrid" fuses the dense and the lexical ranking; "dense" or "lexical" ranks by one side alone
+    # (experiments and tests compare the sides; the sentence step runs in hybrid only).
+    mode: SearchMode = "hybrid"
 
-    def search_options(self) -> dict[str, Any]:
-        """The keyword arguments retrieval.search.search takes besides k (and the reranker object)."""
-        return {"candidates": self.candidates, "rrf_k": self.rrf_k,
-                "weights": (self.dense_weight, self.lexical_weight), "page_share": self.page_share,
-                "rerank_pool": self.rerank_pool, "rerank_weight": self.rerank_weight, "ocr_doubt": self.ocr_doubt,
-                "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool,
-                "term_weight": self.term_weight}
 
 # Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in
 # scope, the closest passage whatever order is kept (the answer's not-found check reads it).

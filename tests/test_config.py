@@ -33,6 +33,7 @@ def test_env_overrides_file(tmp_path: Path) -> None:
     ("[serverz]\nport = 1\n", {}, "unknown setting serverz"),
     ("[server]\nportt = 1\n", {}, "unknown setting server.portt"),
     ("[answer]\nmode = 'poetry'\n", {}, "answer.mode"),
+    ("[search]\nmode = 'fuzzy'\n", {}, "search.mode"),
     ("not toml = = =", {}, "invalid TOML"),
     ("", {"MANUALQA_SERVER__ALLOW_ANONYMOUS_READ": "maybe"}, "ALLOW_ANONYMOUS_READ"),
     ("", {"MANUALQA_NOPE__X": "1"}, "unknown section"),

@@ -4,6 +4,7 @@ every logged answer emptied, and a web ask's slot wait booked as overhead instea
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import re
@@ -70,15 +71,16 @@ def test_log_refuses_a_row_with_an_unknown_client(tmp_path: Path) -> None:
 
 def test_search_defaults_are_search_params() -> None:
     """search() defaulted to rrf_k=60 while the configured gateway (SearchParams) searches with 10."""
-    from retrieval.search import search, search_with_timings
+    from retrieval.search import DEFAULTS, search, search_with_timings
 
     params = SearchParams()
     assert params.rrf_k == 10  # chosen on eval/dev, documented in README's [search] table
+    assert DEFAULTS == params
     for fn in (search, search_with_timings):
         defaults = {name: p.default for name, p in inspect.signature(fn).parameters.items()}
-        assert defaults["rrf_k"] == params.rrf_k and defaults["k"] == params.k
-        assert defaults["candidates"] == params.candidates and defaults["page_share"] == params.page_share
-        assert defaults["weights"] == (params.dense_weight, params.lexical_weight)
+        # every setting travels in the one SearchParams, whose default is the configured gateway's
+        assert defaults["params"] == params
+        assert not {"k", "rrf_k", "candidates", "page_share", "weights", "mode"} & set(defaults)
 
 
 def test_search_without_options_fuses_with_the_configured_rrf_k(sample_data_dir: Path, embedder: Any) -> None:
@@ -88,16 +90,16 @@ def test_search_without_options_fuses_with_the_configured_rrf_k(sample_data_dir:
 
     store = IndexStore(sample_data_dir)
     question = "What input voltage range does the piston board accept?"
-    hits = search(store, embedder, question, k=5)
-    assert hits == search(store, embedder, question, k=5, **SearchParams().search_options())
+    hits = search(store, embedder, question)
+    assert hits == search(store, embedder, question, SearchParams())
     for h in hits:
         expected = sum(1 / (10 + r) for r in (h.dense_rank, h.lexical_rank) if r is not None)
         assert h.score == pytest.approx(expected * (0.5 if is_navigation(h.heading, h.text) else 1))
     # SearchParams travels whole: the configured gateway's fields, not a second spelling of them
     other = SearchParams(rrf_k=60, candidates=20)
-    assert search(store, embedder, question, k=5, params=other) == search(
-        store, embedder, question, k=5, **other.search_options())
-    assert [h.score for h in search(store, embedder, question, k=5, params=other)] != [h.score for h in hits]
+    assert search(store, embedder, question, other) == search(
+        store, embedder, question, dataclasses.replace(SearchParams(), rrf_k=60, candidates=20))
+    assert [h.score for h in search(store, embedder, question, other)] != [h.score for h in hits]
 
 
 # -- 3. the error contract of docs/api.md ---------------------------------------------------------------

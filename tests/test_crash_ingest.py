@@ -18,6 +18,7 @@ import pytest
 
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.search import search
+from retrieval.types import SearchParams
 from retrieval.versions import IndexStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ CLI = "import sys; from gateway.cli import main; sys.argv[0] = \"manualqa\"; mai
 
 
 def results(store: IndexStore, embedder: Any) -> list[list[tuple]]:
-    return [[(h.chunk_id, h.page, h.score, h.dense_score) for h in search(store, embedder, q, k=5)]
+    return [[(h.chunk_id, h.page, h.score, h.dense_score) for h in search(store, embedder, q, SearchParams(k=5))]
             for q in QUESTIONS]
 
 

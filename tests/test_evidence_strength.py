@@ -15,7 +15,7 @@ import pytest
 
 from gateway.answer.pipeline import evidence_is_strong
 from retrieval.search import search, search_with_timings
-from retrieval.types import CLOSEST, Hit
+from retrieval.types import CLOSEST, Hit, SearchParams
 from retrieval.versions import IndexStore
 
 FLASH_Q = "How do I flash the firmware onto the piston board?"
@@ -37,13 +37,13 @@ def test_a_closer_passage_outside_the_kept_ones_makes_the_evidence_strong() -> N
 
 def test_search_reports_the_closest_cosine_in_scope(sample_data_dir: Path, embedder: Any) -> None:
     store = IndexStore(sample_data_dir)
-    hits, timings = search_with_timings(store, embedder, FLASH_Q, k=2)
-    top_dense = search(store, embedder, FLASH_Q, k=1, mode="dense")[0]
+    hits, timings = search_with_timings(store, embedder, FLASH_Q, SearchParams(k=2))
+    top_dense = search(store, embedder, FLASH_Q, SearchParams(k=1, mode="dense"))[0]
     assert timings[CLOSEST] == pytest.approx(top_dense.dense_score, abs=1e-6)
     assert timings[CLOSEST] >= max(h.dense_score or 0.0 for h in hits)
-    other = next(h.manual for h in search(store, embedder, FLASH_Q, k=20) if h.manual != top_dense.manual)
-    _, scoped = search_with_timings(store, embedder, FLASH_Q, k=2, manuals=[other])
-    in_scope = search(store, embedder, FLASH_Q, k=1, mode="dense", manuals=[other])[0]
+    other = next(h.manual for h in search(store, embedder, FLASH_Q, SearchParams(k=20)) if h.manual != top_dense.manual)
+    _, scoped = search_with_timings(store, embedder, FLASH_Q, SearchParams(k=2), manuals=[other])
+    in_scope = search(store, embedder, FLASH_Q, SearchParams(k=1, mode="dense"), manuals=[other])[0]
     assert scoped[CLOSEST] == pytest.approx(in_scope.dense_score, abs=1e-6) and scoped[CLOSEST] < timings[CLOSEST]
 
 

@@ -43,6 +43,7 @@ from gateway.fleet.signing import (
     untrust,
 )
 from retrieval.search import search
+from retrieval.types import SearchParams
 from retrieval.versions import IndexStore
 
 Members = list[tuple[tarfile.TarInfo, bytes]]
@@ -102,7 +103,8 @@ def gw_b(tmp_path: Path, src: Source) -> Path:
 
 
 def _hits(store: IndexStore, embedder: Any, query: str) -> list[tuple[Any, ...]]:
-    return [(h.chunk_id, h.manual_sha256, h.page, round(h.score, 6)) for h in search(store, embedder, query, k=5)]
+    return [(h.chunk_id, h.manual_sha256, h.page, round(h.score, 6))
+            for h in search(store, embedder, query, SearchParams(k=5))]
 
 
 @pytest.mark.parametrize("which", ["archive", "archive_gz"])

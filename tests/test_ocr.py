@@ -87,16 +87,17 @@ def words_of(text: str) -> set[str]:
 
 def test_scanned_page_is_found_by_search_and_cited_as_ocr(ingested: tuple[Any, Any], embedder: Any) -> None:
     from retrieval.search import search
+    from retrieval.types import SearchParams
 
     store, report = ingested
     assert report.version and report.added == ["coolant_pump_manual.pdf"], report
-    hits = search(store, embedder, "How often is the impeller seal replaced?", k=3)
+    hits = search(store, embedder, "How often is the impeller seal replaced?", SearchParams(k=3))
     top = hits[0]
     assert top.page == 2 and top.source == "ocr", [(h.page, h.source, h.text[:40]) for h in hits]
     assert "impeller seal every 2000 hours" in top.text
     assert top.ocr_confidence is not None and 60 <= top.ocr_confidence <= 100
     # the born-digital page is text-layer text
-    text_hits = [h for h in search(store, embedder, "sump spindle nozzle water", k=3) if h.page == 1]
+    text_hits = [h for h in search(store, embedder, "sump spindle nozzle water", SearchParams(k=3)) if h.page == 1]
     assert text_hits and text_hits[0].source == "text" and text_hits[0].ocr_confidence is None
     # the words keep their boxes, in reading order, inside the page
     version = store.open()
@@ -122,12 +123,13 @@ def test_doubtful_ocr_text_ranks_at_half_its_score(ingested: tuple[Any, Any], em
     assert SearchParams().ocr_doubt == OCR_MIN_CONFIDENCE == ParseLimits().ocr_min_confidence
     store, _report = ingested
     question = "How often is the impeller seal replaced?"
-    plain = search(store, embedder, question, k=3, ocr_doubt=0.0)
+    plain = search(store, embedder, question, SearchParams(k=3, ocr_doubt=0.0))
     top = plain[0]
     assert top.source == "ocr" and top.ocr_confidence is not None
-    sure = search(store, embedder, question, k=3, ocr_doubt=top.ocr_confidence - 1)
+    sure = search(store, embedder, question, SearchParams(k=3, ocr_doubt=top.ocr_confidence - 1))
     assert sure[0].chunk_id == top.chunk_id and sure[0].score == pytest.approx(top.score)
-    doubted = {h.chunk_id: h for h in search(store, embedder, question, k=3, ocr_doubt=top.ocr_confidence + 1)}
+    doubted = {h.chunk_id: h
+               for h in search(store, embedder, question, SearchParams(k=3, ocr_doubt=top.ocr_confidence + 1))}
     assert doubted[top.chunk_id].score == pytest.approx(top.score / 2)
     text = [h for h in plain if h.source == "text"]
     assert text and all(doubted[h.chunk_id].score == pytest.approx(h.score) for h in text if h.chunk_id in doubted)
@@ -230,6 +232,7 @@ def test_ocr_settings_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_later_version_keeps_what_ocr_read(ingested: tuple[Any, Any], folder: Path, embedder: Any) -> None:
     """Another manual ingested next re-uses the scanned one: its OCR chunks, words and reasons stay."""
     from retrieval.search import search
+    from retrieval.types import SearchParams
 
     store, _report = ingested
     before = store.open().manifest["manuals"][0]
@@ -240,7 +243,7 @@ def test_a_later_version_keeps_what_ocr_read(ingested: tuple[Any, Any], folder: 
     version = store.open()
     kept = next(m for m in version.manifest["manuals"] if m["file_name"] == "coolant_pump_manual.pdf")
     assert kept["ocr"] == before["ocr"] and kept["unread"] == before["unread"]
-    hit = search(store, embedder, "How often is the impeller seal replaced?", k=1)[0]
+    hit = search(store, embedder, "How often is the impeller seal replaced?", SearchParams(k=1))[0]
     assert (hit.page, hit.source) == (2, "ocr") and hit.ocr_confidence
     assert version.chunks.ocr_page(kept["sha256"], 2) is not None
 

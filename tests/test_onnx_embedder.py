@@ -30,7 +30,7 @@ from ingest.models import ChunkParams, ParseLimits
 from retrieval.embedders import load_embedder, passage_text
 from retrieval.embedders.onnx import OnnxEmbedder
 from retrieval.search import search
-from retrieval.types import RetrievalError
+from retrieval.types import RetrievalError, SearchParams
 
 REPO = Path(__file__).resolve().parents[1]
 # spec -> (min cosine, median cosine) against the torch model, (what model_id names)
@@ -219,7 +219,7 @@ def test_ingest_re_embeds_and_search_finds_the_expected_manual(
     assert report.reprocessed.startswith("embedding model changed: ") and onnx_embedder.model_id in report.reprocessed
     by_id = {q["id"]: q for q in questions}
     for qid, manual in EXPECTED.items():
-        hits = search(store, onnx_embedder, by_id[qid]["question"], k=3, mode="dense")
+        hits = search(store, onnx_embedder, by_id[qid]["question"], SearchParams(k=3, mode="dense"))
         assert hits and hits[0].manual == manual, (qid, [(h.manual, h.page) for h in hits])
     with pytest.raises(RetrievalError, match="re-ingest or configure the same model"):
         search(store, torch_embedder, "firmware")

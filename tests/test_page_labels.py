@@ -22,7 +22,7 @@ from ingest.sandbox import parse_pdf, read_labels
 from retrieval.chunkstore import ChunkStore
 from retrieval.manifest import CHUNKS_DB, MANIFEST, _digest, manifest_bytes, read_manifest, verify_version_dir
 from retrieval.search import search
-from retrieval.types import shown_label
+from retrieval.types import SearchParams, shown_label
 from retrieval.versions import IndexStore
 from tests.support.pdfs import stream, write_pdf
 
@@ -148,7 +148,7 @@ def drop_label_column(version_dir: Path) -> None:
 
 
 def noaa_hits(store: IndexStore, embedder: Any, version: str | None = None) -> list[Any]:
-    hits = search(store, embedder, QUESTION, k=8, version=version)
+    hits = search(store, embedder, QUESTION, SearchParams(k=8), version=version)
     found = [h for h in hits if h.manual == NOAA]
     assert found, [(h.manual, h.page) for h in hits]
     return found
@@ -194,7 +194,7 @@ def test_manuals_reused_from_an_old_version_get_their_labels_again(world: dict, 
     assert world["report"].added == [VORON] and world["report"].embedded > 0
     store = IndexStore(world["data"])
     assert store.open(world["v2"]).chunks.has_labels
-    hits = search(store, embedder, QUESTION, k=10, version=world["v2"])
+    hits = search(store, embedder, QUESTION, SearchParams(k=10), version=world["v2"])
     assert any(h.manual == NOAA for h in hits) and any(h.manual == VORON for h in hits)
     for hit in hits:
         assert hit.page_label == (expected_label(hit.page) if hit.manual == NOAA else None), hit

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from retrieval.rerank import load_reranker, passage_for_rerank, rerank_order, resolve
-from retrieval.types import RetrievalError
+from retrieval.types import RetrievalError, SearchParams
 
 
 class WordReranker:
@@ -61,10 +61,11 @@ def test_search_reorders_only_the_pool(store: Any, embedder: Any) -> None:
     from retrieval.search import search, search_with_timings
 
     q = "Which bolts hold the bed to the frame?"
-    plain = search(store, embedder, q, k=5)
+    plain = search(store, embedder, q, SearchParams(k=5))
     word = next(w for w in ("thermistor", "firmware", "pcb", "fan") if all(w not in h.text.lower() for h in plain[:1]))
     rr = WordReranker(word)
-    hits, timings = search_with_timings(store, embedder, q, k=5, reranker=rr, rerank_pool=20, rerank_weight=0.0)
+    hits, timings = search_with_timings(store, embedder, q, SearchParams(k=5, rerank_pool=20, rerank_weight=0.0),
+                                        reranker=rr)
     assert rr.calls == [20]  # one batch, the whole pool
     assert timings["rerank_ms"] > 0
     assert all(h.rerank_score is not None for h in hits)
@@ -72,7 +73,7 @@ def test_search_reorders_only_the_pool(store: Any, embedder: Any) -> None:
     assert counts == sorted(counts, reverse=True)
     assert counts[0] > 0, "a pool of 20 holds a passage with the word, which must now come first"
     # A weight that no score can overcome keeps the fused order (and scores are still reported).
-    kept = search(store, embedder, q, k=5, reranker=rr, rerank_pool=20, rerank_weight=1e6)
+    kept = search(store, embedder, q, SearchParams(k=5, rerank_pool=20, rerank_weight=1e6), reranker=rr)
     assert [h.chunk_id for h in kept] == [h.chunk_id for h in plain]
     assert all(h.rerank_score is None for h in plain)
 
@@ -160,8 +161,8 @@ def test_the_shipped_model_reorders_search(store: Any, embedder: Any, builtin: A
     found = 0
     for q in ("How do I flash the Klipper firmware onto the SKR Mini E3?", "Which bolts hold the bed to the frame?",
               "What temperature should the hot end reach?"):
-        plain = search(store, embedder, q, k=20)
-        hits = search(store, embedder, q, k=20, reranker=builtin, rerank_pool=20, rerank_weight=0.0)
+        plain = search(store, embedder, q, SearchParams(k=20))
+        hits = search(store, embedder, q, SearchParams(k=20, rerank_pool=20, rerank_weight=0.0), reranker=builtin)
         assert {h.chunk_id for h in hits} == {h.chunk_id for h in plain}  # the same pool, re-ordered
         scores = [h.rerank_score for h in hits]
         assert all(s is not None for s in scores) and scores == sorted(scores, reverse=True)

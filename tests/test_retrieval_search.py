@@ -20,7 +20,7 @@ from retrieval.chunkstore import ChunkStore
 from retrieval.embedders import Embedder, passage_text
 from retrieval.manifest import decode_manifest
 from retrieval.search import fuse, is_navigation, search, search_with_timings
-from retrieval.types import CLOSEST, RetrievalError
+from retrieval.types import CLOSEST, RetrievalError, SearchParams
 from retrieval.vectors import VectorIndex
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,11 +82,11 @@ def test_lexical_finds_exact_tokens_that_dense_misses(store: OneVersionStore, em
     for token, manual in EXACT_TOKENS.items():
         expected = pages_with(store, token)
         assert expected and {m for m, _ in expected} == {manual}, token
-        hits = search(store, embedder, f"What is {token}?", k=5)
+        hits = search(store, embedder, f"What is {token}?", SearchParams(k=5))
         top = next(h for h in hits if h.lexical_rank == 1)
         assert token in top.text and (top.manual, top.page) in expected
         assert hits.index(top) <= 2, f"{token}: lexical #1 fell to {hits.index(top) + 1} after fusion"
-        dense = search(store, embedder, f"What is {token}?", k=5, mode="dense")
+        dense = search(store, embedder, f"What is {token}?", SearchParams(k=5, mode="dense"))
         if not any(token in h.text for h in dense):
             dense_missed.append(token)
     # The point of the lexical side: the embedding model blurs some of these exact tokens.
@@ -94,7 +94,7 @@ def test_lexical_finds_exact_tokens_that_dense_misses(store: OneVersionStore, em
 
 
 def test_board_name_phrase(store: OneVersionStore, embedder: Embedder) -> None:
-    hits = search(store, embedder, "SKR Mini E3", k=5)
+    hits = search(store, embedder, "SKR Mini E3", SearchParams(k=5))
     assert hits[0].manual == VORON.name and "SKR Mini E3" in hits[0].text.replace("\n", " ")
 
 
@@ -102,7 +102,7 @@ def test_hybrid_ordered_by_fused_score_and_every_hit_has_cosine(store: OneVersio
                                                                  embedder: Embedder) -> None:
     q = "how do I flash new firmware onto the board"
     # the fused order alone (the best-sentence step re-orders it: tests/test_sentence_rank.py)
-    hits = search(store, embedder, q, k=8, rrf_k=60, sentence_weight=0.0, term_weight=0.0)
+    hits = search(store, embedder, q, SearchParams(k=8, rrf_k=60, sentence_weight=0.0, term_weight=0.0))
     assert len(hits) == 8
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     qv = embedder.encode_query(q)
@@ -121,29 +121,29 @@ def test_table_of_contents_is_ranked_after_real_passages(store: OneVersionStore,
     # The NOAA manual's contents page lists "Firmware Flash ... 11": it matches the question on both
     # sides, but a technician needs page 11, not the page that points to it.
     q = "how do I flash the firmware"
-    wide = search(store, embedder, q, k=20, manuals=["noaa_lcp_pistonboard_user_manual.pdf"])
+    wide = search(store, embedder, q, SearchParams(k=20), manuals=["noaa_lcp_pistonboard_user_manual.pdf"])
     toc = [h for h in wide if is_navigation(h.heading, h.text)]
     assert toc, "the contents page should still be found (just not first)"
-    top = search(store, embedder, q, k=5, manuals=["noaa_lcp_pistonboard_user_manual.pdf"])
+    top = search(store, embedder, q, SearchParams(k=5), manuals=["noaa_lcp_pistonboard_user_manual.pdf"])
     assert not any(is_navigation(h.heading, h.text) for h in top)
     assert top[0].page == 11
     assert is_navigation("Contents", "") and not is_navigation("Wiring", "Connect FAN0 ... then 24V.")
 
 
 def test_lexical_only_hits_get_a_cosine_too(store: OneVersionStore, embedder: Embedder) -> None:
-    hits = search(store, embedder, "LM61460 UCB1SDA PC13 M112", k=10, candidates=5)
+    hits = search(store, embedder, "LM61460 UCB1SDA PC13 M112", SearchParams(k=10, candidates=5))
     lexical_only = [h for h in hits if h.dense_rank is None]
     assert lexical_only and all(isinstance(h.dense_score, float) for h in lexical_only)
 
 
 def test_modes_and_timings(store: OneVersionStore, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     q = "wiring the stepper motors"
-    dense = search(store, embedder, q, k=5, mode="dense")
-    lexical = search(store, embedder, q, k=5, mode="lexical")
+    dense = search(store, embedder, q, SearchParams(k=5, mode="dense"))
+    lexical = search(store, embedder, q, SearchParams(k=5, mode="lexical"))
     assert all(h.lexical_rank is None and h.dense_rank for h in dense)
     assert all(h.dense_rank is None and h.lexical_rank for h in lexical)
     assert [h.dense_rank for h in dense] == [1, 2, 3, 4, 5]
-    hits, t = search_with_timings(store, embedder, q, k=5)
+    hits, t = search_with_timings(store, embedder, q, SearchParams(k=5))
     assert set(t) == {"embed_ms", "dense_ms", "lexical_ms", "fuse_ms", "sentence_ms", "rerank_ms", "total_ms",
                       CLOSEST}
     assert t[CLOSEST] == pytest.approx(dense[0].dense_score, abs=1e-6)  # the closest passage, kept or not
@@ -152,12 +152,12 @@ def test_modes_and_timings(store: OneVersionStore, embedder: Embedder, monkeypat
     embedded: list[str] = []
     encode_query = embedder.encode_query
     monkeypatch.setattr(embedder, "encode_query", lambda text: embedded.append(text) or encode_query(text))
-    same, t2 = search_with_timings(store, embedder, q, k=5, query_vector=given)
+    same, t2 = search_with_timings(store, embedder, q, SearchParams(k=5), query_vector=given)
     # the vector given is used: the question is not embedded again (said by counting, not by a
     # stopwatch: a few ms are no proof of anything on a busy box)
     assert [h.chunk_id for h in same] == [h.chunk_id for h in hits] and embedded == [] and t2["embed_ms"] >= 0
     with pytest.raises(RetrievalError, match="mode"):
-        search(store, embedder, q, mode="fuzzy")
+        search(store, embedder, q, SearchParams(mode="fuzzy"))
 
 
 def test_scope_by_file_name_title_and_sha_prefix(store: OneVersionStore, embedder: Embedder) -> None:
@@ -165,9 +165,9 @@ def test_scope_by_file_name_title_and_sha_prefix(store: OneVersionStore, embedde
     noaa = manuals[NOAA.name]
     scopes = ([NOAA.name], [noaa["title"].upper()], [noaa["sha256"][:8]], [NOAA.stem])
     for scope in scopes:
-        hits = search(store, embedder, "SKR Mini E3 firmware flashing", k=10, manuals=scope)
+        hits = search(store, embedder, "SKR Mini E3 firmware flashing", SearchParams(k=10), manuals=scope)
         assert hits and {h.manual for h in hits} == {NOAA.name}, scope
-    both = search(store, embedder, "firmware", k=20, manuals=[NOAA.name, VORON.name])
+    both = search(store, embedder, "firmware", SearchParams(k=20), manuals=[NOAA.name, VORON.name])
     assert {h.manual for h in both} == {NOAA.name, VORON.name}
 
 
@@ -195,7 +195,7 @@ def test_embedding_model_mismatch_is_refused(store: OneVersionStore, embedder: E
                                    "🔥🔧", "x" * 2000, "heading:firmware", "^E3", "ﬁrmware ﬂash"])
 def test_hostile_queries_return_results_not_errors(store: OneVersionStore, embedder: Embedder,
                                                    query: str) -> None:
-    hits = search(store, embedder, query, k=3)
+    hits = search(store, embedder, query, SearchParams(k=3))
     assert len(hits) == 3  # the dense side always has something to offer
 
 
@@ -266,5 +266,5 @@ def test_the_navigation_pre_check_changes_no_verdict(sample_pdfs: list[Path]) ->
 def test_a_hit_as_a_dict_is_what_asdict_gives(store: OneVersionStore, embedder: Embedder) -> None:
     from dataclasses import asdict
 
-    hits = search(store, embedder, "input voltage range", k=3)
+    hits = search(store, embedder, "input voltage range", SearchParams(k=3))
     assert hits and all(h.to_dict() == asdict(h) and list(h.to_dict()) == list(asdict(h)) for h in hits)

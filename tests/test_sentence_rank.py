@@ -78,6 +78,7 @@ def test_the_real_search_ranks_by_sentence_and_says_so(sample_data_dir: Path, em
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from retrieval import search as search_module
     from retrieval.search import search_with_timings
+    from retrieval.types import SearchParams
     from retrieval.versions import IndexStore
 
     # the sentence step's work, counted (a stopwatch under 1 ms proves nothing on a busy box)
@@ -88,10 +89,10 @@ def test_the_real_search_ranks_by_sentence_and_says_so(sample_data_dir: Path, em
                             lambda *a, _real=real, _name=name, **k: steps.append(_name) or _real(*a, **k))
     store = IndexStore(sample_data_dir)
     q = questions[0]["question"]
-    plain, t0 = search_with_timings(store, embedder, q, k=5, sentence_weight=0.0, term_weight=0.0)
+    plain, t0 = search_with_timings(store, embedder, q, SearchParams(k=5, sentence_weight=0.0, term_weight=0.0))
     assert steps == []  # with both weights 0 the step costs nothing: no sentence scored, no share counted
-    ranked, t1 = search_with_timings(store, embedder, q, k=10, sentence_weight=2.0, sentence_pool=10,
-                                     term_weight=1.5)
+    ranked, t1 = search_with_timings(store, embedder, q, SearchParams(k=10, sentence_weight=2.0, sentence_pool=10,
+                                                                      term_weight=1.5))
     assert steps == ["best_sentence_similarity", "term_coverage"]
     assert all(h.sentence_score is None and h.term_score is None for h in plain) and t0["sentence_ms"] >= 0
     assert all(h.sentence_score is not None and -1.0 <= h.sentence_score <= 1.0 for h in ranked)
@@ -104,8 +105,8 @@ def test_the_real_search_ranks_by_sentence_and_says_so(sample_data_dir: Path, em
     assert keys == sorted(keys, reverse=True)
     assert len({round(h.term_score or 0.0, 6) for h in ranked}) > 1  # the share tells passages apart
     # the share alone: no sentence is scored (none embedded), the order is fused / best fused + 1.5 x share
-    alone, t2 = search_with_timings(store, embedder, q, k=10, sentence_weight=0.0, sentence_pool=10,
-                                    term_weight=1.5)
+    alone, t2 = search_with_timings(store, embedder, q, SearchParams(k=10, sentence_weight=0.0, sentence_pool=10,
+                                                                     term_weight=1.5))
     assert all(h.sentence_score is None and h.term_score is not None for h in alone)
     top = max(h.score for h in alone)
     keys = [h.score / top + 1.5 * (h.term_score or 0.0) for h in alone]
@@ -120,6 +121,7 @@ def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_sam
 
     from retrieval.search import search_with_timings
     from retrieval.sentence_rank import CACHE
+    from retrieval.types import SearchParams
     from retrieval.versions import CHUNKS_DB, IndexStore
 
     store = IndexStore(sample_data_dir)
@@ -144,10 +146,10 @@ def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_sam
     monkeypatch.setattr(CACHE, "encode", lambda emb, texts: embedded.extend(texts) or encode(emb, texts))
     for q in questions[:4]:
         embedded.clear()
-        new_hits, _ = search_with_timings(store, embedder, q["question"], k=5)
+        new_hits, _ = search_with_timings(store, embedder, q["question"], SearchParams(k=5))
         assert embedded == []  # the stored vectors: no sentence is embedded per search
         CACHE.clear()
-        old_hits, _ = search_with_timings(old, embedder, q["question"], k=5)
+        old_hits, _ = search_with_timings(old, embedder, q["question"], SearchParams(k=5))
         assert embedded  # the older version: its sentences are embedded now
         assert [h.chunk_id for h in new_hits] == [h.chunk_id for h in old_hits]
         assert all(abs((a.sentence_score or 0) - (b.sentence_score or 0)) < 0.01

@@ -19,7 +19,7 @@ from pypdf import PdfReader, PdfWriter
 from ingest.discover import sha256_file
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.search import search
-from retrieval.types import RetrievalError
+from retrieval.types import RetrievalError, SearchParams
 from retrieval.versions import IndexStore
 
 QUESTIONS = ["How do I flash the firmware?", "Which stepper driver pins are used?", "M3x8 screws"]
@@ -28,8 +28,8 @@ LIMITS = ParseLimits()
 
 
 def results(store: IndexStore, embedder: Any, version: str | None = None) -> list[list[tuple]]:
-    return [[(h.chunk_id, h.page, h.score, h.dense_score) for h in search(store, embedder, q, k=5,
-                                                                            version=version)]
+    return [[(h.chunk_id, h.page, h.score, h.dense_score)
+             for h in search(store, embedder, q, SearchParams(k=5), version=version)]
             for q in QUESTIONS]
 
 
@@ -144,7 +144,8 @@ def test_remove_builds_a_version_without_the_manual(world: dict, embedder: Any) 
     assert r.removed == ["noaa_lcp_pistonboard_user_manual.pdf"] and r.embedded == 0
     m = store.show(r.version)
     assert m["parent"] == base and [x["file_name"] for x in m["manuals"]] == ["voron0_setup_guide.pdf"]
-    assert {h.manual for h in search(store, embedder, "firmware flash", k=10)} == {"voron0_setup_guide.pdf"}
+    found = search(store, embedder, "firmware flash", SearchParams(k=10))
+    assert {h.manual for h in found} == {"voron0_setup_guide.pdf"}
     d = store.diff(base, r.version)
     assert [x["file_name"] for x in d["removed"]] == ["noaa_lcp_pistonboard_user_manual.pdf"]
     assert store.verify(r.version) == []

@@ -63,7 +63,7 @@ def lists(store: Any, embedder: Any, passages: dict[str, dict[str, Any]], questi
     from retrieval.search import search
     from retrieval.types import SearchParams
 
-    params = SearchParams()
+    params = SearchParams(k=POOL)
     out, counts = [], {"questions": 0, "generic": 0, "not_retrieved": 0, "kept": 0}
     for row in questions:
         p = passages.get(row["passage"])
@@ -74,7 +74,7 @@ def lists(store: Any, embedder: Any, passages: dict[str, dict[str, Any]], questi
             if _GENERIC_RE.search(q):
                 counts["generic"] += 1
                 continue
-            hits = search(store, embedder, q, k=POOL, **params.search_options())
+            hits = search(store, embedder, q, params)
             pos_rank = next((i for i, h in enumerate(hits, 1) if h.chunk_id == p["chunk_id"]), None)
             if pos_rank is None:
                 counts["not_retrieved"] += 1

@@ -36,11 +36,12 @@ MIN_KEPT = 0.90  # calibration: at most 10 % false refusals on the answerable qu
 
 
 def calibrate(gw: Any, questions: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]], list[str]]:
-    from gateway.answer.pipeline import AGREE_RELIEF, _retrieve, evidence_is_strong
+    from gateway.answer.pipeline import AGREE_RELIEF, evidence_is_strong, retrieve_for_answer
 
     evidence = []
+    deps = gw.answer_deps()
     for q in questions:
-        hits, _, _ = _retrieve(gw, q["question"], None, None)
+        hits = retrieve_for_answer(deps, q["question"], None, None).hits
         _, ev = evidence_is_strong(hits, 1.0)
         evidence.append((q["answerable"], hits))
     grid = [round(0.20 + 0.025 * i, 3) for i in range(17)]

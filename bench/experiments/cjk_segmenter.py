@@ -167,6 +167,7 @@ def run(half: str) -> dict[str, Any]:
     from gateway.config import Settings
     from gateway.services import Services
     from retrieval.search import search_with_timings
+    from retrieval.types import SearchParams
 
     jieba.setLogLevel(logging.WARNING)
     jieba.initialize()  # loaded before any timing (the dictionary's cost is reported apart)
@@ -202,7 +203,7 @@ def run(half: str) -> dict[str, Any]:
                 t = time.perf_counter()
                 hybrid = gw.search(q["question"], k=5)
                 lat.append((time.perf_counter() - t) * 1000)
-                lexical, _ = search_with_timings(gw.store, emb, q["question"], k=5, mode="lexical")
+                lexical, _ = search_with_timings(gw.store, emb, q["question"], SearchParams(k=5, mode="lexical"))
                 for mode, hits in (("hybrid", hybrid), ("lexical", lexical)):
                     rank = gold_rank(hits, q)
                     if mode == "hybrid":

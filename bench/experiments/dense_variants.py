@@ -119,7 +119,7 @@ def run(data: Path) -> str:
     for m, beta in ((1, 0.2), (3, 0.2), (3, 0.4), (5, 0.4), (5, 0.7)):
         moved = {}
         for q in questions:
-            hits = search(store, embedder, q["question"], k=m, query_vector=qvec[q["id"]], **query.options())
+            hits = search(store, embedder, q["question"], query.params(m), query_vector=qvec[q["id"]])
             fb = full[[by_chunk_id[h.chunk_id] for h in hits]].mean(axis=0)
             v = qvec[q["id"]] + beta * fb
             moved[q["id"]] = (v / np.linalg.norm(v)).astype(np.float32)

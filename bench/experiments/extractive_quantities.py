@@ -43,12 +43,13 @@ def hits_for(split: str) -> list[tuple[dict[str, Any], list[Any]]]:
     from gateway.config import AnswerSettings
     from retrieval.embedders import load_embedder
     from retrieval.search import search
+    from retrieval.types import SearchParams
 
     embedder = load_embedder()
     pdfs, questions = split_paths(split)
     store = build(pdfs, shipped()[0], embedder, CACHE / split)
     k = AnswerSettings().max_passages
-    out = [(q, search(store, embedder, q["question"], k=k)[:k]) for q in questions
+    out = [(q, search(store, embedder, q["question"], SearchParams(k=k))[:k]) for q in questions
            if q.get("answerable") and q.get("answer")]
     CACHE.mkdir(parents=True, exist_ok=True)
     cached.write_bytes(pickle.dumps(out))

@@ -116,13 +116,12 @@ def prepare(store: Any, embedder: Any, reranker: Any, questions: list[dict[str, 
     from retrieval.search import search
     from retrieval.types import SearchParams
 
-    opts = SearchParams().search_options()
     k = AnswerSettings().max_passages
     items = []
     for q in questions:
         if not q.get("answerable") or not q.get("answer"):
             continue
-        hits = search(store, embedder, q["question"], k=k, **opts)[:k]
+        hits = search(store, embedder, q["question"], SearchParams(k=k))[:k]
         per = {p: candidates(q["question"], hits, p) for p in PASSAGES}
         widest = per[max(PASSAGES)]
         for form in FORMS:

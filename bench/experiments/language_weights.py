@@ -38,12 +38,12 @@ def run(halves: list[str]) -> dict[str, dict[str, list[float]]]:
             gw.ingest(pdfs)
             emb = gw.embedder_for(gw.store.active_id())
             for name, change in VARIANTS.items():
-                params = dataclasses.replace(gw.settings.search, **change)
+                params = dataclasses.replace(gw.settings.search, k=5, **change)
                 hit1 = hit5 = mrr = n = 0.0
                 for q in qs:
                     if not q["answerable"] or "en-" in q["id"]:
                         continue  # the questions in the manual's language only
-                    hits, _ = search_with_timings(gw.store, emb, q["question"], k=5, params=params)
+                    hits, _ = search_with_timings(gw.store, emb, q["question"], params)
                     gold = {(q["manual"], p) for p in q["pages"]}
                     rank = next((i for i, h in enumerate(hits, 1) if (h.manual, h.page) in gold), None)
                     n += 1

@@ -70,7 +70,7 @@ def main() -> None:
         store = build(pdfs, recipe, embedder, Path(tmp) / "dev")
         t0 = time.perf_counter()
         for q in (q for q in questions if q.get("answerable")):
-            hits = search(store, embedder, q["question"], k=args.k, **query.options())
+            hits = search(store, embedder, q["question"], query.params(args.k))
             gold = gold_pages(q)
             rows.append({"gold": [(h.manual, h.page) in gold for h in hits],
                          "llm": [question_likelihood(llm, f"{h.title}. {h.heading}\n{h.text}", q["question"])

@@ -20,6 +20,7 @@ A one-off decision (issue 23): it writes docs/bench/experiments/nomic_embed.md; 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import statistics
 import struct
@@ -175,8 +176,8 @@ class NomicEmbedder:
 class DenseQuery(Query):
     """The shipped search settings, dense side only (retrieval.search mode "dense")."""
 
-    def options(self) -> dict[str, Any]:
-        return {**super().options(), "mode": "dense"}
+    def params(self, k: int = 5) -> Any:
+        return dataclasses.replace(super().params(k), mode="dense")
 
 
 def loaded(make: Callable[[], Any], warm: Callable[[Any], Any]) -> tuple[Any, float, float]:

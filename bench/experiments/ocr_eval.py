@@ -107,12 +107,13 @@ def build(manuals: list[Any], embedder: Any, folder: Path) -> Any:
 def ranks(store: Any, embedder: Any, questions: list[dict[str, Any]]) -> dict[str, int | None]:
     from gateway.qa.metrics import gold_pages
     from retrieval.search import search
+    from retrieval.types import SearchParams
 
     out: dict[str, int | None] = {}
     for q in questions:
         if not q.get("answerable"):
             continue
-        hits = search(store, embedder, q["question"], k=5)
+        hits = search(store, embedder, q["question"], SearchParams(k=5))
         gold = gold_pages(q)
         out[q["id"]] = next((i for i, h in enumerate(hits, start=1) if (h.manual, h.page) in gold), None)
     return out

@@ -36,11 +36,12 @@ DOUBTS = (0.0, 70.0, 80.0, 90.0)
 def ranks(store: Any, embedder: Any, questions: list[dict[str, Any]], doubt: float) -> dict[str, int | None]:
     from gateway.qa.metrics import gold_pages
     from retrieval.search import search
+    from retrieval.types import SearchParams
 
     out: dict[str, int | None] = {}
     for q in questions:
         if q.get("answerable"):
-            hits = search(store, embedder, q["question"], k=5, ocr_doubt=doubt)
+            hits = search(store, embedder, q["question"], SearchParams(k=5, ocr_doubt=doubt))
             gold = gold_pages(q)
             out[q["id"]] = next((i for i, h in enumerate(hits, start=1) if (h.manual, h.page) in gold), None)
     return out

@@ -18,6 +18,7 @@ development half and the test half scored once with it:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import tempfile
 from pathlib import Path
@@ -48,8 +49,8 @@ def candidates(split: str, embedder: Any, tmp: Path) -> list[dict[str, Any]]:
     rows = []
     for q in questions:
         qv = embedder.encode_query(q["question"])
-        opts = {**query.options(), "candidates": 2 * POOL}
-        hits = search(store, embedder, q["question"], k=POOL, query_vector=qv, **opts)
+        params = dataclasses.replace(query.params(POOL), candidates=2 * POOL)
+        hits = search(store, embedder, q["question"], params, query_vector=qv)
         lex = dict(ver.chunks.lexical(q["question"], 2 * POOL))
         bm25 = {c["chunk_id"]: lex[c["row"]] for c in ver.chunks.get_rows(list(lex))}
         gold = gold_pages(q) if q.get("answerable") else set()

@@ -38,12 +38,12 @@ def scored(store: Any, embedder: Any, reranker: Any, questions: list[dict[str, A
     from retrieval.search import search
     from retrieval.types import SearchParams
 
-    opts = SearchParams().search_options()
+    params = SearchParams(k=max(POOLS))
     out = []
     for q in questions:
         if not q.get("answerable"):
             continue
-        hits = search(store, embedder, q["question"], k=max(POOLS), **opts)
+        hits = search(store, embedder, q["question"], params)
         scores = reranker.score(q["question"], [passage_for_rerank(h.title, h.heading, h.text) for h in hits])
         out.append((hits, scores, gold_pages(q)))
     return out
@@ -81,13 +81,13 @@ def latency(store: Any, embedder: Any, reranker: Any, questions: list[dict[str, 
     from retrieval.search import search_with_timings
     from retrieval.types import SearchParams
 
-    base = SearchParams().search_options()
-    with_rr = {**base, "rerank_pool": pool, "rerank_weight": weight}
+    base = SearchParams(k=K)
+    with_rr = SearchParams(k=K, rerank_pool=pool, rerank_weight=weight)
     out: dict[str, list[float]] = {"hybrid": [], "hybrid + reranker": [], "rerank step": []}
     for _ in range(rounds):
         for q in questions:
-            _h, t0 = search_with_timings(store, embedder, q["question"], k=K, **base)
-            _h, t1 = search_with_timings(store, embedder, q["question"], k=K, reranker=reranker, **with_rr)
+            _h, t0 = search_with_timings(store, embedder, q["question"], base)
+            _h, t1 = search_with_timings(store, embedder, q["question"], with_rr, reranker=reranker)
             out["hybrid"].append(t0["total_ms"])
             out["hybrid + reranker"].append(t1["total_ms"])
             out["rerank step"].append(t1["rerank_ms"])

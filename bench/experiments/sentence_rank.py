@@ -39,14 +39,15 @@ def scored(store: Any, embedder: Any, questions: list[dict[str, Any]]) -> Scored
     """Per answerable question: its fused top 20 (no sentence step), their best-sentence cosines, its gold pages."""
     from retrieval.search import search
     from retrieval.sentence_rank import best_sentence_similarity
+    from retrieval.types import SearchParams
 
     out = []
     for q in questions:
         if not q.get("answerable"):
             continue
         qv = embedder.encode_query(q["question"])
-        hits = search(store, embedder, q["question"], k=max(POOLS), query_vector=qv, sentence_weight=0.0,
-                      term_weight=0.0)
+        hits = search(store, embedder, q["question"], SearchParams(k=max(POOLS), sentence_weight=0.0, term_weight=0.0),
+                      query_vector=qv)
         sims = best_sentence_similarity(embedder, qv, [{"title": h.title, "heading": h.heading, "text": h.text}
                                                        for h in hits])
         out.append((hits, sims, gold_pages(q)))
@@ -85,14 +86,16 @@ def latency(store: Any, embedder: Any, questions: list[dict[str, Any]], pool: in
     as a version without stored vectors pays it (its sentences embedded now, the cache emptied)."""
     from retrieval.search import search_with_timings
     from retrieval.sentence_rank import CACHE, best_sentence_similarity
+    from retrieval.types import SearchParams
 
     out: dict[str, list[float]] = {"hybrid": [], "hybrid + sentences (stored vectors)": [],
                                    "sentence step (stored vectors)": [],
                                    "sentence step (no stored vectors: embedded per search)": []}
     for q in questions:
-        _h, t0 = search_with_timings(store, embedder, q["question"], k=K, sentence_weight=0.0, term_weight=0.0)
-        hits, t1 = search_with_timings(store, embedder, q["question"], k=pool, sentence_weight=weight,
-                                       sentence_pool=pool)
+        _h, t0 = search_with_timings(store, embedder, q["question"],
+                                     SearchParams(k=K, sentence_weight=0.0, term_weight=0.0))
+        hits, t1 = search_with_timings(store, embedder, q["question"],
+                                       SearchParams(k=pool, sentence_weight=weight, sentence_pool=pool))
         CACHE.clear()
         started = time.perf_counter()
         best_sentence_similarity(embedder, embedder.encode_query(q["question"]),

@@ -83,6 +83,7 @@ def scored(store: Any, embedder: Any, questions: list[dict[str, Any]]) -> list[t
     from retrieval.search import search
     from retrieval.sentence_rank import best_sentence_similarity
     from retrieval.term_coverage import term_coverage
+    from retrieval.types import SearchParams
 
     df, n = idf_table(store)
     chunks = store.open().chunks
@@ -91,7 +92,8 @@ def scored(store: Any, embedder: Any, questions: list[dict[str, Any]]) -> list[t
         if not q.get("answerable"):
             continue
         qv = embedder.encode_query(q["question"])
-        hits = search(store, embedder, q["question"], k=POOL, query_vector=qv, sentence_weight=0.0, term_weight=0.0)
+        hits = search(store, embedder, q["question"], SearchParams(k=POOL, sentence_weight=0.0, term_weight=0.0),
+                      query_vector=qv)
         sims = best_sentence_similarity(embedder, qv, [{"title": h.title, "heading": h.heading, "text": h.text}
                                                        for h in hits])
         shipped = term_coverage(q["question"], [{"title": h.title, "heading": h.heading, "text": h.text}
@@ -123,14 +125,15 @@ def metrics(rows: list[tuple[Any, ...]], feature: str, v: float,
 def latency(store: Any, embedder: Any, questions: list[dict[str, Any]], v: float) -> dict[str, list[float]]:
     """Search ms without and with the word share, interleaved question by question (2 rounds)."""
     from retrieval.search import search_with_timings
+    from retrieval.types import SearchParams
 
     out: dict[str, list[float]] = {"search, sentence step without the share": [],
                                    f"search, sentence step + {v} x the share": [],
                                    "sentence step without the share": [], "sentence step with the share": []}
     for _ in range(2):
         for q in questions:
-            _h, t0 = search_with_timings(store, embedder, q["question"], k=K, term_weight=0.0)
-            _h, t1 = search_with_timings(store, embedder, q["question"], k=K, term_weight=v)
+            _h, t0 = search_with_timings(store, embedder, q["question"], SearchParams(k=K, term_weight=0.0))
+            _h, t1 = search_with_timings(store, embedder, q["question"], SearchParams(k=K, term_weight=v))
             out["search, sentence step without the share"].append(t0["total_ms"])
             out[f"search, sentence step + {v} x the share"].append(t1["total_ms"])
             out["sentence step without the share"].append(t0["sentence_ms"])

@@ -51,11 +51,14 @@ class Query:
     sentence_pool: int = 20
     term_weight: float = 0.0  # + the share of the question's words (retrieval.term_coverage); 0 is off
 
-    def options(self) -> dict[str, Any]:
-        return {"weights": (self.dense_weight, self.lexical_weight), "rrf_k": self.rrf_k,
-                "page_share": self.page_share, "candidates": self.candidates,
-                "sentence_weight": self.sentence_weight, "sentence_pool": self.sentence_pool,
-                "term_weight": self.term_weight}
+    def params(self, k: int = 5) -> Any:
+        """These settings as retrieval.search takes them: a SearchParams, its other fields at their defaults."""
+        from retrieval.types import SearchParams
+
+        return SearchParams(k=k, candidates=self.candidates, rrf_k=self.rrf_k, dense_weight=self.dense_weight,
+                            lexical_weight=self.lexical_weight, page_share=self.page_share,
+                            sentence_weight=self.sentence_weight, sentence_pool=self.sentence_pool,
+                            term_weight=self.term_weight)
 
 
 BEFORE = (recipe(600, 100, "heading"), Query())  # the defaults before issue 9
@@ -119,8 +122,8 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], query: 
     s = Scores()
     hits_by_id: dict[str, list[Any]] = {}
     for q in questions:
-        hits, timings = search_with_timings(store, embedder, q["question"], k=k, query_vector=vectors[q["id"]],
-                                            **query.options())
+        hits, timings = search_with_timings(store, embedder, q["question"], query.params(k),
+                                            query_vector=vectors[q["id"]])
         hits_by_id[q["id"]] = hits
         if CLOSEST in timings:
             s.closest[q["id"]] = timings[CLOSEST]

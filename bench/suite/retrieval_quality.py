@@ -45,6 +45,7 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], mode: s
              ) -> dict[str, Any]:
     """hit@1, hit@k, MRR@k over answerable questions, plus the ids of the misses at k."""
     from retrieval.search import search
+    from retrieval.types import SearchParams
 
     hit1 = hitk = 0
     rr = 0.0
@@ -52,8 +53,8 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], mode: s
     answerable = [q for q in questions if q.get("answerable")]
     for q in answerable:
         qv = vectors[q["id"]] if vectors else None
-        hits = search(store, embedder, q["question"], k=k, candidates=candidates, rrf_k=rrf_k,
-                      query_vector=qv, mode=mode)
+        params = SearchParams(k=k, candidates=candidates, rrf_k=rrf_k, mode=mode)  # type: ignore[arg-type]
+        hits = search(store, embedder, q["question"], params, query_vector=qv)
         gold = gold_pages(q)
         rank = next((i for i, h in enumerate(hits, start=1) if (h.manual, h.page) in gold), None)
         if rank is None:

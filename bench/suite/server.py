@@ -110,7 +110,7 @@ def worker(data: str) -> None:
     """stdin: {"question", "max_tokens"} per line; stdout: the messages, then the timed stream."""
     os.environ["MANUALQA_DATA"] = data
     from gateway.answer.generation import prepare
-    from gateway.answer.pipeline import _retrieve
+    from gateway.answer.pipeline import retrieve_for_answer
     from gateway.config import load_settings
     from gateway.services import Services
     from runtimes.base import GenerationStats
@@ -124,7 +124,7 @@ def worker(data: str) -> None:
                       "n_ctx": runtime.context_length}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
-        hits, _, _ = _retrieve(gw, req["question"], None, None)
+        hits = retrieve_for_answer(gw.answer_deps(), req["question"], None, None).hits
         given = hits[: gw.settings.answer.max_passages]
         config = gw.profile.generation_config()  # as the pipeline sets it: passages, excerpts, citation grammar
         plan = prepare(config, runtime, gw.settings.answer, req["question"], given, req["max_tokens"])
