@@ -3,7 +3,9 @@ leads, a procedure keeps its own order, and filler with none of the question's w
 
 from __future__ import annotations
 
-from gateway.answer.extractive import extractive_answer, pick_sentences, trim_to_window
+from dataclasses import replace
+
+from gateway.answer.extractive import EVIDENCE, extractive_answer, pick_sentences, trim_to_window
 from retrieval.types import Hit
 
 
@@ -26,7 +28,7 @@ def test_the_sentence_that_answers_leads_even_when_its_passage_says_something_fi
         "The controller board is mounted under the bed of the printer."]
     # reading order is what the answer had before
     old = pick_sentences("Which firmware version does the controller board support?", [hit(PASSAGE)],
-                         best_first=False)
+                         replace(EVIDENCE, best_first=False))
     assert old[0][1].startswith("The controller board is mounted")
 
 
@@ -38,9 +40,10 @@ STEPS = ("1. Switch off the printer and unplug the power cable. "
 def test_numbered_steps_keep_the_procedures_order() -> None:
     question = "When does the stepper motor cable go back in?"
     # step 3 scores best (picked alone), but with step 2 beside it a procedure reads in order
-    assert pick_sentences(question, [hit(STEPS)], max_sentences=1)[0][1].startswith("Plug the stepper")
+    one = replace(EVIDENCE, max_sentences=1)
+    assert pick_sentences(question, [hit(STEPS)], one)[0][1].startswith("Plug the stepper")
     for text in (STEPS, STEPS.replace("1. ", "• ").replace("2. ", "\n• ").replace("3. ", "\n• ")):
-        answer = extractive_answer(question, [hit(text)], max_sentences=3)
+        answer = extractive_answer(question, [hit(text)], replace(EVIDENCE, max_sentences=3))
         assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
 
 

@@ -4,13 +4,14 @@ costs the similarity, never the evidence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway.answer.deps import AnswerDeps, Retrieved
-from gateway.answer.extractive import pick_sentences, similarity_scorer
+from gateway.answer.extractive import EVIDENCE, pick_sentences, similarity_scorer
 from gateway.answer.pipeline import answer
 from gateway.answer.request import AnswerRequest
 from gateway.config import AnswerSettings, ConfigError, load_settings
@@ -31,9 +32,10 @@ def hit(text: str = KIT) -> Hit:
 def test_the_sentence_that_answers_in_other_words_is_picked_with_the_real_embedder(embedder: Any) -> None:
     hits = [hit()]
     # words alone (and no learned weights, which favour the sentence with a number on their own)
-    assert pick_sentences(QUESTION, hits, max_sentences=1, weights={})[0][1].startswith("The kit contains")
+    words_alone = replace(EVIDENCE, max_sentences=1, weights={})
+    assert pick_sentences(QUESTION, hits, words_alone)[0][1].startswith("The kit contains")
     scorer = similarity_scorer(similarity_to(embedder, QUESTION), hits, AnswerSettings().sentence_similarity)
-    assert pick_sentences(QUESTION, hits, max_sentences=1, extra=scorer, weights={}) == [
+    assert pick_sentences(QUESTION, hits, words_alone, extra=scorer) == [
         (1, "Switch on the soldering iron and set the working temperature to 350 C.")]
 
 
@@ -51,7 +53,8 @@ def test_sentences_are_read_as_the_index_reads_a_passage() -> None:
         seen.append(texts)
         return [1.0 if "350 C" in t else 0.0 for t in texts]
 
-    picked = pick_sentences(QUESTION, [hit()], max_sentences=1, extra=similarity_scorer(similar, [hit()], 6.0))
+    one = replace(EVIDENCE, max_sentences=1)
+    picked = pick_sentences(QUESTION, [hit()], one, extra=similarity_scorer(similar, [hit()], 6.0))
     assert picked[0][1].startswith("Switch on the soldering iron")
     assert seen and all(t.startswith("Soldering kit\nAssembly\n") for t in seen[0])  # title, heading, sentence
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from gateway.answer.extractive import pick_sentences, scored_candidates
+from gateway.answer.extractive import EVIDENCE, pick_sentences, scored_candidates
 from gateway.answer.sentence_score import CANDIDATE_FEATURES, FEATURES, WEIGHTS, adjustment
 from gateway.config import load_settings
 from retrieval.types import Hit
@@ -35,12 +37,12 @@ def test_no_weights_add_nothing_and_each_weight_moves_the_score_its_way() -> Non
 def test_the_sentence_stating_the_value_leads_over_one_repeating_the_question() -> None:
     question = "hot end heater cartridge wattage?"
     # words alone: a sentence that only repeats "hot end heater cartridge" wins
-    assert "40 W" not in pick_sentences(question, [hit(SPEC)], max_sentences=1, weights={})[0][1]
-    assert "40 W at 24 V" in pick_sentences(question, [hit(SPEC)], max_sentences=1)[0][1]
+    assert "40 W" not in pick_sentences(question, [hit(SPEC)], replace(EVIDENCE, max_sentences=1, weights={}))[0][1]
+    assert "40 W at 24 V" in pick_sentences(question, [hit(SPEC)], replace(EVIDENCE, max_sentences=1))[0][1]
 
 
 def test_candidates_carry_their_hand_set_score_and_features() -> None:
-    cands, _steps = scored_candidates("hot end heater cartridge wattage?", [hit(SPEC)], weights={})
+    cands, _steps = scored_candidates("hot end heater cartridge wattage?", [hit(SPEC)], replace(EVIDENCE, weights={}))
     assert cands and all(c.score == c.base and len(c.features) == len(CANDIDATE_FEATURES) for c in cands)
     rated = next(c for c in cands if "40 W" in c.sentence)
     assert rated.features[CANDIDATE_FEATURES.index("digit")] == 1.0

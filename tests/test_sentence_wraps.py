@@ -9,7 +9,9 @@ items stay apart.
 
 from __future__ import annotations
 
-from gateway.answer.extractive import extractive_answer
+from dataclasses import replace
+
+from gateway.answer.extractive import EVIDENCE, extractive_answer
 from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit
 
@@ -43,6 +45,6 @@ def test_the_evidence_quotes_the_whole_sentence() -> None:
     # The hand-set score alone: which sentences win is not what this test is about (the learned
     # weights prefer the dated sentence here), only that the quoted one is whole.
     answer = extractive_answer("are the AS5048A and AS5047D encoders the same for the mechaduino?", [hit],
-                               weights={})
+                               replace(EVIDENCE, weights={}))
     assert "concerned, the two parts are virtually identical" in " ".join(answer.split())
     assert "concerned, the." not in answer

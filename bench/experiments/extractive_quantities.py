@@ -18,6 +18,7 @@ answer, before any not-found decision.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pickle
 import random
 import sys
@@ -57,9 +58,10 @@ def hits_for(split: str) -> list[tuple[dict[str, Any], list[Any]]]:
 
 
 def scores(items: list[tuple[dict[str, Any], list[Any]]], **setting: Any) -> list[float]:
-    from gateway.answer.extractive import extractive_answer
+    from gateway.answer.extractive import EVIDENCE, extractive_answer
 
-    return [correctness(extractive_answer(q["question"], hits, **setting), q["answer"]) for q, hits in items]
+    params = dataclasses.replace(EVIDENCE, **setting)
+    return [correctness(extractive_answer(q["question"], hits, params), q["answer"]) for q, hits in items]
 
 
 def mean(xs: list[float]) -> float:

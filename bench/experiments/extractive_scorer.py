@@ -23,6 +23,7 @@ lexical score on dev has a paired-bootstrap 95 % interval above zero and the tes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import math
 import random
@@ -38,7 +39,7 @@ from typing import Any
 
 from bench.harness import write_section
 from bench.suite.retrieval_eval import build, shipped, split_paths
-from gateway.answer.extractive import _clean, extractive_answer
+from gateway.answer.extractive import EVIDENCE, _clean, extractive_answer
 from gateway.qa.metrics import correctness
 from ingest.text.sentences import sentence_spans
 from ingest.text.terms import content_terms
@@ -144,7 +145,7 @@ def scores(items: list[Item], passages: int, count: int, key: Callable[[Cand], f
         cands = it.cands[passages]
         want = content_terms(it.q["question"])
         text = (select(cands, want, key or (lambda c: c.lex), count) if cands
-                else extractive_answer(it.q["question"], it.hits, max_sentences=count))  # the shipped fallback
+                else extractive_answer(it.q["question"], it.hits, dataclasses.replace(EVIDENCE, max_sentences=count)))
         out.append(correctness(text, it.q["answer"]))
     return out
 
@@ -246,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     # the bench's lexical path is the shipped one, word for word
     for it in dev:
         want = content_terms(it.q["question"])
-        shipped_text = extractive_answer(it.q["question"], it.hits, max_sentences=SHIPPED[1])
+        shipped_params = dataclasses.replace(EVIDENCE, max_sentences=SHIPPED[1])
+        shipped_text = extractive_answer(it.q["question"], it.hits, shipped_params)
         assert select(it.cands[SHIPPED[0]], want, lambda c: c.lex, SHIPPED[1]) == shipped_text or not it.cands[3], it.q
     base_dev = scores(dev, *SHIPPED, None)
     grid: dict[tuple[str, float | None, int, int], float] = {}

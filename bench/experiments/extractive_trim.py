@@ -15,6 +15,7 @@ Hits are the ones bench/experiments/extractive_quantities.py cached (the shipped
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import sys
 from typing import Any
@@ -35,20 +36,23 @@ STEPS = (("best sentence first", {"best_first": True}),
 
 
 def scores(items: list[tuple[dict[str, Any], list[Any]]], **setting: Any) -> list[float]:
-    from gateway.answer.extractive import extractive_answer
-    return [correctness(extractive_answer(q["question"], hits, **setting), q["answer"]) for q, hits in items]
+    from gateway.answer.extractive import EVIDENCE, extractive_answer
+    params = dataclasses.replace(EVIDENCE, **setting)
+    return [correctness(extractive_answer(q["question"], hits, params), q["answer"]) for q, hits in items]
 
 
 def lengths(items: list[tuple[dict[str, Any], list[Any]]], **setting: Any) -> float:
-    from gateway.answer.extractive import extractive_answer
-    return mean([len(extractive_answer(q["question"], hits, **setting).split()) for q, hits in items])
+    from gateway.answer.extractive import EVIDENCE, extractive_answer
+    params = dataclasses.replace(EVIDENCE, **setting)
+    return mean([len(extractive_answer(q["question"], hits, params).split()) for q, hits in items])
 
 
 def first_holds_value(items: list[tuple[dict[str, Any], list[Any]]], **setting: Any) -> float:
     """Share of numeric-gold questions whose answer's first sentence alone holds every gold number."""
-    from gateway.answer.extractive import pick_sentences
+    from gateway.answer.extractive import EVIDENCE, pick_sentences
     from gateway.qa.metrics import numbers_of
-    picked = [(pick_sentences(q["question"], hits, **setting), q["answer"])
+    params = dataclasses.replace(EVIDENCE, **setting)
+    picked = [(pick_sentences(q["question"], hits, params), q["answer"])
               for q, hits in items if numbers_of(q["answer"])]
     return mean([correctness(p[0][1], gold) if p else 0.0 for p, gold in picked])
 

@@ -26,6 +26,7 @@ half) and eval/test are scored once with them. Correctness is replay's
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sqlite3
 import sys
@@ -76,7 +77,7 @@ class Question:
     """One answerable question: its candidates' hand-set scores and features, their targets, the cached similarity."""
 
     def __init__(self, split: str, q: dict[str, Any], hits: list[Any] | None, embedder: Any) -> None:
-        from gateway.answer.extractive import scored_candidates, similarity_scorer
+        from gateway.answer.extractive import EVIDENCE, scored_candidates, similarity_scorer
         from gateway.config import AnswerSettings
         from gateway.qa.metrics import correctness
         from ingest.text.terms import content_terms
@@ -94,7 +95,7 @@ class Question:
             return self.cached
 
         self.extra = extra
-        cands, _steps = scored_candidates(q["question"], hits, extra=extra, weights={})
+        cands, _steps = scored_candidates(q["question"], hits, dataclasses.replace(EVIDENCE, weights={}), extra=extra)
         self.base = np.array([c.base for c in cands])
         self.x = np.array([c.features for c in cands], dtype=np.float64).reshape(len(cands), -1)
         gold_terms = content_terms(q.get("evidence") or "")
@@ -103,14 +104,14 @@ class Question:
                 correctness(c.sentence, q["answer"])) for c in cands])
 
     def correctness(self, weights: dict[str, tuple[float, float, float]]) -> float:
-        from gateway.answer.extractive import extractive_answer
+        from gateway.answer.extractive import EVIDENCE, extractive_answer
         from gateway.config import AnswerSettings
         from gateway.qa.metrics import correctness
 
         if self.hits is None:
             return 0.0
-        return correctness(extractive_answer(self.q["question"], self.hits, AnswerSettings().evidence_sentences,
-                                             extra=self.extra, weights=weights), self.q["answer"])
+        params = dataclasses.replace(EVIDENCE, max_sentences=AnswerSettings().evidence_sentences, weights=weights)
+        return correctness(extractive_answer(self.q["question"], self.hits, params, extra=self.extra), self.q["answer"])
 
 
 Weights = dict[str, tuple[float, float, float]]

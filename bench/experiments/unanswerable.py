@@ -64,7 +64,7 @@ def gather(half: str) -> list[dict[str, Any]]:
     out_file = CACHE / f"{half}.json"
     if out_file.is_file():
         return json.loads(out_file.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-    from gateway.answer.extractive import pick_sentences, similarity_scorer
+    from gateway.answer.extractive import evidence_params, pick_sentences, similarity_scorer
     from gateway.answer.pipeline import _weakness, evidence_is_strong, retrieve_for_answer
     from ingest.text.languages import detect_question
     from retrieval.term_coverage import question_terms
@@ -84,8 +84,7 @@ def gather(half: str) -> list[dict[str, Any]]:
         given = hits[: s.max_passages]
         weak = _weakness(q["question"], given, strong, ev, s)
         extra = similarity_scorer(got.similar, given, s.sentence_similarity) if got.similar else None
-        picked = pick_sentences(q["question"], given, max_sentences=s.evidence_sentences, extra=extra,
-                                weights=None if s.learned_evidence else {}) if given else []
+        picked = pick_sentences(q["question"], given, evidence_params(s), extra=extra) if given else []
         terms = question_terms(q["question"])
         df = ver.chunks.term_doc_freqs(sorted(set(terms.values()))) if terms else {}
         records.append({

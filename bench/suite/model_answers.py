@@ -167,7 +167,7 @@ def items(split: str, run_label: str) -> list[dict[str, Any]]:
 def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
     """The run's answers decided again by this checkout from the same drafts and passages."""
     from gateway.answer.citations import resolve
-    from gateway.answer.extractive import extractive_answer, similarity_scorer
+    from gateway.answer.extractive import evidence_params, extractive_answer, similarity_scorer
     from gateway.answer.generation import Generation
     from gateway.answer.outcome import check_support, decide_outcome
     from gateway.config import AnswerSettings
@@ -211,8 +211,7 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
         given = [passage(r["index_version"], p) for p in r["passages"] if p.get("given")]
         extra = similarity_scorer(similarity_to(embedder(), it["question"]["question"]), given,
                                   settings.sentence_similarity) if settings.sentence_similarity > 0 else None
-        evidence = extractive_answer(it["question"]["question"], given, max_sentences=settings.evidence_sentences,
-                                     extra=extra, weights=None if settings.learned_evidence else {})
+        evidence = extractive_answer(it["question"]["question"], given, evidence_params(settings), extra=extra)
         support = check_support(it["question"]["question"], r["draft"], given, settings.min_support_overlap,
                                 settings.require_question_terms, evidence=evidence,
                                 decline=os.environ.get("MANUALQA_ANSWER__DECLINE", settings.decline),

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
@@ -21,6 +22,9 @@ from ingest.text.scripts import CJK
 from ingest.text.sentences import BULLETS, sentence_spans
 from ingest.text.terms import content_terms, word_count
 from retrieval.types import Hit
+
+if TYPE_CHECKING:
+    from gateway.config import AnswerSettings
 
 MAX_SENTENCE_CHARS = 400
 # A list item (section_titles.ITEM_RE), or a bare "3." / "(3)" just before a sentence (the sentence
@@ -41,6 +45,48 @@ URL_MIN_OTHER_WORDS = 4
 # paragraph repeated for two board variants): the second is not quoted.
 SAME_SHARE = 0.85
 CJK_CHAR_RE = re.compile(f"[{CJK}]")
+
+
+@dataclass(frozen=True)
+class EvidenceParams:
+    """How the evidence is picked (pick_sentences); the defaults are the shipped choices. The product
+    sets max_sentences (answer.evidence_sentences) and weights (answer.learned_evidence: None, else {});
+    experiments build variants with dataclasses.replace(EVIDENCE, ...).
+
+    max_sentences: sentences quoted at most. max_passages: the top passages they come from.
+    value_bonus: added to a sentence that states a quantity of a kind the question asks for
+    (gateway.answer.quantities: "how heavy" and a number in kg). min_ratio: a sentence after the
+    first joins only with at least this share of the best one's score. best_first: the best sentence
+    leads even when another of its passage comes before it, unless it is a numbered step or a bullet
+    (the gold value in the first sentence: eval/dev 0.21 -> 0.27, eval/test 0.14 -> 0.15). window:
+    over-long sentences are cut to this many words around the question's terms (0: kept whole, up to
+    MAX_SENTENCE_CHARS). A floor and a window both lowered correctness on eval/dev, so they are off
+    (bench/experiments/extractive_trim.py). procedure: for a how-to question whose best sentence is a
+    list item, up to this many items of its list, in order, instead of the best sentences (0: off; it
+    fires on none of eval's 10 how-to questions, so it is unmeasured there). drop_headings: titles
+    (is_heading) are not quoted (eval/dev +0.002, eval/test +0.000). weights: the learned part of
+    the score (gateway.answer.sentence_score; None: the shipped weights, {}: none).
+    """
+
+    max_sentences: int = 3
+    max_passages: int = 3
+    value_bonus: float = 0.0
+    min_ratio: float = 0.0
+    best_first: bool = True
+    window: int = 0
+    procedure: int = 5
+    drop_headings: bool = True
+    weights: Mapping[str, tuple[float, float, float]] | None = None
+
+
+EVIDENCE = EvidenceParams()
+
+
+def evidence_params(settings: AnswerSettings) -> EvidenceParams:
+    """The shipped EvidenceParams with what the configuration sets: answer.evidence_sentences, and
+    answer.learned_evidence (off: the hand-set score alone)."""
+    return replace(EVIDENCE, max_sentences=settings.evidence_sentences,
+                   weights=None if settings.learned_evidence else {})
 
 
 def _clean(sentence: str) -> str:
@@ -126,13 +172,14 @@ class Candidate(NamedTuple):
 
 
 def scored_candidates(
-    question: str, hits: list[Hit], max_passages: int = 3, value_bonus: float = 0.0, drop_headings: bool = True,
+    question: str, hits: list[Hit], params: EvidenceParams = EVIDENCE, *,
     extra: Callable[[list[tuple[int, str]]], list[float]] | None = None,
-    weights: Mapping[str, tuple[float, float, float]] | None = None,
 ) -> tuple[list[Candidate], set[tuple[int, int]]]:
     """Every sentence of the top passages that may be quoted, scored; and the (n, pos) of list items.
 
-    weights: sentence_score's learned weights (None: the shipped ones; {}: the hand-set score alone)."""
+    params: EvidenceParams (max_passages, value_bonus, drop_headings, weights). extra: added scores
+    (similarity_scorer)."""
+    max_passages, value_bonus, drop_headings = params.max_passages, params.value_bonus, params.drop_headings
     want = content_terms(question)
     asked = asked_quantities(question)
     found: list[tuple[int, int, str, set[str]]] = []  # (passage n, position, sentence, terms)
@@ -172,34 +219,20 @@ def scored_candidates(
         value = value_bonus if stated else 0.0
         base = lex + 0.6 / n + 0.05 / (pos + 1) + value + added
         row = features(sentence, terms, want, lex, n, pos, hits[n - 1], heading_terms[n - 1], stated)
-        out.append(Candidate(n, pos, sentence, terms, base, row, base + adjustment(row, weights)))
+        out.append(Candidate(n, pos, sentence, terms, base, row, base + adjustment(row, params.weights)))
     return out, steps
 
 
 def pick_sentences(
-    question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3, value_bonus: float = 0.0,
-    min_ratio: float = 0.0, best_first: bool = True, window: int = 0, procedure: int = 5, drop_headings: bool = True,
+    question: str, hits: list[Hit], params: EvidenceParams = EVIDENCE, *,
     extra: Callable[[list[tuple[int, str]]], list[float]] | None = None,
-    weights: Mapping[str, tuple[float, float, float]] | None = None,
 ) -> list[tuple[int, str]]:
-    """[(passage number, sentence)] in answer order: best-scoring first, at most 2 per passage.
-
-    value_bonus: added to a sentence that states a quantity of a kind the question asks for
-    (gateway.answer.quantities: "how heavy" and a number in kg). min_ratio: a sentence after the
-    first joins only with at least this share of the best one's score. best_first: the best sentence
-    leads even when another of its passage comes before it, unless it is a numbered step or a bullet
-    (the gold value in the first sentence: eval/dev 0.21 -> 0.27, eval/test 0.14 -> 0.15). window:
-    over-long sentences are cut to this many words around the question's terms (0: kept whole, up to
-    MAX_SENTENCE_CHARS). A floor and a window both lowered correctness on eval/dev, so they are off
-    (bench/experiments/extractive_trim.py). procedure: for a how-to question whose best sentence is a
-    list item, up to this many items of its list, in order, instead of the best sentences (0: off; it
-    fires on none of eval's 10 how-to questions, so it is unmeasured there). drop_headings: titles
-    (is_heading) are not quoted (eval/dev +0.002, eval/test +0.000). weights: the learned part of
-    the score (gateway.answer.sentence_score; None: the shipped weights, {}: none).
-    """
+    """[(passage number, sentence)] in answer order: best-scoring first, at most 2 per passage, as
+    params (EvidenceParams) choose. extra: added scores (similarity_scorer)."""
+    max_sentences, min_ratio, best_first = params.max_sentences, params.min_ratio, params.best_first
+    window, procedure = params.window, params.procedure
     want = content_terms(question)
-    candidates, steps = scored_candidates(question, hits, max_passages=max_passages, value_bonus=value_bonus,
-                                          drop_headings=drop_headings, extra=extra, weights=weights)
+    candidates, steps = scored_candidates(question, hits, params, extra=extra)
     if not candidates:
         return [(1, _clean(hits[0].text))] if hits else []
     ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
@@ -305,16 +338,11 @@ def _first_words(lead: str, body: str, tail: str, max_tokens: int) -> str:
     return lead + " ".join(words[:keep]).rstrip(",;:") + tail
 
 
-def extractive_answer(question: str, hits: list[Hit], max_sentences: int = 3, max_passages: int = 3,
-                      value_bonus: float = 0.0, extra: Callable[[list[tuple[int, str]]], list[float]] | None = None,
-                      weights: Mapping[str, tuple[float, float, float]] | None = None,
-                      max_tokens: int | None = None, **choice: float | bool | int) -> str:
+def extractive_answer(question: str, hits: list[Hit], params: EvidenceParams = EVIDENCE, *,
+                      extra: Callable[[list[tuple[int, str]]], list[float]] | None = None,
+                      max_tokens: int | None = None) -> str:
     """The answer text (cited_text) of pick_sentences' sentences, e.g. "Do X. [1]".
 
-    extra: pick_sentences' added scores (similarity_scorer). weights: the learned part of the score
-    (None: sentence_score's shipped weights; {}: none). max_tokens: cited_text's cap. choice:
-    pick_sentences' min_ratio, best_first, window, procedure and drop_headings."""
-    picked = pick_sentences(question, hits, max_sentences=max_sentences, max_passages=max_passages,
-                            value_bonus=value_bonus, extra=extra, weights=weights,
-                            **choice)  # type: ignore[arg-type]
-    return cited_text(picked, max_tokens)[0]
+    params: how they are picked (EvidenceParams). extra: pick_sentences' added scores
+    (similarity_scorer). max_tokens: cited_text's cap."""
+    return cited_text(pick_sentences(question, hits, params, extra=extra), max_tokens)[0]

@@ -37,7 +37,7 @@ from gateway.answer.citations import renumber, resolve
 from gateway.answer.coverage import named_elsewhere, named_first, stated_apart, unstated_values
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
-from gateway.answer.extractive import cited_text, pick_sentences, similarity_scorer
+from gateway.answer.extractive import cited_text, evidence_params, pick_sentences, similarity_scorer
 from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
 from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, decide_outcome, settle
 from gateway.answer.quantities import unstated_quantities
@@ -154,13 +154,6 @@ def _sentence_similarity(similar: Callable[[list[str]], list[float]] | None, giv
     return guarded
 
 
-def _retrieve(gw: Any, question: str, manuals: list[str] | None,
-              version: str | None) -> tuple[list[Hit], dict[str, float], str]:
-    """retrieve_for_answer on a composition root (gateway.services.Services), as bench/ calls it."""
-    got = retrieve_for_answer(gw.answer_deps(), question, manuals, version)
-    return got.hits, got.timings, got.version
-
-
 def answer(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading.Event | None = None,
            slot: Slot | None = None) -> AnswerResult:
     """The same as answer_events(), consumed: the final AnswerResult."""
@@ -231,9 +224,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
         # (a request's max_tokens caps the quoted text too: no model counts it, approx_tokens does)
         evidence, evidence_cut = cited_text(pick_sentences(
-            res.question, given, max_sentences=settings.evidence_sentences,
-            extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res),
-            weights=None if settings.learned_evidence else {}), request.max_tokens)
+            res.question, given, evidence_params(settings),
+            extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res)), request.max_tokens)
         ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
         res.timings["evidence_ms"] = elapsed_ms(t0)
         yield Evidence(text=renumber(evidence, ev_citations), citations=[c.to_dict() for c in ev_citations])
