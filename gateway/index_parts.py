@@ -20,7 +20,9 @@ from retrieval.types import Hit, RetrievalError, SearchParams
 
 if TYPE_CHECKING:
     from gateway.answer.deps import Retrieved
+    from gateway.records.titles import TitleCache
     from retrieval.embedders import Embedder
+    from retrieval.sentence_rank import VectorCache
     from retrieval.versions import IndexStore
 
 
@@ -46,6 +48,8 @@ class IndexParts:
     _other_embedders: dict[str, Embedder]  # models of versions built before a change
     _reranker: Any
     _reranker_loaded: bool
+    _sentence_cache: VectorCache | None
+    titles: TitleCache  # the display titles last read (gateway.records.titles), this gateway's own
 
     def _once(self, attr: str, build: Callable[[], Any]) -> Any:
         """The part held in `attr`, built by `build` on first use (under the lock: built once)."""
@@ -74,8 +78,18 @@ class IndexParts:
             return self._embedder
 
     @property
+    def sentence_cache(self) -> VectorCache:
+        """The sentences this gateway embedded (retrieval.sentence_rank.VectorCache), shared by its search's
+        best-sentence step and the answer's evidence step; its own, not another gateway's."""
+        from retrieval.sentence_rank import VectorCache
+
+        cache: VectorCache = self._once("_sentence_cache", VectorCache)
+        return cache
+
+    @property
     def reranker(self) -> Any:
-        """The cross-encoder search.rerank names (retrieval.rerank), or None when it is "off"."""
+        """The cross-encoder search.rerank names (retrieval.rerank), or None when it is "off"; loaded once
+        by this gateway (its session is not shared with another Services in the process)."""
         with self._lock:
             if not self._reranker_loaded:
                 from retrieval.rerank import load_reranker
@@ -198,7 +212,6 @@ class IndexParts:
         from gateway.answer.deps import Retrieved  # noqa: F811 - at run time too: it is built here
         from retrieval.embedders.base import similarity_to
         from retrieval.search import search_with_timings
-        from retrieval.sentence_rank import CACHE as SENTENCE_CACHE
         from retrieval.types import NoIndexError
 
         version = version or self.store.active_id()  # once: the embedder and the search see one version
@@ -212,17 +225,18 @@ class IndexParts:
         embed_ms = (time.perf_counter() - t) * 1000
         params = dataclasses.replace(search_params_for(self.settings.search, query, embedder), k=k)
         hits, timings = search_with_timings(self.store, embedder, query, params, query_vector=vector,
-                                            manuals=manuals or None, version=version, reranker=self.reranker)
+                                            manuals=manuals or None, version=version, reranker=self.reranker,
+                                            sentence_cache=self.sentence_cache)
         timings["embed_ms"] = embed_ms
         timings["total_ms"] += embed_ms
         self.show_titles(hits)
-        return Retrieved(hits, timings, version, similarity_to(embedder, query, vector, cache=SENTENCE_CACHE))
+        return Retrieved(hits, timings, version, similarity_to(embedder, query, vector, cache=self.sentence_cache))
 
     def show_titles(self, items: Sequence[Any]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""
         from gateway.records.titles import apply_titles, current_titles
 
-        apply_titles(items, current_titles(self.settings.db_path))
+        apply_titles(items, current_titles(self.settings.db_path, self.titles))
 
     def index_diff(self, a: str, b: str) -> dict[str, Any]:
         """IndexStore.diff with the display titles an admin gave: a renamed manual is named as it is
@@ -230,7 +244,7 @@ class IndexParts:
         from gateway.records.titles import apply_titles, current_titles
 
         d = self.store.diff(a, b)
-        titles = current_titles(self.settings.db_path)
+        titles = current_titles(self.settings.db_path, self.titles)
         apply_titles(d["added"] + d["removed"], titles, sha_key="sha256")
         apply_titles(d["changed"], titles, sha_key="new_sha256")
         return d

@@ -56,6 +56,10 @@ class Services(IndexParts):
         self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
         self._reranker: Any = None
         self._reranker_loaded = False
+        self._sentence_cache = None  # built on first use (gateway.index_parts.IndexParts.sentence_cache)
+        from gateway.records.titles import TitleCache
+
+        self.titles = TitleCache()  # display titles, read again only when an admin changed them
         self._queue: GenerationQueue | None = None
         self._keys: KeyStore | None = None
         self._sessions: SessionStore | None = None

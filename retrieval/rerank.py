@@ -154,17 +154,10 @@ def rerank_order(scores: np.ndarray, weight: float) -> list[int]:
     return sorted(range(len(mixed)), key=lambda i: (-mixed[i], i))
 
 
-_LOADED: dict[str, Reranker] = {}
-_LOADED_LOCK = threading.Lock()
-
-
 def load_reranker(spec: str) -> Reranker | None:
-    """The reranker a setting names, one instance per folder per process (sessions are costly)."""
+    """The reranker a setting names, loaded now (a session is costly: its owner holds it, one per
+    gateway.services.Services); None for "off"."""
     folder = resolve(spec)
     if folder is None:
         return None
-    key = str(folder.resolve())
-    with _LOADED_LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = Reranker(folder)
-        return _LOADED[key]
+    return Reranker(folder)

@@ -18,7 +18,7 @@ import numpy as np
 from retrieval.embedders.base import Embedder
 from retrieval.reader import IndexReader, IndexSource
 from retrieval.rerank import Reranker, passage_for_rerank, rerank_order
-from retrieval.sentence_rank import best_sentence_similarity, sentence_order
+from retrieval.sentence_rank import VectorCache, best_sentence_similarity, sentence_order
 from retrieval.term_coverage import term_coverage
 from retrieval.types import CLOSEST, Hit, RetrievalError, SearchMode, SearchParams, shown_label
 
@@ -128,6 +128,7 @@ def search_with_timings(
     version: str | None = None,
     query_vector: np.ndarray | None = None,
     reranker: Reranker | None = None,
+    sentence_cache: VectorCache | None = None,
 ) -> tuple[list[Hit], dict[str, float]]:
     """Like :func:`search`, plus timings in ms: embed_ms, dense_ms, lexical_ms, fuse_ms, sentence_ms,
     rerank_ms, total_ms; and `closest_cosine` (retrieval.types.CLOSEST), the best cosine of any
@@ -136,6 +137,8 @@ def search_with_timings(
     Everything tunable is in `params` (retrieval.types.SearchParams; the configured gateway passes
     its `search` section, an experiment a variant: ``dataclasses.replace(DEFAULTS, k=10, rrf_k=30)``).
     `reranker` is the loaded cross-encoder that re-orders the top `params.rerank_pool`, None for none.
+    `sentence_cache` keeps the sentences embedded for a version without stored sentence vectors (the
+    gateway's Services owns one); None: a cache of this search only.
     """
     k, candidates, rrf_k, mode = params.k, params.candidates, params.rrf_k, params.mode
     weights = (params.dense_weight, params.lexical_weight)
@@ -210,7 +213,7 @@ def search_with_timings(
         if sentence_weight > 0:  # with the weight 0 only the word share re-orders: no sentence is scored
             stored = ver.chunks.sentence_vectors(head)
             sims = best_sentence_similarity(embedder, qvec, [rows[r] for r in head],
-                                            stored=[stored.get(r) for r in head])
+                                            cache=sentence_cache, stored=[stored.get(r) for r in head])
             sentence_scores = dict(zip(head, sims, strict=True))
         if term_weight > 0:
             shares = term_coverage(query, [rows[r] for r in head], ver.chunks.term_doc_freqs, ver.chunks.row_total())
@@ -266,6 +269,7 @@ def search(
     version: str | None = None,
     query_vector: np.ndarray | None = None,
     reranker: Reranker | None = None,
+    sentence_cache: VectorCache | None = None,
 ) -> list[Hit]:
     """Ranked passages for ``query`` from the active (or given) index version, searched as `params` says.
 
@@ -273,5 +277,6 @@ def search(
     fused score, its rank on each side (None where absent) and its exact cosine similarity.
     """
     hits, _timings = search_with_timings(store, embedder, query, params, manuals=manuals, version=version,
-                                         query_vector=query_vector, reranker=reranker)
+                                         query_vector=query_vector, reranker=reranker,
+                                         sentence_cache=sentence_cache)
     return hits

@@ -11,7 +11,8 @@ right page first more often on every half measured, none of which the weight was
 The sentence vectors are written at ingest (ChunkStore.sentence_vectors, float16), so a search only
 takes dot products. A version written before they were kept, or a chunk without them, has its
 sentences embedded at query time with the index's own embedder (about 0.3 s for ten passages on 2
-cores), kept in a bounded cache shared with the answer's evidence step (gateway.answer.extractive's
+cores), kept in a bounded VectorCache that the gateway's composition root owns (one per
+gateway.services.Services) and shares with the answer's evidence step (gateway.answer.extractive's
 similarity), which embeds the same sentences of the top passages in the same form.
 """
 
@@ -64,9 +65,6 @@ class VectorCache:
         return np.stack([known[t] for t in texts])
 
 
-CACHE = VectorCache()
-
-
 def sentence_texts(title: str, heading: str, text: str) -> list[str]:
     """A passage's sentences as embedded: title and heading before each, whitespace collapsed; the
     whole passage when it has no sentence of MIN_WORDS words."""
@@ -76,12 +74,14 @@ def sentence_texts(title: str, heading: str, text: str) -> list[str]:
 
 
 def best_sentence_similarity(embedder: Embedder, query_vector: np.ndarray, rows: Sequence[dict[str, Any]],
-                             cache: VectorCache = CACHE,
+                             cache: VectorCache | None = None,
                              stored: Sequence[np.ndarray | None] | None = None) -> list[float]:
     """For each chunk row (title, heading, text), the query's highest cosine to one of its sentences.
 
     stored: per row, its sentence vectors written at ingest (ChunkStore.sentence_vectors), or None;
-    only rows without them are split and embedded now."""
+    only rows without them are split and embedded now. cache: the caller's VectorCache (the gateway's
+    Services owns one); None embeds them in a cache of this call only (the same cosines)."""
+    cache = cache if cache is not None else VectorCache()
     q = np.asarray(query_vector, dtype=np.float32)
     kept = list(stored) if stored is not None else [None] * len(rows)
     per_row = [None if vecs is not None and len(vecs) else

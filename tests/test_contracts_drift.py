@@ -238,46 +238,48 @@ def test_an_answer_logged_keeps_the_title_cache_a_rename_clears_it(tmp_path: Pat
     """Keyed on gateway.db's stat (and its WAL), the cache was dropped by every answer logged: every
     search after an answer read the titles again over a new connection."""
     from gateway.records import titles as titles_module
-    from gateway.records.titles import DisplayTitles, current_titles
+    from gateway.records.titles import DisplayTitles, TitleCache, current_titles
 
     db = tmp_path / "gateway.db"
+    cache = TitleCache()  # a gateway's own (gateway.services.Services.titles)
     log = AnswerLog(db)
     reads = []
     real_all = DisplayTitles.all
     monkeypatch.setattr(DisplayTitles, "all", lambda self: reads.append(1) or real_all(self))
-    first = current_titles(db)
+    first = current_titles(db, cache)
     assert first == {} and len(reads) == 1
     for i in range(3):  # answers logged (the WAL written, the file's size and mtime changed)
         log.record(log_row(i, "web"), durable=True)
-        assert current_titles(db) is first
+        assert current_titles(db, cache) is first
     assert len(reads) == 1
     # A rename from another connection in this process shows at once ...
     DisplayTitles(db).set("ab" * 32, "Pump P-100")
-    assert current_titles(db) == {"ab" * 32: "Pump P-100"} and len(reads) == 2
+    assert current_titles(db, cache) == {"ab" * 32: "Pump P-100"} and len(reads) == 2
     log.record(log_row(9, "api"), durable=True)
-    assert current_titles(db) == {"ab" * 32: "Pump P-100"} and len(reads) == 2
+    assert current_titles(db, cache) == {"ab" * 32: "Pump P-100"} and len(reads) == 2
     # ... and so does one from another process (`manualqa rename`), twice within one clock tick.
     rename = ("import sys; from gateway.records.titles import DisplayTitles; d = DisplayTitles(sys.argv[1]); "
               "d.set('ab' * 32, 'Pump P-200'); d.set('ab' * 32, sys.argv[2]) if sys.argv[2] else d.clear('ab' * 32)")
     subprocess.run([sys.executable, "-c", rename, str(db), "Pump P-300"], check=True, cwd=ROOT)
-    assert current_titles(db) == {"ab" * 32: "Pump P-300"}
+    assert current_titles(db, cache) == {"ab" * 32: "Pump P-300"}
     subprocess.run([sys.executable, "-c", rename, str(db), ""], check=True, cwd=ROOT)
-    assert current_titles(db) == {}
+    assert current_titles(db, cache) == {}
     log.close()
     assert titles_module.stamp_path(db).exists()
 
 
 def test_a_replaced_database_is_read_again(tmp_path: Path) -> None:
     """A restore renames another gateway.db into place: its titles show, whatever the stamp says."""
-    from gateway.records.titles import DisplayTitles, current_titles, stamp_path
+    from gateway.records.titles import DisplayTitles, TitleCache, current_titles, stamp_path
 
     db, other = tmp_path / "gateway.db", tmp_path / "other.db"
+    cache = TitleCache()
     DisplayTitles(db).set("ab" * 32, "Old title")
     DisplayTitles(other).set("ab" * 32, "Restored title")
-    assert current_titles(db) == {"ab" * 32: "Old title"}
+    assert current_titles(db, cache) == {"ab" * 32: "Old title"}
     stamp_path(other).unlink()  # a backup holds gateway.db, not the stamp
     other.rename(db)
-    assert current_titles(db) == {"ab" * 32: "Restored title"}
+    assert current_titles(db, cache) == {"ab" * 32: "Restored title"}
 
 
 # -- 5. queue time: the wait for the generation slot is queue_ms ------------------------------------------

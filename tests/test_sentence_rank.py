@@ -120,7 +120,7 @@ def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_sam
     import sqlite3
 
     from retrieval.search import search_with_timings
-    from retrieval.sentence_rank import CACHE
+    from retrieval.sentence_rank import VectorCache
     from retrieval.types import SearchParams
     from retrieval.versions import CHUNKS_DB, IndexStore
 
@@ -142,14 +142,15 @@ def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_sam
     assert not old.open().chunks.has_sentences
     # which sentences each search embeds, counted (it was told by sentence_ms, which a busy box can reverse)
     embedded: list[str] = []
-    encode = CACHE.encode
-    monkeypatch.setattr(CACHE, "encode", lambda emb, texts: embedded.extend(texts) or encode(emb, texts))
+    cache = VectorCache()
+    encode = cache.encode
+    monkeypatch.setattr(cache, "encode", lambda emb, texts: embedded.extend(texts) or encode(emb, texts))
     for q in questions[:4]:
         embedded.clear()
-        new_hits, _ = search_with_timings(store, embedder, q["question"], SearchParams(k=5))
+        new_hits, _ = search_with_timings(store, embedder, q["question"], SearchParams(k=5), sentence_cache=cache)
         assert embedded == []  # the stored vectors: no sentence is embedded per search
-        CACHE.clear()
-        old_hits, _ = search_with_timings(old, embedder, q["question"], SearchParams(k=5))
+        cache.clear()
+        old_hits, _ = search_with_timings(old, embedder, q["question"], SearchParams(k=5), sentence_cache=cache)
         assert embedded  # the older version: its sentences are embedded now
         assert [h.chunk_id for h in new_hits] == [h.chunk_id for h in old_hits]
         assert all(abs((a.sentence_score or 0) - (b.sentence_score or 0)) < 0.01

@@ -124,19 +124,20 @@ def test_titles_are_read_again_when_another_process_renames(tmp_path: Path) -> N
     import sys
 
     from gateway.records.db import opened
-    from gateway.records.titles import current_titles
+    from gateway.records.titles import TitleCache, current_titles
 
     db = tmp_path / "gateway.db"
+    cache = TitleCache()  # a gateway's own (gateway.services.Services.titles)
     with opened(db):
         pass  # migrated, empty
-    assert current_titles(db) == {}
-    assert current_titles(db) is current_titles(db)  # nothing changed: no new read
+    assert current_titles(db, cache) == {}
+    assert current_titles(db, cache) is current_titles(db, cache)  # nothing changed: no new read
     rename = ("import sys; from gateway.records.titles import DisplayTitles; "
               "d = DisplayTitles(sys.argv[1]); d.set('ab' * 32, sys.argv[2]) if sys.argv[2] else d.clear('ab' * 32)")
     root = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", rename, str(db), "Pump P-100"], check=True, cwd=root)
-    assert current_titles(db) == {"ab" * 32: "Pump P-100"}
+    assert current_titles(db, cache) == {"ab" * 32: "Pump P-100"}
     subprocess.run([sys.executable, "-c", rename, str(db), "Pump P-200"], check=True, cwd=root)
-    assert current_titles(db) == {"ab" * 32: "Pump P-200"}  # same length, same row: still seen
+    assert current_titles(db, cache) == {"ab" * 32: "Pump P-200"}  # same length, same row: still seen
     subprocess.run([sys.executable, "-c", rename, str(db), ""], check=True, cwd=root)
-    assert current_titles(db) == {}
+    assert current_titles(db, cache) == {}

@@ -57,7 +57,7 @@ class DisplayTitles:
         return gone
 
 
-# The cache of current_titles() is keyed on a stamp file beside gateway.db that only a title change
+# A TitleCache (one per gateway.services.Services) is keyed on a stamp file beside gateway.db that only a title change
 # rewrites (after its commit), in whichever process made it: the server, `manualqa rename`. Not on
 # gateway.db's own stat: every answer logged writes its WAL, so every search after an answer would
 # read the table again over a new connection. Not on SQLite's data_version: it is per connection and
@@ -65,8 +65,6 @@ class DisplayTitles:
 # gateway.records.restore) has a new inode, and no stamp or another one: read again too. A title
 # written past DisplayTitles (sqlite3 by hand) shows once a title is next changed, or after a restart.
 STAMP_SUFFIX = ".titles-stamp"
-_seen: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
-_seen_lock = threading.Lock()
 
 
 def stamp_path(db_path: str | Path) -> Path:
@@ -96,19 +94,32 @@ def _stamp(db_path: str | Path) -> tuple[Any, ...]:
     return (db, token)
 
 
-def current_titles(db_path: str | Path) -> dict[str, str]:
-    """The display titles, read from gateway.db only when they changed since the last read: every
-    search and answer shows them, and a connection per search cost more than the search's SQL."""
-    key = str(db_path)
-    stamp = _stamp(db_path)
-    with _seen_lock:
-        cached = _seen.get(key)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    titles = DisplayTitles(db_path).all()
-    with _seen_lock:
-        _seen[key] = (stamp, titles)
-    return titles
+class TitleCache:
+    """The display titles last read per gateway.db, with the stamp they were read at (thread-safe):
+    read again only when they changed. Its owner is the gateway (gateway.services.Services)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def current(self, db_path: str | Path) -> dict[str, str]:
+        key = str(db_path)
+        stamp = _stamp(db_path)
+        with self._lock:
+            cached = self._seen.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        titles = DisplayTitles(db_path).all()
+        with self._lock:
+            self._seen[key] = (stamp, titles)
+        return titles
+
+
+def current_titles(db_path: str | Path, cache: TitleCache | None = None) -> dict[str, str]:
+    """The display titles: through `cache`, read from gateway.db only when they changed since its last
+    read (every search and answer shows them, and a connection per search cost more than the search's
+    SQL); without one, read now."""
+    return (cache or TitleCache()).current(db_path)
 
 
 def apply_titles(items: Iterable[Any], titles: dict[str, str], sha_key: str = "manual_sha256") -> None:

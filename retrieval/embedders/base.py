@@ -119,21 +119,29 @@ def check_batch_size(batch_size: int) -> None:
         raise RetrievalError(f"embedding batch_size must be >= 1, got {batch_size}")
 
 
-_hash_cache: dict[tuple[str, int, int], str] = {}
-_hash_lock = threading.Lock()
+class FileHashes:
+    """Model files' sha256, each read once per (path, size, mtime) by its owner (an embedder that
+    asks on every search); thread-safe."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int, int], str] = {}
+        self._lock = threading.Lock()
+
+    def sha256(self, path: Path) -> str:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        with self._lock:
+            if key in self._known:
+                return self._known[key]
+        digest = sha256_file(path)
+        with self._lock:
+            self._known[key] = digest
+        return digest
 
 
-def file_sha256(path: Path) -> str:
-    """A model file's sha256, read once per (path, size, mtime) in this process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _hash_lock:
-        if key in _hash_cache:
-            return _hash_cache[key]
-    digest = sha256_file(path)
-    with _hash_lock:
-        _hash_cache[key] = digest
-    return digest
+def file_sha256(path: Path, hashes: FileHashes | None = None) -> str:
+    """A model file's sha256: read through `hashes` when given (once per path, size and mtime), else now."""
+    return hashes.sha256(path) if hashes is not None else sha256_file(path)
 
 
 class BatchedQueries:

@@ -22,6 +22,7 @@ import numpy as np
 from retrieval.embedders.base import (
     DEFAULT_BATCH_SIZE,
     BatchedQueries,
+    FileHashes,
     MissingExtraError,
     check_batch_size,
     file_sha256,
@@ -52,6 +53,7 @@ class E5Embedder:
         self._engine: Any = None
         self._lock = threading.Lock()
         self._queries = BatchedQueries(self._encode_queries)
+        self._hashes = FileHashes()  # model_hash is asked on every search: the weights are read once
 
     def _weights(self) -> Path:
         return Path(_module().__file__).resolve().parent / _WEIGHTS
@@ -62,7 +64,7 @@ class E5Embedder:
 
     @property
     def model_hash(self) -> str:
-        return file_sha256(self._weights())
+        return file_sha256(self._weights(), self._hashes)
 
     @property
     def dim(self) -> int:

@@ -1,0 +1,64 @@
+"""State a gateway holds is its own: two Services (or two apps) in one process share no cache, gate or
+lock (docs/architecture.md, "Who owns what state")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.config import Settings
+from gateway.services import Services
+
+
+def test_two_gateways_do_not_share_the_sentence_vectors(sample_data_dir: Path, embedder: Any) -> None:
+    import retrieval.sentence_rank as sentence_rank
+
+    a = Services(Settings(data_dir=sample_data_dir), embedder=embedder)
+    b = Services(Settings(data_dir=sample_data_dir), embedder=embedder)
+    assert not hasattr(sentence_rank, "CACHE")  # no process-wide cache left to share
+    assert a.sentence_cache is a.sentence_cache and a.sentence_cache is not b.sentence_cache
+    got = a.retrieve("What voltage does the board need?", 3)
+    assert got.similar is not None
+    got.similar([h.text for h in got.hits])  # the evidence step embeds the passages' sentences: a's cache
+    assert len(a.sentence_cache._vectors) > 0 and len(b.sentence_cache._vectors) == 0
+
+
+def test_two_gateways_load_a_reranker_each(tmp_path: Path) -> None:
+    import dataclasses
+
+    settings = Settings(data_dir=tmp_path)
+    settings.search = dataclasses.replace(settings.search, rerank="builtin")
+    a, b = Services(settings), Services(settings)
+    assert a.reranker is a.reranker  # loaded once by its gateway
+    assert a.reranker is not b.reranker and a.reranker.model_hash == b.reranker.model_hash
+
+
+def test_file_hashes_belong_to_their_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import retrieval.embedders.base as base
+
+    reads: list[Path] = []
+    real = base.sha256_file
+    monkeypatch.setattr(base, "sha256_file", lambda p: reads.append(p) or real(p))
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"w" * 1000)
+    assert not hasattr(base, "_hash_cache")
+    one, two = base.FileHashes(), base.FileHashes()
+    assert one.sha256(weights) == one.sha256(weights) == base.file_sha256(weights, one)
+    assert len(reads) == 1  # read once by its owner
+    assert two.sha256(weights) == one.sha256(weights) and len(reads) == 2  # another owner reads it itself
+    assert base.file_sha256(weights) == real(weights) and len(reads) == 3  # no owner: read now
+
+
+def test_two_gateways_do_not_share_the_display_titles_read(tmp_path: Path) -> None:
+    from gateway.records.titles import DisplayTitles
+
+    a, b = Services(Settings(data_dir=tmp_path)), Services(Settings(data_dir=tmp_path))
+    DisplayTitles(a.settings.db_path).set("ab" * 32, "Pump P-100")
+    rows = [{"sha256": "ab" * 32, "title": "about:blank"}]
+    a.show_titles(rows)
+    assert rows[0]["title"] == "Pump P-100"
+    assert a.titles is not b.titles and a.titles._seen and not b.titles._seen  # read by a only
+    b.show_titles(more := [{"sha256": "ab" * 32, "title": "about:blank"}])
+    assert more[0]["title"] == "Pump P-100"  # b reads them itself
