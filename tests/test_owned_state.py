@@ -62,3 +62,51 @@ def test_two_gateways_do_not_share_the_display_titles_read(tmp_path: Path) -> No
     assert a.titles is not b.titles and a.titles._seen and not b.titles._seen  # read by a only
     b.show_titles(more := [{"sha256": "ab" * 32, "title": "about:blank"}])
     assert more[0]["title"] == "Pump P-100"  # b reads them itself
+
+
+@pytest.fixture
+def two_apps(tmp_path: Path, embedder: Any) -> Any:
+    """Two apps in one process, each over its own Services, and an admin key that both accept."""
+    from litestar.testing import TestClient
+
+    from gateway.records.keys import KeyStore
+    from gateway.web.app import create_app
+    from tests.support.http import bearer
+
+    settings = Settings(data_dir=tmp_path / "data")
+    h = bearer(KeyStore(settings.db_path).create("ops", "admin"))
+    one = create_app(settings, Services(settings, embedder=embedder), warm=False)
+    other_settings = Settings(data_dir=tmp_path / "data")
+    two = create_app(other_settings, Services(other_settings, embedder=embedder), warm=False)
+    with TestClient(one, timeout=60) as a, TestClient(two, timeout=60) as b:
+        yield one, two, a, b, h
+
+
+def test_the_upload_gate_and_the_doctor_lock_belong_to_their_app(two_apps: Any) -> None:
+    from contextlib import ExitStack
+
+    from tests.support.http import error_of
+
+    one, two, a, b, h = two_apps
+    assert one.state.uploads is not two.state.uploads and one.state.doctor_lock is not two.state.doctor_lock
+    pdf = {"data": ("m.pdf", b"not a pdf", "application/pdf")}
+    with ExitStack() as held:
+        for _ in range(one.state.uploads.limit):
+            held.enter_context(one.state.uploads.slot())
+        assert error_of(a.post("/api/v1/manuals", headers=h, files=pdf), 503)["code"] == "busy"
+        assert b.post("/api/v1/manuals", headers=h, files=pdf).status_code == 415  # the other app's gate is open
+    assert one.state.doctor_lock.acquire(blocking=False)
+    try:
+        assert error_of(a.post("/api/v1/deployment/doctor", headers=h), 409)["code"] == "conflict"
+        assert not two.state.doctor_lock.locked()
+    finally:
+        one.state.doctor_lock.release()
+
+
+def test_question_vectors_and_page_strings_belong_to_their_app(two_apps: Any) -> None:
+    one, two, a, b, h = two_apps
+    assert a.get("/api/v1/admin/unanswered", headers=h).status_code == 200
+    assert one.state.question_vectors._by_model and not two.state.question_vectors._by_model
+    assert a.get("/?lang=de").status_code == 200
+    assert "de" in one.state.catalogues._read and not two.state.catalogues._read
+    assert b.get("/?lang=de").text == a.get("/?lang=de").text  # the same page from its own read

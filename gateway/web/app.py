@@ -22,6 +22,7 @@ from gateway.web.drain import InFlight, finish_answers
 from gateway.web.errors import EXCEPTION_HANDLERS, ErrorShapeJson
 from gateway.web.limits import UPLOAD_FRAMING, body_limits_middleware
 from gateway.web.metrics import Metrics, counting_middleware
+from gateway.web.page_language import Catalogues
 from gateway.web.profile_switch import ProfileSwitcher
 from gateway.web.routes_admin import AdminController
 from gateway.web.routes_answers import AnswersController
@@ -37,9 +38,10 @@ from gateway.web.routes_retention import RetentionController
 from gateway.web.routes_status import StatusController
 from gateway.web.routes_system import SystemController
 from gateway.web.routes_trial import TrialController
-from gateway.web.routes_unanswered import UnansweredController
+from gateway.web.routes_unanswered import UnansweredController, VectorsByModel
 from gateway.web.schemas import require_json_body
 from gateway.web.security import RateLimiter, allowed_hosts_middleware
+from gateway.web.uploads import UploadGate
 
 log = logging.getLogger("manualqa.web")
 API_PREFIX = "/api/v1"
@@ -115,6 +117,10 @@ def create_app(settings: Settings, services: Services | None = None, warm: bool 
         "gw": gw, "metrics": Metrics(lambda: queue.depth),
         "rate": RateLimiter(settings.server.rate_limit_per_minute),
         "ready": threading.Event(), "load_error": None, "ready_s": None, "in_flight": InFlight(),
+        # this app's own, not another app's in the process: uploads received at once (gateway.web.uploads),
+        # one doctor run at a time (routes_admin), questions' vectors (routes_unanswered), page strings
+        "uploads": UploadGate(), "doctor_lock": threading.Lock(), "question_vectors": VectorsByModel(),
+        "catalogues": Catalogues(),
     })
 
     state.profiles = ProfileSwitcher(state)

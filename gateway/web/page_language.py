@@ -67,21 +67,29 @@ def catalogue_path(lang: str) -> Path:
     return TEMPLATES_DIR / f"strings.{lang}.json"
 
 
-_cache: dict[str, tuple[float, dict[str, str]]] = {}
+class Catalogues:
+    """The catalogues read, per language, with their file's mtime: re-read when the file changes (an
+    edit shows without a restart). One per app (its state's `catalogues`)."""
+
+    def __init__(self) -> None:
+        self._read: dict[str, tuple[float, dict[str, str]]] = {}
+
+    def get(self, lang: str) -> dict[str, str]:
+        path = catalogue_path(lang)
+        mtime = path.stat().st_mtime
+        hit = self._read.get(lang)
+        if hit is None or hit[0] != mtime:
+            strings = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(strings, dict) or not all(isinstance(v, str) for v in strings.values()):
+                raise ValueError(f"{path}: a catalogue is one JSON object of strings")
+            hit = (mtime, strings)
+            self._read[lang] = hit
+        return hit[1]
 
 
-def catalogue(lang: str) -> dict[str, str]:
-    """The language's strings, re-read when its file changes (an edit shows without a restart)."""
-    path = catalogue_path(lang)
-    mtime = path.stat().st_mtime
-    hit = _cache.get(lang)
-    if hit is None or hit[0] != mtime:
-        strings = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(strings, dict) or not all(isinstance(v, str) for v in strings.values()):
-            raise ValueError(f"{path}: a catalogue is one JSON object of strings")
-        hit = (mtime, strings)
-        _cache[lang] = hit
-    return hit[1]
+def catalogue(lang: str, catalogues: Catalogues | None = None) -> dict[str, str]:
+    """The language's strings: through `catalogues` (the app's), else read now."""
+    return (catalogues or Catalogues()).get(lang)
 
 
 def switch_options(lang: str) -> str:
@@ -94,10 +102,11 @@ def page_strings(name: str, strings: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in strings.items() if k.startswith(prefixes)}
 
 
-def render(name: str, lang: str) -> str:
-    """Template `name` (index.html, admin.html, viewer.html) in `lang`; a key missing from the
-    catalogue is a KeyError (the catalogue test finds it before a technician does)."""
-    strings = catalogue(lang)
+def render(name: str, lang: str, catalogues: Catalogues | None = None) -> str:
+    """Template `name` (index.html, admin.html, viewer.html) in `lang`, its strings through `catalogues`
+    (the app's; None: read now); a key missing from the catalogue is a KeyError (the catalogue test
+    finds it before a technician does)."""
+    strings = catalogue(lang, catalogues)
     special = {
         "page.lang": HTML_LANG[lang],
         "page.code": lang,

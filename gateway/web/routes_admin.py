@@ -35,7 +35,6 @@ from gateway.web.schemas import AnswerModeRequest
 from gateway.web.security import admin_guard
 
 log = logging.getLogger("manualqa.web")
-_DOCTOR = threading.Lock()  # one doctor run at a time: each loads the model beside the serving one
 MODE_NOTE = ("changed on this running server only: the configuration ([answer] mode in manualqa.toml) "
              "is unchanged and decides again at the next start")
 
@@ -73,17 +72,18 @@ def set_answer_mode(state: Any, mode: str) -> str:
     return previous
 
 
-def doctor_in_force(services: Any) -> DoctorRun:
-    """`manualqa doctor` on the profile in force; the lock is held by the thread doing the work, so a
+def doctor_in_force(services: Any, lock: threading.Lock) -> DoctorRun:
+    """`manualqa doctor` on the profile in force. `lock`: the app's (its state's `doctor_lock`), one run at
+    a time, as each loads the model beside the serving one; held by the thread doing the work, so a
     client that goes away mid-run does not let a second run start beside it."""
-    if not _DOCTOR.acquire(blocking=False):
+    if not lock.acquire(blocking=False):
         raise ApiError(409, "conflict", "a doctor run is already in progress; wait for its verdict")
     settings = services.settings
     try:
         return run_and_record(settings.data_dir, resolve_profile(settings.data_dir, settings.runtime.profile),
                               settings.embedding.model, services.retrieval_facts())
     finally:
-        _DOCTOR.release()
+        lock.release()
 
 
 class AdminController(Controller):
@@ -111,9 +111,9 @@ class AdminController(Controller):
 
     @post("/deployment/doctor", tags=["system"], status_code=200,
           summary="Run the three gates on the profile in force and record the verdict, as `manualqa doctor`")
-    async def doctor(self, services: NamedDependency[Services]) -> DoctorRunOut:
+    async def doctor(self, state: State, services: NamedDependency[Services]) -> DoctorRunOut:
         """Loads the model beside the serving one (tens of seconds); 409 while another run is going on."""
-        run = await sync_to_thread(doctor_in_force, services)
+        run = await sync_to_thread(doctor_in_force, services, state.doctor_lock)
         report = run.report.to_dict()
         return DoctorRunOut(checked_at=run.checked_at, profile=report["profile"]["name"], passed=report["passed"],
                             failed_gates=report["failed_gates"], chain_id=report["chain_id"],

@@ -40,7 +40,7 @@ from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses_admin import ImportedVersion
 from gateway.web.security import admin_guard
-from gateway.web.uploads import FLUSH_BYTES, UPLOADS
+from gateway.web.uploads import FLUSH_BYTES, upload_gate
 
 ARCHIVE_TYPES = ("application/octet-stream", "application/x-tar", "application/gzip", "application/x-gzip")
 SPOOL_NAME = "uploaded-archive"  # the name FleetError messages give the request body
@@ -162,7 +162,7 @@ class FleetController(Controller):
     async def import_(self, request: Request[Any, Any, Any], settings: NamedDependency[Settings],
                       services: NamedDependency[Services]) -> Response[ImportedVersion]:
         """201 with the new (inactive) version; 200 when it is already here with the same content."""
-        with UPLOADS.slot():
+        with upload_gate(request).slot():
             folder = _spool_dir(settings)
             try:
                 await receive_archive(request, folder / SPOOL_NAME, settings.server.max_upload_mb)

@@ -26,7 +26,7 @@ from gateway.web.ranges import pdf_response
 from gateway.web.responses_admin import IngestReportOut, Job, ManualList, ManualTitle, OcrWord, PageText, UploadAccepted
 from gateway.web.schemas import TitleRequest
 from gateway.web.security import admin_guard, reader_guard
-from gateway.web.uploads import FILE_FIELD, UPLOADS, receive_upload
+from gateway.web.uploads import FILE_FIELD, receive_upload, upload_gate
 from ingest.models import IngestError
 from ingest.ocr import unread_notes
 from ingest.sandbox import parse_pdf
@@ -84,7 +84,7 @@ class ManualsController(Controller):
     async def upload(self, request: Request[Any, Any, Any], settings: NamedDependency[Settings],
                      services: NamedDependency[Services],
                      jobs: NamedDependency[JobRunner]) -> UploadAccepted:
-        with UPLOADS.slot():
+        with upload_gate(request).slot():
             upload = await receive_upload(request, settings.data_dir / "uploads", settings.server.max_upload_mb)
             folder, target, name = upload.folder, upload.path, upload.path.name
             try:

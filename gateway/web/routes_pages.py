@@ -38,7 +38,8 @@ def _page(name: str, request: Request[Any, Any, Any]) -> Response[str]:
         cookies.append(Cookie(key=page_language.COOKIE, value=lang, path="/", samesite="lax",
                               max_age=page_language.COOKIE_MAX_AGE_S))
     # Vary: a cache between phone and gateway must not hand one technician's language to another.
-    return Response(page_language.render(name, lang), media_type=MediaType.HTML, cookies=cookies,
+    page = page_language.render(name, lang, request.app.state.catalogues)  # the app's catalogues
+    return Response(page, media_type=MediaType.HTML, cookies=cookies,
                     headers={"Cache-Control": "no-cache", "Content-Language": lang,
                              "Vary": "Accept-Language, Cookie"})
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Controller, get
 from litestar.concurrency import sync_to_thread
+from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 
@@ -28,20 +29,31 @@ from gateway.web.security import admin_guard
 
 log = logging.getLogger("manualqa.web")
 WEEK_PATTERN = r"^\d{4}-W\d{2}$"
-_VECTORS: dict[str, QuestionVectors] = {}  # per embedder (id#hash): questions are encoded once
-_VECTORS_LOCK = threading.Lock()
 
 
-def question_vectors(services: Services) -> QuestionVectors | None:
-    """The configured embedder's question vectors; None (exact-repeat grouping) when it cannot load."""
+class VectorsByModel:
+    """The questions' vectors per embedder (id#hash): each question is encoded once. One per app (its
+    state's `question_vectors`), not shared with another app in the process."""
+
+    def __init__(self) -> None:
+        self._by_model: dict[str, QuestionVectors] = {}
+        self._lock = threading.Lock()
+
+    def of(self, embedder: Any) -> QuestionVectors:
+        key = f"{embedder.model_id}#{embedder.model_hash}"
+        with self._lock:
+            return self._by_model.setdefault(key, QuestionVectors(embedder.encode))
+
+
+def question_vectors(services: Services, held: VectorsByModel) -> QuestionVectors | None:
+    """The configured embedder's question vectors, from `held`; None (exact-repeat grouping) when it
+    cannot load."""
     try:
         embedder = services.embedder
     except Exception as exc:  # noqa: BLE001 - the view still serves, grouped by text; the log says why
         log.warning("unanswered view: no embedder (%s); grouping exact repeats only", exc)
         return None
-    key = f"{embedder.model_id}#{embedder.model_hash}"
-    with _VECTORS_LOCK:
-        return _VECTORS.setdefault(key, QuestionVectors(embedder.encode))
+    return held.of(embedder)
 
 
 def manual_titles(services: Services) -> dict[str, str]:
@@ -86,7 +98,7 @@ class UnansweredController(Controller):
 
     @get("/", summary="Questions the manuals did not answer, grouped by meaning, per manual and ISO week")
     async def unanswered(
-        self, services: NamedDependency[Services],
+        self, state: State, services: NamedDependency[Services],
         since: Annotated[str, QueryParameter(max_length=64)] = "8w",
         manual: Annotated[str | None, QueryParameter(max_length=300, pattern=r"\S")] = None,
         week: Annotated[str | None, QueryParameter(pattern=WEEK_PATTERN)] = None,
@@ -100,7 +112,8 @@ class UnansweredController(Controller):
 
         def build() -> dict[str, Any]:
             services.log.flush()  # the answers just given are in the view
-            return unanswered_view(services.settings.db_path, vectors=question_vectors(services), since=since,
+            vectors = question_vectors(services, state.question_vectors)
+            return unanswered_view(services.settings.db_path, vectors=vectors, since=since,
                                    manual=manual.strip() if manual else None, week=week, clients=clients,
                                    limit=limit, passage_text=passage_text(services), titles=manual_titles(services))
 

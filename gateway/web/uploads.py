@@ -49,7 +49,8 @@ def safe_file_name(name: str | None) -> str:
 
 
 class UploadGate:
-    """How many uploads this process is receiving; beyond `limit` the next one is refused."""
+    """How many uploads this app is receiving; beyond `limit` the next one is refused. One per app
+    (gateway.web.app.create_app puts it in the app state: `upload_gate(request)`)."""
 
     def __init__(self, limit: int = MAX_IN_FLIGHT) -> None:
         self.limit = limit
@@ -70,7 +71,10 @@ class UploadGate:
                 self.active -= 1
 
 
-UPLOADS = UploadGate()
+def upload_gate(request: Request[Any, Any, Any]) -> UploadGate:
+    """The upload gate of the app serving this request (its state's `uploads`)."""
+    gate: UploadGate = request.app.state.uploads
+    return gate
 
 
 @dataclass
