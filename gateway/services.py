@@ -33,6 +33,31 @@ if TYPE_CHECKING:
     from runtimes.profiles import Profile
 
 
+class AnswerModeSwitch:
+    """The answer mode an admin put in force on this running server (POST /api/v1/deployment/answer-mode),
+    over the configured one; the configuration (Settings.answer.mode) is left as the file said and
+    decides again at the next start. None: nothing switched, the configuration decides."""
+
+    def __init__(self) -> None:
+        self._mode: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def mode(self) -> str | None:
+        with self._lock:
+            return self._mode
+
+    def over(self, configured: str) -> str:
+        """The mode to decide from: the switched one, else `configured`."""
+        return self.mode or configured
+
+    def set(self, mode: str, configured: str) -> str:
+        """Put `mode` in force for the next answers; returns the mode it replaces (switched or configured)."""
+        with self._lock:
+            previous, self._mode = self._mode or configured, mode
+        return previous
+
+
 class Services(IndexParts):
     """The parts one gateway runs on; each is injected or built once, thread-safely.
 
@@ -60,6 +85,7 @@ class Services(IndexParts):
         from gateway.records.titles import TitleCache
 
         self.titles = TitleCache()  # display titles, read again only when an admin changed them
+        self.mode_switch = AnswerModeSwitch()  # an admin's answer mode on this running server, over answer.mode
         self._queue: GenerationQueue | None = None
         self._keys: KeyStore | None = None
         self._sessions: SessionStore | None = None
@@ -166,14 +192,16 @@ class Services(IndexParts):
                           search_k=self.settings.search.k, unqualified=decision.unqualified)
 
     def answer_mode(self) -> ModeDecision:
-        """The mode answers run in and why (gateway.answer_mode): answer.mode, or under "auto" gate 4's verdict."""
+        """The mode answers run in and why (gateway.answer_mode): the admin's switch or else answer.mode, and
+        under "auto" gate 4's verdict."""
         from gateway.answer_mode import decide_mode
 
         try:
             profile, error = self.profile, None
         except Exception as exc:  # noqa: BLE001 - no profile: extractive, and the reason says why
             profile, error = None, str(exc)
-        return decide_mode(self.settings.answer.mode, self.settings.data_dir, profile, error)
+        configured = self.mode_switch.over(self.settings.answer.mode)
+        return decide_mode(configured, self.settings.data_dir, profile, error)
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         """One answer, consumed (tests, bench): see answer_events for the arguments."""

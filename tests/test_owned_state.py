@@ -110,3 +110,29 @@ def test_question_vectors_and_page_strings_belong_to_their_app(two_apps: Any) ->
     assert a.get("/?lang=de").status_code == 200
     assert "de" in one.state.catalogues._read and not two.state.catalogues._read
     assert b.get("/?lang=de").text == a.get("/?lang=de").text  # the same page from its own read
+
+
+def test_the_answer_mode_switch_is_its_apps_own_and_leaves_the_settings(tmp_path: Path, embedder: Any) -> None:
+    """Two apps over one Settings: an admin's switch on one is that app's state; the configured mode and
+    the other app stay as the configuration said."""
+    from litestar.testing import TestClient
+
+    from gateway.records.keys import KeyStore
+    from gateway.web.app import create_app
+    from tests.support.http import bearer
+
+    settings = Settings(data_dir=tmp_path / "data")
+    h = bearer(KeyStore(settings.db_path).create("ops", "admin"))
+    one = create_app(settings, Services(settings, embedder=embedder), warm=False)
+    two = create_app(settings, Services(settings, embedder=embedder), warm=False)
+    with TestClient(one, timeout=60) as a, TestClient(two, timeout=60) as b:
+        r = a.post("/api/v1/deployment/answer-mode", headers=h, json={"mode": "generate"})
+        assert r.status_code == 200 and r.json()["previous"] == "auto"
+        assert settings.answer.mode == "auto"  # the configuration is unchanged
+        mine = a.get("/api/v1/deployment", headers=h).json()
+        assert mine["answer_mode"] == "generate" and mine["answer_mode_configured"] == "generate"
+        theirs = b.get("/api/v1/deployment", headers=h).json()
+        assert theirs["answer_mode"] == "extractive" and theirs["answer_mode_configured"] == "auto"
+        assert b.get("/api/v1/health").json()["answer_mode"] == "extractive"
+        r = a.post("/api/v1/deployment/answer-mode", headers=h, json={"mode": "extractive"})
+        assert r.json()["previous"] == "generate" and a.get("/api/v1/health").json()["answer_mode"] == "extractive"

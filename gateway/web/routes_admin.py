@@ -2,13 +2,13 @@
 
 Each calls the library function the CLI calls: `manualqa log export` -> gateway.records.log_export,
 `manualqa doctor` -> gateway.records.deployments.run_and_record (on the profile in force, saved
-where /api/v1/deployment reads it). The answer mode has no CLI: it changes this running server's
-settings only (manualqa.toml is left alone and decides again at the next start).
+where /api/v1/deployment reads it). The answer mode has no CLI: it is this running server's switch
+(Services.mode_switch), over the configured mode (manualqa.toml and Settings are left alone; the
+configuration decides again at the next start).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Iterator
@@ -61,12 +61,12 @@ def _encoded(chunks: Iterator[tuple[str, int]]) -> Iterator[bytes]:
 def set_answer_mode(state: Any, mode: str) -> str:
     """Put `mode` in force for the next answers; returns the mode it replaces.
 
-    The one Settings' `answer` section is replaced whole: an answer in progress keeps the section
-    it started with. Switching to generate starts loading the model now, not on the next ask.
+    The services' mode switch holds it (Settings.answer.mode stays what the configuration said): an
+    answer in progress keeps the mode it started with. Switching to generate starts loading the model
+    now, not on the next ask.
     """
     gw = state.gw
-    previous = str(gw.settings.answer.mode)
-    gw.settings.answer = dataclasses.replace(gw.settings.answer, mode=mode)
+    previous: str = gw.mode_switch.set(mode, gw.settings.answer.mode)
     if gw.answer_mode().mode == "generate" and gw.runtime_if_loaded() is None:
         gw.runtimes.load_in_background()  # its owner records a failure; /health says why
     return previous
