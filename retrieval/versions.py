@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,10 +34,37 @@ from retrieval.types import NoIndexError, RetrievalError
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
 
-__all__ = ["IndexStore", "IndexVersion", "IngestReport"]
+__all__ = ["GcReport", "IndexBusyError", "IndexStore", "IndexVersion", "IngestReport"]
 
 _VERSION_RE = re.compile(r"^v\d{8}T\d{6}-[0-9a-f]{6}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class IndexBusyError(RetrievalError):
+    """Another ingest or index operation holds the data directory's lock (a RetrievalError like
+    before; a route that can say 409 catches it by name)."""
+
+
+@dataclass(frozen=True)
+class GcReport:
+    """What IndexStore.gc removed (or, with dry_run, would remove)."""
+
+    removed: list[str]  # version ids, oldest first
+    kept: list[str]  # the newest `keep`, the active version and its parent
+    active: str | None
+    bytes_freed: int  # the removed versions' files and the originals no kept version cites
+    manuals_removed: int  # those originals
+    dry_run: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tree_bytes(path: Path) -> int:
+    """The bytes of the files under `path` (or of the file `path`)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def ocr_record(limits: ParseLimits) -> dict[str, Any]:
@@ -195,7 +223,7 @@ class IndexStore:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
-                raise RetrievalError("another ingest or index operation is running on "
+                raise IndexBusyError("another ingest or index operation is running on "
                                      f"{self.data_dir}; try again when it has finished") from exc
             yield
         finally:
@@ -230,9 +258,15 @@ class IndexStore:
             self._activate(to)
             return to
 
-    def gc(self, keep: int) -> list[str]:
-        """Remove all but the `keep` newest versions, never the active one or its parent."""
-        if keep < 1:
+    def gc(self, keep: int, *, dry_run: bool = False) -> GcReport:
+        """Remove all but the `keep` newest versions, never the active one or its parent (the
+        version a rollback returns to), and the originals no remaining version cites.
+
+        The one function behind `manualqa index gc` and POST /api/v1/index/gc. With `dry_run`
+        nothing is removed and the report says what would be. Raises IndexBusyError while another
+        ingest or index operation holds the lock.
+        """
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise RetrievalError("gc --keep must be at least 1")
         with self._locked():
             manifests = self._manifests()
@@ -243,28 +277,32 @@ class IndexStore:
                 parent = next((m.get("parent") for m in manifests if m["id"] == active), None)
                 if parent:
                     protected.add(parent)
-            removed = []
-            for m in manifests:
-                if m["id"] not in protected:
-                    remove_tree(self.indexes_dir / m["id"])
-                    removed.append(m["id"])
+            doomed = [m["id"] for m in manifests if m["id"] not in protected]
+            kept = [m["id"] for m in manifests if m["id"] in protected]
+            freed = sum(_tree_bytes(self.indexes_dir / v) for v in doomed)
+            originals = self._orphan_originals([m for m in manifests if m["id"] in protected])
+            freed += sum(_tree_bytes(p) for p in originals)
+            report = GcReport(removed=doomed, kept=kept, active=active, bytes_freed=freed,
+                              manuals_removed=len(originals), dry_run=dry_run)
+            if dry_run:
+                return report
+            for version in doomed:
+                remove_tree(self.indexes_dir / version)
             with self._cache_lock:
-                for key in removed:
+                for key in doomed:
                     self._cache.pop(key, None)
             self._clean_temporaries()
-            self._gc_originals()
-            return removed
+            for path in originals:
+                path.unlink(missing_ok=True)
+            return report
 
-    def _gc_originals(self) -> None:
-        """Drop stored PDFs that no remaining version references."""
-        if not self.manuals_dir.is_dir():
-            return
-        wanted = {m.get("sha256") for man in self._manifests() for m in man.get("manuals") or []}
-        if any(m.get("unreadable") for m in self._manifests()):
-            return  # cannot tell what an unreadable version needs; keep everything
-        for path in self.manuals_dir.glob("*.pdf"):
-            if path.stem not in wanted:
-                path.unlink()
+    def _orphan_originals(self, remaining: list[dict[str, Any]]) -> list[Path]:
+        """Stored PDFs that none of the `remaining` versions cites (none while one is unreadable:
+        what it needs cannot be told)."""
+        if not self.manuals_dir.is_dir() or any(m.get("unreadable") for m in remaining):
+            return []
+        wanted = {m.get("sha256") for man in remaining for m in man.get("manuals") or []}
+        return sorted(p for p in self.manuals_dir.glob("*.pdf") if p.stem not in wanted)
 
     def clean_leftovers(self) -> list[Path]:
         """Remove what a crashed ingest left (under the ingest lock); returns what was removed.

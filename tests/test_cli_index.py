@@ -92,7 +92,8 @@ def test_cli_walk(run: Any, sample_dir: Path, sample_pdfs: list[Path], tmp_path:
     assert _json(run("index", "activate", v2, "--json")) == {"active": v2}
     r = run("index", "activate", "v20000101T000000-abcdef")
     assert r.exit_code == 1 and "unknown index version" in r.stderr
-    assert _json(run("index", "gc", "--keep", "1", "--json")) == {"removed": []}  # v1 is v2's parent
+    gc = _json(run("index", "gc", "--keep", "1", "--json"))
+    assert gc["removed"] == [] and gc["bytes_freed"] == 0 and gc["kept"] == [v1, v2]  # v1 is v2's parent
     r = run("index", "gc", "--keep", "0")
     assert r.exit_code == 2
 

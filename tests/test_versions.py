@@ -197,11 +197,16 @@ def test_gc_keeps_n_and_never_the_active_version_or_its_parent(world: dict) -> N
     assert len(ids) == 3  # v1, v2 and the version made by remove
     (store.indexes_dir / ".tmp-v20000101T000000-abcdef").mkdir()  # a crashed ingest's leftover
     store.activate(ids[0])  # the oldest one, so "keep the newest" alone would delete it
-    assert store.gc(keep=1) == [ids[1]]
+    preview = store.gc(keep=1, dry_run=True)  # says what would go, removes nothing
+    assert preview.removed == [ids[1]] and preview.dry_run and len(store.list_versions()) == 3
+    size = sum(p.stat().st_size for p in (store.indexes_dir / ids[1]).rglob("*") if p.is_file())
+    done = store.gc(keep=1)
+    assert done.removed == [ids[1]] and done.kept == [ids[0], ids[2]] and not done.dry_run
+    assert done.bytes_freed == preview.bytes_freed >= size > 0
     assert [v["id"] for v in store.list_versions()] == [ids[0], ids[2]]
     assert not (store.indexes_dir / ".tmp-v20000101T000000-abcdef").exists()
     store.activate(ids[2])  # its parent is ids[1], already gone: nothing else to protect
-    assert store.gc(keep=1) == [ids[0]] and store.active_id() == ids[2]
+    assert store.gc(keep=1).removed == [ids[0]] and store.active_id() == ids[2]
     assert store.verify(ids[2]) == []
     # originals no version refers to any more are dropped, the active version's are kept
     kept = {x["sha256"] for x in store.show(ids[2])["manuals"]}

@@ -253,15 +253,19 @@ def verify(ctx: Ctx, version: str | None, as_json: bool) -> None:
 @index.command("gc")
 @click.option("--keep", type=click.IntRange(min=1), required=True,
               help="How many of the newest versions to keep (the active one and its parent always stay).")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
 @json_option()
 @pass_ctx
-def gc(ctx: Ctx, keep: int, as_json: bool) -> None:
-    """Delete old index versions."""
-    removed = ctx.services.store.gc(keep)
+def gc(ctx: Ctx, keep: int, dry_run: bool, as_json: bool) -> None:
+    """Delete old index versions (the same function as POST /api/v1/index/gc)."""
+    report = ctx.services.store.gc(keep, dry_run=dry_run)
     if as_json:
-        emit_json({"removed": removed})
-    else:
-        click.echo(f"removed {len(removed)} version(s){': ' + ', '.join(removed) if removed else ''}")
+        emit_json(report.to_dict())
+        return
+    removed = report.removed
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {len(removed)} version(s){': ' + ', '.join(removed) if removed else ''}"
+               f" ({report.bytes_freed / 1e6:.1f} MB, {report.manuals_removed} original PDF(s) no kept version cites)")
 
 
 @main.command("search")

@@ -58,6 +58,8 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", f"{_API}/index/rollback"): Action("index.rollback", answered("active"),
                                                lambda p, q, r, s: f"from {r['previous']}" if r.get("previous") else ""),
     ("POST", f"{_API}/index/import"): Action("index.import", answered("version"), answered("status")),
+    ("POST", f"{_API}/index/gc"): Action("index.gc", lambda p, q, r, s: f"keep {q.get('keep', '')}", lambda p, q, r, s:
+                                          f"removed {', '.join(r['removed']) or 'nothing'}" if "removed" in r else ""),
     ("POST", f"{_API}/admin/try"): Action("index.try", sent("version"), sent("question")),
     ("GET", f"{_API}/index/versions/{{version}}/export"): Action("index.export", path("version")),
     ("POST", f"{_API}/manuals"): Action("manual.upload", answered("file_name"), answered("job")),

@@ -109,6 +109,17 @@ class RolledBack(msgspec.Struct):
     previous: str | None
 
 
+class GcDone(msgspec.Struct):
+    """retrieval.versions.IndexStore.gc(): the versions removed (or, previewed, that would be)."""
+
+    removed: list[str]
+    kept: list[str]
+    active: str | None
+    bytes_freed: int
+    manuals_removed: int
+    dry_run: bool
+
+
 class IndexDiff(msgspec.Struct):
     """retrieval.versions.IndexStore.diff()."""
 

@@ -1,19 +1,37 @@
-"""Index versions: list, activate, rollback, diff (admin for changes)."""
+"""Index versions: list, activate, rollback, diff, gc (admin for changes)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, QueryParameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from gateway.services import Services
 from gateway.web.errors import ApiError
-from gateway.web.responses_admin import Activated, IndexDiff, RolledBack, VersionList
+from gateway.web.responses_admin import Activated, GcDone, IndexDiff, RolledBack, VersionList
 from gateway.web.security import admin_guard, reader_guard
 from retrieval.types import RetrievalError
+from retrieval.versions import IndexBusyError
+
+Keep = Annotated[int, msgspec.Meta(ge=1, le=100_000, description="How many of the newest versions to keep")]
+
+
+class GcRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /api/v1/index/gc: keep the `keep` newest versions (the active one and its parent always stay)."""
+
+    keep: Keep
+
+
+def _gc(store: Any, keep: int, dry_run: bool) -> GcDone:
+    """IndexStore.gc (what `manualqa index gc` runs); a held index lock is a 409, not a bad request."""
+    try:
+        return GcDone(**store.gc(keep, dry_run=dry_run).to_dict())
+    except IndexBusyError as exc:
+        raise ApiError(409, "conflict", str(exc)) from exc
 
 
 class IndexController(Controller):
@@ -46,6 +64,17 @@ class IndexController(Controller):
         except RetrievalError as exc:  # nothing to roll back to is a state conflict, not a bad request
             raise ApiError(409, "conflict", str(exc)) from exc
         return RolledBack(active=active, previous=previous)
+
+    @get("/gc", guards=[admin_guard], summary="What POST /index/gc with this `keep` would remove now; removes nothing")
+    async def gc_preview(self, services: NamedDependency[Services],
+                         keep: Annotated[int, QueryParameter(ge=1, le=100_000)]) -> GcDone:
+        return await sync_to_thread(_gc, services.store, keep, True)
+
+    @post("/gc", guards=[admin_guard], status_code=200,
+          summary="Remove all but the newest `keep` versions, never the active one or its parent")
+    async def gc(self, services: NamedDependency[Services],
+                 data: JSONBody[GcRequest]) -> GcDone:
+        return await sync_to_thread(_gc, services.store, data.keep, False)
 
     @get("/diff", guards=[reader_guard], summary="Manuals added / removed / changed between versions")
     async def diff(self, services: NamedDependency[Services], from_: Annotated[str, QueryParameter(name="from")],

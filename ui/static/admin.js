@@ -103,7 +103,8 @@ async function loadVersions() {
     const tr = document.createElement("tr");
     tr.innerHTML = `<td><code>${esc(v.id)}</code>${active ? ` <strong>${esc(t("admin.active_version"))}</strong>` : ""}</td><td>${esc(v.created_at)}</td>
       <td>${esc(v.manuals)}</td><td>${esc(v.chunks)}</td><td><code>${esc(v.parent || "")}</code></td>
-      <td>${active ? "" : `<button type="button" class="secondary" data-act="${esc(v.id)}">${esc(t("admin.activate"))}</button>`}</td>`;
+      <td>${active ? "" : `<button type="button" class="secondary" data-act="${esc(v.id)}">${esc(t("admin.activate"))}</button>`}
+        ${exportLink(v.id)}</td>`;
     tb.appendChild(tr);
     for (const sel of [a, b]) { const o = document.createElement("option"); o.value = v.id; o.textContent = v.id; sel.appendChild(o); }
   }
