@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gateway.answer.flags import AnswerFlag
 from gateway.answer.reflow import reflow
 from ingest.text.sentences import sentence_spans
 from ingest.text.terms import content_terms
@@ -120,16 +121,16 @@ def best_sentences(passage: str, claim: str, limit: int = 2) -> list[tuple[int, 
 
 def resolve(
     answer: str, hits: list[Hit], supporting_fallback: bool = True
-) -> tuple[list[Citation], list[str]]:
+) -> tuple[list[Citation], list[AnswerFlag]]:
     """Citations of `answer` against the passages given (hits[0] is [1]), plus flags.
 
     Flags: ``dropped_invalid_citations: [7, 9]`` and ``no_valid_citation`` (then, if asked, the given
     passage closest to the answer is attached as a supporting passage so the reader sees where to look).
     """
-    flags: list[str] = []
+    flags: list[AnswerFlag] = []
     valid, dropped = validate(parse_citations(answer), len(hits))
     if dropped:
-        flags.append(f"dropped_invalid_citations: {dropped}")
+        flags.append(AnswerFlag("dropped_invalid_citations", str(dropped)))
     # The claim behind a citation: the answer sentence(s) that contain the bracket.
     claims: dict[int, list[str]] = {n: [] for n in valid}
     sentences = sentence_spans(answer)
@@ -148,7 +149,7 @@ def resolve(
                     spans.append(span)
         citations.append(_citation(n, hit, sorted(spans)))
     if not valid:
-        flags.append("no_valid_citation")
+        flags.append(AnswerFlag("no_valid_citation"))
         if supporting_fallback and hits:
             n = supporting_passage(answer, hits)
             spans = best_sentences(hits[n - 1].text, answer)

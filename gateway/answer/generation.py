@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.events import Text
+from gateway.answer.flags import AnswerFlag
 from gateway.answer.grammar import citation_grammar
 from gateway.answer.prompting import FenceFilter, PromptPlan, fit_prompt, strip_echoed_fences
 from gateway.answer.result import elapsed_ms
@@ -47,7 +48,7 @@ class Generation:
     cancelled: bool = False  # cancelled (not timed out) while it streamed
     hits: list[Hit] = field(default_factory=list)  # the passages the prompt gave: hits[0] is [1]
     config: dict[str, Any] = field(default_factory=dict)  # the generation config used
-    flags: list[str] = field(default_factory=list)
+    flags: list[AnswerFlag] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)  # load, prompt, ttft, queue (the lock), decode
 
     @property
@@ -144,11 +145,11 @@ def _stream(gen: Generation, model: Model, runtime: Runtime, messages: list[dict
                            generation_ms=stats.total_ms, stop_reason=stats.stop_reason)
         timed_out = timed_out or stats.stop_reason == "timeout"
         if stats.stop_reason == "length":  # cut at max_tokens: the reader must know it is unfinished
-            gen.flags.append("cut_at_max_tokens")
+            gen.flags.append(AnswerFlag("cut_at_max_tokens"))
         if stats.stop_reason == "error" and gen.failure is None:
             gen.failure = "the runtime reported an error"
     if timed_out:
-        gen.flags.append("timeout")
+        gen.flags.append(AnswerFlag("timeout"))
         gen.failure = gen.failure or f"generation timed out after {config.timeout_s:g} s"
     gen.cancelled = cancel.is_set() and not timed_out
 

@@ -42,6 +42,7 @@ from gateway.answer.asked_kinds import answers_direction, answers_fault
 from gateway.answer.binding import affirms, only_denied, passage_says_not, yes_contradicted
 from gateway.answer.citations import CITATION_RE, Citation, parse_citations, renumber, resolve, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
+from gateway.answer.flags import AnswerFlag
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
@@ -73,7 +74,7 @@ class Weak(NamedTuple):
     """Why the evidence is not shown as an answer: the notice the technician reads, and the log's flag."""
 
     notice: str
-    flag: str
+    flag: AnswerFlag
 
 
 @dataclass
@@ -81,7 +82,7 @@ class SupportCheck:
     """The model's answer held against the passages it cites (gateway.answer.support)."""
 
     shown: str | None  # the supported sentences; None: show the evidence instead
-    flags: list[str] = field(default_factory=list)
+    flags: list[AnswerFlag] = field(default_factory=list)
     checks: list[dict[str, object]] = field(default_factory=list)  # one per sentence
     citations: list[Citation] = field(default_factory=list)
     declined: bool = False  # the model said the passages do not answer (and wrote nothing they back)
@@ -101,7 +102,7 @@ def check_support(question: str, answer: str, hits: list[Hit], min_overlap: floa
     if found.shown is None and not found.declined and not any(c.get("supported") for c in found.checks) \
             and invented_values(question, answer, hits):
         found.invented = True
-        found.flags.append("values_not_in_passages")
+        found.flags.append(AnswerFlag("values_not_in_passages"))
     return found
 
 
@@ -166,12 +167,12 @@ def invented_values(question: str, answer: str, hits: list[Hit]) -> bool:
 
 def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: float,
                    require_question_terms: bool, recite_citations: bool = False) -> SupportCheck:
-    flags: list[str] = []
+    flags: list[AnswerFlag] = []
     cited, dropped = validate(parse_citations(answer), len(hits))
     if dropped:
-        flags.append(f"dropped_invalid_citations: {dropped}")
+        flags.append(AnswerFlag("dropped_invalid_citations", str(dropped)))
     if is_decline(answer) or (not cited and not dropped and _DECLINE_RE.search(answer)):
-        return SupportCheck(None, [*flags, "model_declined"], declined=True)
+        return SupportCheck(None, [*flags, AnswerFlag("model_declined")], declined=True)
     # A passage is read with its manual's title and section heading, as the model was shown it.
     titles = " ".join(sorted({h.title for h in hits}))
     # (an OCR passage with its doubtful numbers masked: gateway.answer.ocr_text)
@@ -181,22 +182,22 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
     unsupported = [c for c in checks if not c.supported]
     inferred = [c for c in checks if c.supported and c.inferred]
     if unsupported:
-        flags.append(f"unsupported_sentences_removed: {len(unsupported)}")
+        flags.append(AnswerFlag("unsupported_sentences_removed", str(len(unsupported))))
     if inferred:
-        flags.append(f"citations_inferred: {len(inferred)}")
+        flags.append(AnswerFlag("citations_inferred", str(len(inferred))))
     recited = [c for c in checks if c.recited]
     if recited:
-        flags.append(f"citations_corrected: {len(recited)}")
+        flags.append(AnswerFlag("citations_corrected", str(len(recited))))
     if len(unsupported) == len(checks):
-        flags.append("no_supported_sentence")
+        flags.append(AnswerFlag("no_supported_sentence"))
         if _DECLINE_RE.search(answer):  # "The passages do not state the interval [2]." cites, yet declines
-            flags.append("model_declined")
+            flags.append(AnswerFlag("model_declined"))
             found.declined = True
         return found
     said = [c for c in checks if c.reason not in ("echo", "meta")]  # what the draft claims
     if 2 * sum(1 for c in said if c.supported) < len(said):
         # most of what it claimed the passages do not back: the rest is a fragment, not the answer
-        flags.append("mostly_unsupported")
+        flags.append(AnswerFlag("mostly_unsupported"))
         return found
     shown = supported_text(answer, checks)
     ignore = frozenset(overlap_terms(titles))
@@ -204,15 +205,16 @@ def _check_support(question: str, answer: str, hits: list[Hit], min_overlap: flo
     if yes_contradicted(question, answer, [c.text for c in checks if c.supported], ignore) \
             or (affirms(question, answer) and (passage_says_not(question, backing, ignore)
                                                or only_denied(question, backing, ignore))):
-        flags.append("yes_contradicted")  # "Yes" to what the backed sentences (or their passages) say not to do
+        # "Yes" to what the backed sentences (or their passages) say not to do
+        flags.append(AnswerFlag("yes_contradicted"))
         return found
     if require_question_terms and not (addresses_question(question, shown, titles)
                                        and states_what_is_asked(question, shown)):
-        flags.append("answer_off_question")
+        flags.append(AnswerFlag("answer_off_question"))
         return found
     found.shown = shown
     found.citations, more = resolve(shown, hits, supporting_fallback=False)
-    flags.extend(f for f in more if not f.startswith("dropped_invalid_citations"))
+    flags.extend(f for f in more if f.name != "dropped_invalid_citations")
     return found
 
 
@@ -226,10 +228,9 @@ class Decision:
     notice: str = ""
     error: str | None = None
     fallback: bool = False  # the evidence stands in for a model that failed (mode extractive_fallback)
-    flags: tuple[str, ...] = ()
+    flags: tuple[AnswerFlag, ...] = ()
 
 
-UNQUALIFIED_FLAG = "unqualified_model"  # the model's text is an unchecked draft: see the module docstring
 
 
 def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, cancelled: bool = False,
@@ -245,7 +246,7 @@ def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, 
     # A per-question "generate" must not earn what gate 4 withheld: the evidence leads, the text is a draft.
     outcome: Outcome = "evidence_only" if decision.outcome == "answered" else decision.outcome
     return Decision(outcome, "evidence", error=decision.error,
-                    flags=(*decision.flags, f"{UNQUALIFIED_FLAG}: {unqualified}"))
+                    flags=(*decision.flags, AnswerFlag("unqualified_model", unqualified)))
 
 
 def _decide(*, retrieval_error: str | None, closed: bool, cancelled: bool, weak: Weak | None, extractive: bool,
@@ -254,7 +255,7 @@ def _decide(*, retrieval_error: str | None, closed: bool, cancelled: bool, weak:
         return Decision("error", "notice", f"Could not search the manuals: {retrieval_error}",
                         error=f"retrieval failed: {retrieval_error}")
     if closed:
-        return Decision("cancelled", "nothing", flags=("consumer_closed",))
+        return Decision("cancelled", "nothing", flags=(AnswerFlag("consumer_closed"),))
     if cancelled:
         return Decision("cancelled", "nothing")
     if weak is not None:
@@ -263,7 +264,7 @@ def _decide(*, retrieval_error: str | None, closed: bool, cancelled: bool, weak:
     if extractive or g is None:
         return Decision("evidence_only", "evidence")
     if g.crash is not None:
-        return Decision("error", "evidence", error=g.crash, fallback=True, flags=("backend_crashed",))
+        return Decision("error", "evidence", error=g.crash, fallback=True, flags=(AnswerFlag("backend_crashed"),))
     if g.unavailable is not None:
         return Decision("evidence_only", "evidence", error=g.unavailable, fallback=True)
     if g.cancelled:
@@ -291,7 +292,7 @@ def settle(res: AnswerResult, decision: Decision, *, given: list[Hit], evidence:
         res.flags.extend(support.flags)
     if decision.fallback:
         res.mode, res.error = "extractive_fallback", decision.error
-        res.flags.append("runtime_failed")
+        res.flags.append(AnswerFlag("runtime_failed"))
         log.warning("answer %s: generation unavailable, evidence only: %s", res.id, decision.error)
     elif decision.error is not None:
         res.error = decision.error

@@ -38,6 +38,7 @@ from gateway.answer.coverage import named_elsewhere, named_first, stated_apart, 
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
 from gateway.answer.extractive import cited_text, evidence_params, pick_sentences, similarity_scorer
+from gateway.answer.flags import AnswerFlag
 from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
 from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, decide_outcome, settle
 from gateway.answer.quantities import unstated_quantities
@@ -70,7 +71,6 @@ AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity stil
 # about the foreign manuals holds at least 0.13 (the cosine refused 4 of 15).
 OTHER_MIN_TERMS = 0.16
 CROSS_MIN_TERMS = 0.10
-CUT_FLAG = "cut_at_max_tokens"  # as generation flags a model's answer cut there
 
 
 def _a(kinds: list[str]) -> str:
@@ -146,7 +146,7 @@ def _sentence_similarity(similar: Callable[[list[str]], list[float]] | None, giv
             return scorer(candidates)
         except Exception:  # noqa: BLE001 - an embedder fault must not cost the evidence
             log.warning("sentence similarity failed; evidence picked by shared words alone", exc_info=True)
-            res.flags.append("evidence_by_words_only")
+            res.flags.append(AnswerFlag("evidence_by_words_only"))
             return [0.0] * len(candidates)
         finally:  # embedding, like the query's: not the pipeline's own work (result.overhead_ms)
             res.timings["sentence_embed_ms"] = elapsed_ms(t0)
@@ -187,7 +187,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         # 1. retrieve ---------------------------------------------------------------------------
         try:
             if request.query != request.question:
-                res.flags.append("searched_with_conversation")
+                res.flags.append(AnswerFlag("searched_with_conversation"))
             got = retrieve_for_answer(deps, request.query, request.scope, request.version)
             hits, rt, res.index_version = got.hits, got.timings, got.version
         except Exception as exc:  # noqa: BLE001 - every failure ends as a logged outcome
@@ -203,7 +203,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         if settings.coverage_check:  # the passages of a manual the question names lead (gateway.answer.coverage)
             hits, named = _named_first(request.question, hits, settings.max_passages)
             if named:
-                res.flags.append(f"named_manual_first: {named}")
+                res.flags.append(AnswerFlag("named_manual_first", named))
         res.timings["best_similarity"] = ev["best_similarity"]
         given = hits[: settings.max_passages]
         res.passages = [{**h.to_dict(), "n": i + 1, "given": False} for i, h in enumerate(hits)]
@@ -252,8 +252,9 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             decision = decide_outcome(cancelled=gen is None, generation=gen, support=support,
                                       unqualified=deps.unqualified)
         settle(res, decision, given=given, evidence=evidence, generation=gen, support=support)
-        if evidence_cut and decision.shows == "evidence" and CUT_FLAG not in res.flags:
-            res.flags.append(CUT_FLAG)  # the quoted evidence is the answer, cut at the request's max_tokens
+        if evidence_cut and decision.shows == "evidence" and "cut_at_max_tokens" not in res.flags:
+            # the quoted evidence is the answer, cut at the request's max_tokens
+            res.flags.append(AnswerFlag("cut_at_max_tokens"))
         logged = True
         yield Final(_finish(deps, res, chain, t0))
     except (GeneratorExit, KeyboardInterrupt):  # the consumer went away (disconnect, Ctrl-C): a cancel
@@ -271,7 +272,7 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: dict[str, Any],
     """Why the evidence cannot be shown as an answer (None: it can)."""
     if not strong:
         return Weak(NOT_FOUND_TEXT if given else NO_PASSAGE_TEXT,
-                    f"weak_evidence: best similarity {ev['best_similarity']}")
+                    AnswerFlag("weak_evidence", f"best similarity {ev['best_similarity']}"))
     # Only the first passage's manual counts: a value of the asked kind stated for another machine
     # (another manual, brought up by one close sentence) does not answer for this one.
     first = [h for h in given if h.manual_sha256 == given[0].manual_sha256]
@@ -281,10 +282,11 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: dict[str, Any],
         unstated += [k for k in unstated_values(question, texts) if k not in unstated]
     manual = (first[0].title or first[0].manual) if first else None
     if unstated:
-        return Weak(quantity_not_found_text(unstated, manual), f"quantity_not_in_evidence: {', '.join(unstated)}")
+        return Weak(quantity_not_found_text(unstated, manual),
+                    AnswerFlag("quantity_not_in_evidence", ", ".join(unstated)))
     apart = stated_apart(question, [(h.heading, h.text) for h in first]) if settings.coverage_check else []
     if apart:
-        return Weak(value_apart_text(apart, manual), f"value_not_for_question: {', '.join(apart)}")
+        return Weak(value_apart_text(apart, manual), AnswerFlag("value_not_for_question", ", ".join(apart)))
     return None
 
 
@@ -343,5 +345,5 @@ def _finish(deps: AnswerDeps, res: AnswerResult, chain: dict[str, Any] | None, t
         deps.sink.record(res, chain=chain, durable=durable)
     except Exception as exc:  # noqa: BLE001 - the answer is still returned; the flag tells
         log.error("answer %s could not be logged: %s", res.id, exc)
-        res.flags.append("not_logged")
+        res.flags.append(AnswerFlag("not_logged"))
     return res

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateway.answer.flags import AnswerFlag
 from ingest.text.sentences import sentence_spans
 from ingest.text.terms import content_terms
 from retrieval.types import Hit
@@ -139,7 +140,7 @@ class PromptPlan:
     max_tokens: int  # output tokens left for the answer (may be lowered to fit a small window)
     dropped: int = 0  # lowest-ranked passages left out to fit
     truncated: bool = False  # the one remaining passage was cut to fit
-    flags: list[str] = field(default_factory=list)
+    flags: list[AnswerFlag] = field(default_factory=list)
 
 
 TEMPLATE_TOKENS_PER_MESSAGE = 8  # role markers and separators the chat template adds
@@ -223,11 +224,11 @@ def fit_prompt(
     def total(messages: list[dict[str, str]]) -> int:
         return sum(count_tokens(m["content"]) for m in messages) + overhead
 
-    flags: list[str] = []
+    flags: list[AnswerFlag] = []
     base = total(build_messages(question, []))
     if base + max_tokens > context_length:
         max_tokens = max(max(16, context_length // 4), context_length - base)
-        flags.append("max_tokens_reduced")
+        flags.append(AnswerFlag("max_tokens_reduced"))
     if base + max_tokens > context_length:
         raise PromptTooLong(f"the question needs {base} tokens; the model's window is {context_length} "
                             f"tokens with {max_tokens} kept for the answer")
@@ -264,9 +265,9 @@ def fit_prompt(
     given = hits[:n]
     dropped = len(hits) - n
     if dropped:
-        flags.append(f"passages_dropped_to_fit: {dropped}")
+        flags.append(AnswerFlag("passages_dropped_to_fit", str(dropped)))
     if truncated:
-        flags.append("passage_truncated_to_fit")
+        flags.append(AnswerFlag("passage_truncated_to_fit"))
     return PromptPlan(messages=messages, hits=given, prompt_tokens=used, budget=budget, max_tokens=max_tokens,
                       dropped=dropped, truncated=truncated, flags=flags)
 

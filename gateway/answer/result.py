@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gateway.answer.citations import Citation, resolve
+from gateway.answer.flags import AnswerFlag, flag_details
 from gateway.errors import GatewayError
 from gateway.records.answer_rows import Outcome
 from retrieval.types import Hit
@@ -18,6 +19,17 @@ from retrieval.types import Hit
 
 class AnswerInputError(GatewayError):
     """The question itself cannot be answered as given (empty, too long): a 4xx, not a log row."""
+
+
+class _FlagDetails:
+    """AnswerResult.flag_details: its flags as {"name", "detail"}, read from `flags` each time (one list,
+    two forms; nothing to keep in step). A dataclass field, so that the API's AnswerOut mirrors it."""
+
+    def __get__(self, result: AnswerResult | None, owner: type | None = None) -> list[dict[str, str]]:
+        return [] if result is None else flag_details(result.flags)
+
+    def __set__(self, result: AnswerResult, value: object) -> None:
+        """The dataclass's __init__ assigns the default: nothing to store."""
 
 
 @dataclass
@@ -30,7 +42,9 @@ class AnswerResult:
     outcome: Outcome = "answered"
     mode: str = "generate"  # generate | extractive | extractive_fallback
     citations: list[Citation] = field(default_factory=list)
-    flags: list[str] = field(default_factory=list)
+    flags: list[AnswerFlag] = field(default_factory=list)  # gateway.answer.flags; each a str, "name[: detail]"
+    # the same flags as {"name", "detail"} (docs/api.md): derived from `flags`, never stored
+    flag_details: _FlagDetails = field(default=_FlagDetails(), init=False, repr=False, compare=False)
     passages: list[dict[str, Any]] = field(default_factory=list)  # retrieved hits (+ n, given)
     index_version: str | None = None
     chain_id: str | None = None
@@ -46,6 +60,7 @@ class AnswerResult:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["citations"] = [c.to_dict() for c in self.citations]
+        data["flags"] = [str(f) for f in self.flags]  # the text form, as plain str (msgspec encodes no subclass)
         return data
 
 
@@ -61,7 +76,7 @@ def use_evidence(res: AnswerResult, given: list[Hit], evidence: str) -> None:
     res.citations, flags = resolve(evidence, given, supporting_fallback=False)
     if not res.citations and given:  # no sentence qualified: the top passage itself
         res.citations, _ = resolve("[1]", given[:1], supporting_fallback=False)
-    res.flags.extend(f for f in flags if f != "no_valid_citation")
+    res.flags.extend(f for f in flags if f.name != "no_valid_citation")
 
 
 def overhead_ms(timings: dict[str, Any]) -> float | None:

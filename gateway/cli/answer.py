@@ -114,7 +114,7 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, mode: 
             click.echo()
         click.echo()
         _print_citations(result)
-        notes = [f for f in result.flags if not f.startswith("weak_evidence")]
+        notes = [f for f in result.flags if f.name != "weak_evidence"]
         click.echo(click.style(f"\n{result.outcome} · {result.mode} · answer {result.id} · index "
                                f"{result.index_version} · chain {result.chain_id or '-'}"
                                + (f" · flags: {'; '.join(notes)}" if notes else ""), dim=True), err=True)

@@ -61,6 +61,13 @@ def to_row(result: Any) -> dict[str, Any]:
     return row
 
 
+def flag_parts(flag: str) -> dict[str, str]:
+    """A logged flag as {"name", "detail"}: the log holds each flag as its text, "name" or "name: detail"
+    (gateway.answer.flags renders it), and the API gives both forms (docs/api.md, `flag_details`)."""
+    name, _, detail = flag.partition(": ")
+    return {"name": name, "detail": detail}
+
+
 def from_row(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
     for c in JSON_COLUMNS:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from gateway.records.answer_filters import LogFilter
-from gateway.records.answer_rows import CLIENTS, COLUMNS, OUTCOMES, LogError, from_row, to_row
+from gateway.records.answer_rows import CLIENTS, COLUMNS, OUTCOMES, LogError, flag_parts, from_row, to_row
 from gateway.records.db import opened, utcnow
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,8 @@ class AnswerLog:
         return self._with_feedback([from_row(rows[0])])[0]
 
     def _with_feedback(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each row gains its technicians' feedback, oldest first (what an admin reviews the log for)."""
+        """Each row gains its flags as {"name", "detail"} (flag_details, as the API answers them) and its
+        technicians' feedback, oldest first (what an admin reviews the log for)."""
         by_id: dict[str, list[dict[str, Any]]] = {r["id"]: [] for r in rows}
         ids = list(by_id)
         for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
@@ -172,6 +173,7 @@ class AnswerLog:
                                 f" WHERE answer_id IN ({marks}) ORDER BY id", part):
                 by_id[f.pop("answer_id")].append(f)
         for r in rows:
+            r["flag_details"] = [flag_parts(f) for f in r.get("flags") or []]
             r["feedback"] = by_id[r["id"]]
         return rows
 

@@ -8,10 +8,11 @@ open (manifests, hits, timings, support checks) stay `dict[str, Any]` fields.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
+from gateway.answer.flags import Flag
 from gateway.records.answer_rows import Outcome
 
 
@@ -46,6 +47,14 @@ class CitationOut(msgspec.Struct):
     passage_n: int = 0
 
 
+class FlagOut(msgspec.Struct):
+    """One of an answer's flags, structured: its name (gateway.answer.flags.Flag, the closed set) and
+    its detail ("" for none). `flags` carries the same as text, "name" or "name: detail"."""
+
+    name: Flag
+    detail: str
+
+
 class AnswerOut(msgspec.Struct):
     """One answer as POST /api/v1/ask returns it: gateway.answer.pipeline.AnswerResult.to_dict()."""
 
@@ -58,6 +67,7 @@ class AnswerOut(msgspec.Struct):
     mode: str
     citations: list[CitationOut]
     flags: list[str]
+    flag_details: list[FlagOut]
     passages: list[dict[str, Any]]
     index_version: str | None
     chain_id: str | None
@@ -73,7 +83,8 @@ class AnswerOut(msgspec.Struct):
     @classmethod
     def of(cls, data: dict[str, Any]) -> AnswerOut:
         """From AnswerResult.to_dict(); the values are kept as they are (no copy, no conversion)."""
-        return cls(**{**data, "citations": [CitationOut(**c) for c in data["citations"]]})
+        return cls(**{**data, "citations": [CitationOut(**c) for c in data["citations"]],
+                      "flag_details": [FlagOut(**f) for f in data["flag_details"]]})
 
 
 class AnswerRow(msgspec.Struct):
@@ -109,7 +120,16 @@ class AnswerRow(msgspec.Struct):
     error: str | None
     draft: str
     support: list[dict[str, Any]]
+    flag_details: list[FlagOut]  # `flags` structured (AnswerOut's)
     feedback: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls: type[_Row], row: dict[str, Any]) -> _Row:
+        """From AnswerLog.query() / get() (AnswerDetail: with its chain)."""
+        return cls(**{**row, "flag_details": [FlagOut(**f) for f in row["flag_details"]]})
+
+
+_Row = TypeVar("_Row", bound=AnswerRow)
 
 
 class AnswerDetail(AnswerRow):

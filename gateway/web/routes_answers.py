@@ -48,7 +48,7 @@ class AnswersController(Controller):
             return log.query(**filters, limit=limit, offset=offset), log.count(**filters)
 
         rows, total = await sync_to_thread(page)
-        return AnswerPage(answers=[AnswerRow(**r) for r in rows], limit=limit, offset=offset, total=total)
+        return AnswerPage(answers=[AnswerRow.of(r) for r in rows], limit=limit, offset=offset, total=total)
 
     @get("/{answer_id:str}", guards=[reader_guard], summary="One answer with its full provenance")
     async def show(self, services: NamedDependency[Services], answer_id: FromPath[str]) -> AnswerDetail:
@@ -58,7 +58,7 @@ class AnswersController(Controller):
             raise ApiError(404, "not_found", f"no answer {answer_id}")
         # provenance: the artifact chain itself, not only its id
         row["chain"] = await sync_to_thread(log.chain, row["chain_id"]) if row.get("chain_id") else None
-        return AnswerDetail(**row)
+        return AnswerDetail.of(row)
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
           summary="Thumbs up/down with an optional comment; one current vote per answer per client")

@@ -204,21 +204,25 @@ const ABOUT_THE_DRAFT = new Set(["unsupported_sentences_removed", "dropped_inval
   "cut_at_max_tokens"]);
 // A not-found answer shows no model text and no evidence as an answer: the banner says why.
 const NOT_SHOWN_DRAFT = new Set([...ABOUT_THE_DRAFT, "no_supported_sentence", "mostly_unsupported"]);
-function flagName(flag) { return String(flag).split(":")[0]; }
+// An answer's flags as the API gives them structured (flag_details: {name, detail}, the names of
+// gateway/answer/flags.py), each with its text from `flags` (the same flags, in the same order).
+function flagsOf(r) {
+  const texts = r.flags || [];
+  return (r.flag_details || []).map((f, i) => ({name: f.name, detail: f.detail, text: String(texts[i] ?? f.name)}));
+}
 function flagNote(flag) {
-  const name = flagName(flag);
-  if (SILENT_FLAGS.has(name)) return "";
-  return `tech.flag.${name}` in PAGE_STRINGS ? t(`tech.flag.${name}`) : String(flag);
+  if (SILENT_FLAGS.has(flag.name)) return "";
+  return `tech.flag.${flag.name}` in PAGE_STRINGS ? t(`tech.flag.${flag.name}`) : flag.text;
 }
 
 // The notes on one answer, each once: a crashed backend's note says it all, and an answer shown as
 // evidence says nothing about sentences cut from a text that is not shown.
 function answerNotes(r) {
-  const flags = r.flags || [];
-  const crashed = flags.includes("backend_crashed");
+  const flags = flagsOf(r);
+  const crashed = flags.some((f) => f.name === "backend_crashed");
   const moot = r.outcome === "not_found" ? NOT_SHOWN_DRAFT : r.outcome === "evidence_only" ? ABOUT_THE_DRAFT : null;
-  const shown = flags.filter((f) => !(crashed && f === "runtime_failed"))
-    .filter((f) => !moot || !moot.has(flagName(f)));
+  const shown = flags.filter((f) => !(crashed && f.name === "runtime_failed"))
+    .filter((f) => !moot || !moot.has(f.name));
   return [...new Set(shown.map(flagNote).filter(Boolean))];
 }
 
@@ -288,7 +292,7 @@ function showFinal(r) {
     // said so by the answer text.
     const missing = notFoundWhy(r);
     if (missing) $("notfound-why").textContent = missing;
-    else if ((r.flags || []).some((f) => /^values_not_in_passages/.test(String(f)))) $("notfound-why").textContent = r.answer;
+    else if (flagsOf(r).some((f) => f.name === "values_not_in_passages")) $("notfound-why").textContent = r.answer;
     for (const p of r.passages || []) cards.appendChild(card(p, ""));
   } else {
     for (const c of r.citations || []) cards.appendChild(card(c, c.supporting ? t("tech.closest_passage") : `[${c.n}]`));
@@ -299,9 +303,9 @@ function showFinal(r) {
 // "quantity_not_in_evidence: voltage, current" or "value_not_for_question: duration" as a sentence of the
 // catalogue, naming the manual the passages come from (the first listed); null for other not-found answers.
 function notFoundWhy(r) {
-  const flag = (r.flags || []).map(String).find((f) => /^(quantity_not_in_evidence|value_not_for_question): /.test(f));
+  const flag = flagsOf(r).find((f) => ["quantity_not_in_evidence", "value_not_for_question"].includes(f.name) && f.detail);
   if (!flag) return null;
-  const [name, detail] = [flagName(flag), flag.slice(flag.indexOf(":") + 1).trim()];
+  const [name, detail] = [flag.name, flag.detail.trim()];
   const kinds = detail.split(", ").map((k) => {
     const key = `tech.kind.${k.replace(/ /g, "_")}`;
     return key in PAGE_STRINGS ? t(key) : k;
@@ -314,7 +318,7 @@ function notFoundWhy(r) {
 // A model that has not passed gate 4 wrote a text (the technician chose Explain): the evidence leads,
 // and the text is offered only folded below it and labelled as an unchecked draft (never green).
 function showDraft(r) {
-  const unqualified = (r.flags || []).some((f) => flagName(f) === "unqualified_model");
+  const unqualified = flagsOf(r).some((f) => f.name === "unqualified_model");
   if (!unqualified || !String(r.draft || "").trim()) return;
   const known = new Set((r.citations || []).filter((c) => !c.supporting).map((c) => Number(c.n)));
   $("draft").innerHTML = renderAnswer(draftInCardNumbers(r), known);
