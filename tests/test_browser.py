@@ -219,35 +219,46 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
                                                          tmp_path_factory: pytest.TempPathFactory) -> None:
     """While another question holds the model, the page says how many are ahead, then answers.
 
-    Its own server: its answers must not grow the shared server's admin log (and screenshot)."""
+    Its own server: its answers must not grow the shared server's admin log (and screenshot). The first
+    question holds the model until the page has shown its place (the scripted model waits while a file
+    exists): no window for a busy box to close, as the earlier 1.5 s-a-word hold had (issue 50 item 1)."""
     import threading
     import time
 
-    server = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("queue-browser"),
-                           config="[server]\nrate_limit_per_minute = 600\n",
-                           # 1.5 s a word: the first answer holds the model ~24 s, a window no busy box closes
-                           # before the page's question is queued behind it
-                           profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=1.5)).start()
-    page.goto(server.url + "/")
-    page.evaluate("""() => { window.metas = []; new MutationObserver(() => {
-        window.metas.push(document.getElementById('meta').textContent);
-      }).observe(document.getElementById('meta'), {childList: true, characterData: true, subtree: true}); }""")
-    busy = threading.Thread(target=lambda: httpx.post(server.url + "/api/v1/ask", json={"question": QUESTION},
-                                                      timeout=120))
-    busy.start()
-    # it holds the model now (its script takes ~24 s); a fixed 0.5 s sleep raced its start on a busy box
-    deadline = time.monotonic() + 60
-    while not re.search(r"^manualqa_queue_depth 1$", httpx.get(server.url + "/api/v1/metrics", timeout=10).text,
-                        re.M):
-        assert time.monotonic() < deadline, "the first question never took the model"
-        time.sleep(0.05)
-    page.fill("#question", QUESTION)
-    page.click("#ask")
-    page.wait_for_function("['answered', 'evidence only', 'not found'].includes("
-                           "document.getElementById('outcome').textContent.trim())", timeout=240_000)
-    busy.join(240)
-    metas = page.evaluate("window.metas")
-    server.stop()
+    work = tmp_path_factory.mktemp("queue-browser")
+    hold = work / "hold"
+    hold.touch()
+    profile = SCRIPTED_PROFILE.format(script=SCRIPT, delay=0).replace(
+        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\n', 1)
+    server = GatewayServer(sample_data_dir, work, config="[server]\nrate_limit_per_minute = 600\n",
+                           profile=profile).start()
+    try:
+        page.goto(server.url + "/")
+        page.evaluate("""() => { window.metas = []; new MutationObserver(() => {
+            window.metas.push(document.getElementById('meta').textContent);
+          }).observe(document.getElementById('meta'), {childList: true, characterData: true, subtree: true}); }""")
+        busy = threading.Thread(target=lambda: httpx.post(server.url + "/api/v1/ask", json={"question": QUESTION},
+                                                          timeout=600))
+        busy.start()
+        deadline = time.monotonic() + 300  # only bounds a hang: the model is held until the file goes
+        while not re.search(r"^manualqa_queue_depth 1$", httpx.get(server.url + "/api/v1/metrics", timeout=30).text,
+                            re.M):
+            assert time.monotonic() < deadline, "the first question never took the model"
+            time.sleep(0.05)
+        page.fill("#question", QUESTION)
+        page.click("#ask")
+        deadline = time.monotonic() + 300  # only bounds a hang: the page has nothing else to wait for
+        while not any("1 question ahead of yours" in m for m in page.evaluate("window.metas || []")):
+            assert time.monotonic() < deadline, page.evaluate("window.metas")
+            time.sleep(0.1)
+        hold.unlink()  # the first answer goes on; then the page's question takes the model
+        page.wait_for_function("['answered', 'evidence only', 'not found'].includes("
+                               "document.getElementById('outcome').textContent.trim())", timeout=300_000)
+        busy.join(300)
+        metas = page.evaluate("window.metas")
+    finally:
+        hold.unlink(missing_ok=True)
+        server.stop()
     assert any("1 question ahead of yours" in m for m in metas), metas
 
 

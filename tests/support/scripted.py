@@ -3,11 +3,14 @@
 Plug it in with create_runtime("tests.support.scripted:ScriptedRuntime", artifact, options).
 Options: script (str: the answer), pieces (list[str], overrides script), token_delay_s,
 fail_on_load (str), fail_after (int: raise GenerationError after this many pieces),
-context_length (int). Everything it was asked is recorded in `received`.
+context_length (int), hold_while_exists (str: a path; each piece waits while that file exists, so a
+test holds the model for exactly as long as it needs, whatever the machine's speed). Everything it
+was asked is recorded in `received`.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -75,6 +78,10 @@ class ScriptedRuntime(Runtime):
                     raise GenerationError("scripted failure")
                 if self.token_delay_s:
                     time.sleep(self.token_delay_s)
+                hold = self.options.get("hold_while_exists")
+                while hold and os.path.exists(str(hold)) and not self._cancel.is_set() and not (
+                        cancel is not None and cancel.is_set()):
+                    time.sleep(0.02)
                 if first is None:
                     first = time.perf_counter()
                 produced += 1
