@@ -41,8 +41,12 @@ max_json_kb = 64
 
 @pytest.fixture(scope="module")
 def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("hostile"), config=CONFIG,
-                        profile=SCRIPTED_PROFILE.format(script=SLOW_SCRIPT, delay=DELAY_S))
+    work = tmp_path_factory.mktemp("hostile")
+    hold = work / "hold"  # absent: the model streams as scripted; present: it waits (a test holds the slot)
+    profile = SCRIPTED_PROFILE.format(script=SLOW_SCRIPT, delay=DELAY_S).replace(
+        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\n', 1)
+    srv = GatewayServer(sample_data_dir, work, config=CONFIG, profile=profile)
+    srv.hold = hold
     srv.start()
     srv.admin = srv.admin_key()
     yield srv
@@ -208,24 +212,29 @@ def test_extractive_answers_run_beside_a_generation(server: GatewayServer) -> No
     def generation(**extra: int) -> httpx.Response:
         return httpx.post(url, json={"question": QUESTION, "mode": "generate", **extra}, timeout=120)
 
-    with ThreadPoolExecutor(2) as pool:
-        gen = pool.submit(generation)  # 64 tokens: 19 s
-        wait_depth(server, 1)  # the generation holds the slot now; the queue (size 1) fills next
-        queued = pool.submit(generation, max_tokens=2)
-        wait_depth(server, 2)
-        started = time.perf_counter()
-        extractive = [httpx.post(url, json={"question": QUESTION, "mode": "extractive"}, timeout=60)
-                      for _ in range(3)]
-        took = time.perf_counter() - started
-        # Told by order, not by a stopwatch: the three came back while the generation still held the
-        # slot and another waited for it, which one behind the other would never do.
-        gen_done, depth = gen.done(), queue_depth(server)
-        for r in extractive:
-            assert r.status_code == 200, r.text[:300]
-            assert r.json()["mode"].startswith("extractive") and r.json()["outcome"] != "cancelled"
-        assert not gen_done and depth == 2, f"the extractive answers took {took:.1f} s: they waited for the generator"
-        assert gen.result().status_code == 200
-        assert queued.result().status_code in (200, 503)
+    server.hold.touch()  # the generation holds the slot until the checks below are done, whatever the box
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            gen = pool.submit(generation)
+            wait_depth(server, 1)  # the generation holds the slot now; the queue (size 1) fills next
+            queued = pool.submit(generation, max_tokens=2)
+            wait_depth(server, 2)
+            started = time.perf_counter()
+            extractive = [httpx.post(url, json={"question": QUESTION, "mode": "extractive"}, timeout=120)
+                          for _ in range(3)]
+            took = time.perf_counter() - started
+            # Told by order, not by a stopwatch: the three came back while the generation still held the
+            # slot and another waited for it, which one behind the other would never do.
+            gen_done, depth = gen.done(), queue_depth(server)
+            server.hold.unlink()  # the generation goes on, then the queued one
+            for r in extractive:
+                assert r.status_code == 200, r.text[:300]
+                assert r.json()["mode"].startswith("extractive") and r.json()["outcome"] != "cancelled"
+            assert not gen_done and depth == 2, f"the extractive answers took {took:.1f} s: they waited for the model"
+            assert gen.result().status_code == 200
+            assert queued.result().status_code in (200, 503)
+    finally:
+        server.hold.unlink(missing_ok=True)
     healthy(server)
 
 
