@@ -448,7 +448,8 @@ def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path
     # the versions table is drawn by its own request: wait for it too (a stale answer is never drawn)
     # (its own id, in the row's first cell: the row of the version in between names `before` as its parent)
     page.wait_for_function(f"[...document.querySelectorAll('#versions tbody tr')].some("
-                           f"r => r.cells[0].textContent.includes('{before}') && r.cells[0].textContent.includes('(active)'))")
+                           f"r => r.cells[0].textContent.includes('{before}') "
+                           f"&& r.cells[0].textContent.includes('(active)'))")
     assert _active_row(page) == before
     versions = httpx.get(server.url + "/api/v1/index/versions").json()
     assert versions["active"] == before
