@@ -17,6 +17,7 @@ import pytest
 
 from gateway.answer.citations import CITATION_RE
 from gateway.answer.extractive import approx_tokens, cited_text
+from gateway.web.openai_replies import EVIDENCE_NOTE
 from tests.support.server import GatewayServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -90,6 +91,6 @@ def test_ask_and_v1_honour_max_tokens_in_extractive_mode(server: GatewayServer) 
     done = v1(max_tokens=40)
     choice = done["choices"][0]
     assert choice["finish_reason"] == "length"
-    assert choice["message"]["content"].split("\n\nSources:\n")[0] == answer
+    assert choice["message"]["content"].split("\n\nSources:\n")[0] == answer + EVIDENCE_NOTE
     assert v1(max_completion_tokens=40)["choices"][0]["finish_reason"] == "length"
     assert v1()["choices"][0]["finish_reason"] == "stop"

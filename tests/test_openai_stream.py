@@ -123,6 +123,9 @@ def test_streamed_text_is_the_answer_in_every_mode(server: Live) -> None:
     text = done.choices[0].message.content
     assert done.model_extra["manualqa"]["outcome"] == "evidence_only"
     assert "115200" in text.split("\n\nSources:")[0]
+    # a chat window shows no outcome badge: the quote says, after it, that it is not a checked answer
+    quote, note = text.split("\n\nSources:")[0].split("\n\n(")
+    assert "115200" in quote and note.startswith("Evidence quoted from the manuals, not a checked answer"), text
     assert streamed == text
     assert chunks[-2].choices[0].finish_reason == "stop" and chunks[-2].model_extra["citations"]
 
@@ -138,6 +141,7 @@ def test_streamed_text_is_the_answer_in_every_mode(server: Live) -> None:
         text = done.choices[0].message.content
         assert done.model_extra["manualqa"]["outcome"] == "answered", text
         assert text.startswith("The debug console runs at 115200 baud") and "Ohio" not in text
+        assert "not a checked answer" not in text  # a checked answer is one
         assert streamed == text
         cut, cut_streamed, cut_chunks = both(server, QUESTION, max_tokens=3)
         assert cut_streamed == cut.choices[0].message.content
@@ -224,7 +228,7 @@ def test_a_slow_answer_keeps_the_stream_open_and_a_client_leaving_ends_it() -> N
 
     from gateway.answer.events import Final, Text
     from gateway.answer.result import AnswerResult
-    from gateway.web.openai_replies import reply_chunks, settled
+    from gateway.web.openai_replies import EVIDENCE_NOTE, reply_chunks, settled
 
     closed: list[bool] = []
 
@@ -246,7 +250,7 @@ def test_a_slow_answer_keeps_the_stream_open_and_a_client_leaving_ends_it() -> N
     assert len(comments) >= 2 and sent.index(comments[-1]) < len(sent) - 3
     wire = ServerSentEventMessage(**comments[0]).encode()
     assert wire.startswith(b": working") and b"data:" not in wire
-    assert json.loads(sent[-3]["data"])["choices"][0]["delta"]["content"] == "115200 8N1 [1]."
+    assert json.loads(sent[-3]["data"])["choices"][0]["delta"]["content"] == "115200 8N1 [1]." + EVIDENCE_NOTE
     assert sent[-1] == {"data": "[DONE]"} and closed == [True]
 
     async def leave_early() -> None:

@@ -1,6 +1,7 @@
 """What `/v1/chat/completions` sends back: one `Reply`, as a JSON completion or as OpenAI's chunk stream.
 
-A stream carries exactly the text the JSON reply carries (the answer, then its "Sources:" footer),
+A stream carries exactly the text the JSON reply carries (the answer, then its "Sources:" footer; quoted
+evidence says it is not a checked answer),
 in every answer mode: a chat window cannot take back what it has shown, and in generate mode the
 model's draft loses the sentences its passages do not back only once it has ended. So the content
 goes out once the answer is settled; until then the stream sends SSE comment lines (ignored by
@@ -37,6 +38,11 @@ class Reply(msgspec.Struct):
     citations: list[dict[str, Any]] = msgspec.field(default_factory=list)
     manualqa: dict[str, Any] = msgspec.field(default_factory=dict)
     usage: dict[str, Any] = msgspec.field(default_factory=lambda: uncounted())
+
+
+# Quoted sentences read like an answer in a chat window that shows no outcome badge; the technician page
+# says the same above them (tech.evidence_title). After the quote, so that the answer still comes first.
+EVIDENCE_NOTE = "\n\n(Evidence quoted from the manuals, not a checked answer: open the page to confirm.)"
 
 
 def sources_footer(citations: list[dict[str, Any]]) -> str:
@@ -84,6 +90,8 @@ def answer_reply(result: dict[str, Any], base_url: str) -> Reply:
     citations = absolute_citations(result.get("citations") or [], base_url)
     footer = sources_footer(citations) or (closest_footer(result.get("passages") or [])
                                            if result.get("outcome") == "not_found" else "")
+    if result.get("outcome") == "evidence_only" and result.get("answer"):
+        footer = EVIDENCE_NOTE + footer
     return Reply(text=(result.get("answer") or "") + footer,
                  finish="length" if "cut_at_max_tokens" in (result.get("flags") or []) else "stop",
                  citations=citations, usage=usage_of(result),
