@@ -139,7 +139,8 @@ def _recorded(model_dir: Path) -> dict[str, Any] | None:
             raise ValueError(f"pooling {pooling!r} is none of {', '.join(POOLINGS)}")
         return {"pooling": pooling, "pooled_in_graph": bool(record.get("pooled_in_graph", False)),
                 "max_seq_length": int(record.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH),
-                "query": str(prompts.get("query") or ""), "document": str(prompts.get("document") or "")}
+                "query": str(prompts.get("query") or ""), "document": str(prompts.get("document") or ""),
+                "multilingual": bool(record.get("multilingual", False))}
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise RetrievalError(f"ONNX embedding model: {path} cannot be read: {exc}") from exc
 
@@ -203,6 +204,8 @@ class OnnxEmbedder:
             self.max_seq_length = self.record["max_seq_length"]
             self.pooling = self.record["pooling"]
             self.query_prompt, self.document_prompt = self.record["query"], self.record["document"]
+        # a record may say its cosines mean the same across languages (gateway.index_parts.search_params_for)
+        self.multilingual = bool(self.record and self.record["multilingual"])
         self.threads = _threads()
         self.max_batch_tokens = MAX_BATCH_TOKENS
         self._session: Any = None
