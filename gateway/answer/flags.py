@@ -8,7 +8,7 @@ its detail, and carrying both: `flag.name`, `flag.detail`. Every place that rais
 
 The structured form goes out beside the text (docs/api.md: `flag_details`, `[{"name", "detail"}]`),
 so that no reader splits the text at ":" again; a text read back from the answer log becomes that form
-in one place, gateway.records.answer_rows.flag_parts.
+in one place, gateway.answer_fields.flag_parts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, get_args
 
-from gateway.records.answer_rows import flag_parts
+from gateway.answer_fields import flag_parts
 
 Flag = Literal[
     # retrieval: the question and the passages

@@ -48,7 +48,7 @@ from gateway.answer.ocr_text import support_text
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.result import AnswerResult, use_evidence
 from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
-from gateway.records.answer_rows import Outcome
+from gateway.answer_fields import Outcome
 from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit
 

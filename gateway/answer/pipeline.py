@@ -44,7 +44,7 @@ from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, 
 from gateway.answer.quantities import unstated_quantities
 from gateway.answer.request import MAX_QUESTION_CHARS, AnswerRequest
 from gateway.answer.result import AnswerInputError, AnswerResult, elapsed_ms, overhead_ms
-from gateway.records.db import new_id, utcnow
+from gateway.stamps import new_id, utcnow
 from ingest.text.languages import detect_question
 from retrieval.types import CLOSEST, Hit
 

@@ -12,7 +12,7 @@ from typing import Literal, get_args
 import msgspec
 
 from gateway.answer.result import AnswerInputError
-from gateway.records.answer_rows import Client
+from gateway.answer_fields import Client
 
 __all__ = ["MAX_QUESTION_CHARS", "MODES", "AnswerRequest", "Mode"]
 

@@ -7,13 +7,13 @@ that none imports another for its types.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gateway.answer.citations import Citation, resolve
-from gateway.answer.flags import AnswerFlag, flag_details
+from gateway.answer.flags import AnswerFlag
+from gateway.answer_fields import AnswerFields
 from gateway.errors import GatewayError
-from gateway.records.answer_rows import Outcome
 from retrieval.types import Hit
 
 
@@ -21,41 +21,10 @@ class AnswerInputError(GatewayError):
     """The question itself cannot be answered as given (empty, too long): a 4xx, not a log row."""
 
 
-class _FlagDetails:
-    """AnswerResult.flag_details: its flags as {"name", "detail"}, read from `flags` each time (one list,
-    two forms; nothing to keep in step). A dataclass field, so that the API's AnswerOut mirrors it."""
-
-    def __get__(self, result: AnswerResult | None, owner: type | None = None) -> list[dict[str, str]]:
-        return [] if result is None else flag_details(result.flags)
-
-    def __set__(self, result: AnswerResult, value: object) -> None:
-        """The dataclass's __init__ assigns the default: nothing to store."""
-
-
 @dataclass
-class AnswerResult:
-    id: str
-    time: str
-    question: str
-    scope: list[str]
-    answer: str = ""
-    outcome: Outcome = "answered"
-    mode: str = "generate"  # generate | extractive | extractive_fallback
-    citations: list[Citation] = field(default_factory=list)
-    flags: list[AnswerFlag] = field(default_factory=list)  # gateway.answer.flags; each a str, "name[: detail]"
-    # the same flags as {"name", "detail"} (docs/api.md): derived from `flags`, never stored
-    flag_details: _FlagDetails = field(default=_FlagDetails(), init=False, repr=False, compare=False)
-    passages: list[dict[str, Any]] = field(default_factory=list)  # retrieved hits (+ n, given)
-    index_version: str | None = None
-    chain_id: str | None = None
-    profile: str | None = None
-    generation_config: dict[str, Any] = field(default_factory=dict)
-    timings: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    client: str = "cli"
-    key_name: str | None = None
-    draft: str = ""  # the model's text as generated; `answer` keeps its supported sentences
-    support: list[dict[str, Any]] = field(default_factory=list)  # gateway.answer.support, one per sentence
+class AnswerResult(AnswerFields[Citation, AnswerFlag]):
+    """One answer: the fields of gateway.answer_fields.AnswerFields (the one declaration the log's columns
+    and the API's answer derive from: declare a new field there), with their citations and flags typed."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

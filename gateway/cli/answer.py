@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
+from gateway.answer_fields import CLIENTS, OUTCOMES, Client, Outcome
 from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
-from gateway.records.answer_rows import CLIENTS, OUTCOMES, Client, Outcome
 
 EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 

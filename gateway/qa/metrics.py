@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from gateway.answer.citations import CITATION_RE
 from gateway.answer.claim_terms import numbers_of
-from gateway.records.answer_rows import Outcome
+from gateway.answer_fields import Outcome
 from ingest.text.terms import content_terms
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.records.answer_rows import CLIENTS, OUTCOMES, LogError, parse_since
+from gateway.answer_fields import CLIENTS, OUTCOMES
+from gateway.records.answer_rows import LogError, parse_since
 
 _MANUAL_RE = re.compile(r"^[0-9a-f]{8,64}$")
 

@@ -1,40 +1,65 @@
-"""An answer as a row of the log: its columns, the outcome and client names, and the `since` filter.
+"""An answer as a row of the log: its columns, derived from the one declaration of an answer's fields.
 
-The one list of outcome and client names lives here; the pipeline, metrics, CLI and web take them
-from this module, and `AnswerLog` (gateway.records.answers) refuses a row with any other.
+gateway.answer_fields.AnswerFields declares the fields; the migrations (gateway.records.db) make the
+columns. `answer_columns` derives the log's lists from the one and checks them against the other at
+import, so a field added without its migration (or a column without its field) stops the gateway at
+start, not at the first answer logged. Also the `since` filter, and LogError.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import typing
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+# OUTCOMES, CLIENTS and flag_parts: also read from here by older callers (tests)
+from gateway.answer_fields import CLIENTS as CLIENTS
+from gateway.answer_fields import OUTCOMES as OUTCOMES
+from gateway.answer_fields import AnswerFields, logged
+from gateway.answer_fields import flag_parts as flag_parts
 from gateway.errors import GatewayError
-from gateway.records.db import utcnow
+from gateway.records.db import migrated_columns, utcnow
 
-JSON_COLUMNS = ("scope", "flags", "citations", "passages", "generation_config", "timings", "support")
-TIMING_COLUMNS = ("retrieval_ms", "embed_ms", "ttft_ms", "total_ms", "prompt_tokens", "output_tokens",
-                  "decode_tps")
-COLUMNS = ("id", "time", "question", "scope", "answer", "outcome", "mode", "flags", "citations",
-           "passages", "index_version", "chain_id", "profile", "generation_config", *TIMING_COLUMNS,
-           "timings", "client", "key_name", "error", "draft", "support")
-# answered: every sentence shown is backed by the passage it cites; evidence_only: quoted evidence
-# is shown instead of an answer (extractive mode, or the model's text was not supported);
-# not_found: the evidence was too weak to show as an answer. The one list of outcome names: the
-# pipeline, metrics, CLI and web take them from here (ui/templates/admin.html is checked against it).
-Outcome = Literal["answered", "evidence_only", "not_found", "error", "cancelled"]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
-# Who asked: web (the technician page), api (the JSON API, any other tool), openai (/v1), cli
-# (`manualqa ask`), replay (`manualqa replay`), bench (`manualqa bench`). The one list of client
-# names: the web routes, the CLI's `log --client` and record() (it refuses any other) take them from here.
-Client = Literal["web", "api", "openai", "cli", "replay", "bench"]
-CLIENTS: tuple[Client, ...] = get_args(Client)
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 class LogError(GatewayError):
     """A log query or feedback that cannot be served (bad filter, unknown answer)."""
+
+
+class AnswerColumns(NamedTuple):
+    """The `answers` table as an answer's fields make it, each list in table order."""
+
+    columns: tuple[str, ...]  # every column, in the migrations' order (what SELECT * reads)
+    json: tuple[str, ...]  # the fields that are a list or a dict, stored as JSON text
+    timing: tuple[str, ...]  # keys of `timings` that also have a column each (Logged.columns)
+
+
+def answer_columns(fields_of: type[DataclassInstance] = AnswerFields,
+                   migrations: list[tuple[str, list[str]]] | None = None) -> AnswerColumns:
+    """The log's columns from `fields_of`'s fields (default: AnswerFields) and the `answers` table that
+    `migrations` make (default: MIGRATIONS); RuntimeError naming what one has and the other lacks."""
+    hints = typing.get_type_hints(fields_of)
+    declared: dict[str, bool] = {}  # column -> a JSON column
+    for spec in dataclasses.fields(fields_of):
+        how = logged(spec)
+        if how.stored:
+            declared[spec.name] = typing.get_origin(hints[spec.name]) in (list, dict)
+        declared.update((key, False) for key, _ in how.columns)
+    table = migrated_columns("answers", migrations)
+    if set(table) != set(declared):
+        raise RuntimeError("the answer log's columns and the answer's fields disagree: columns without a field "
+                           f"{sorted(set(table) - set(declared))}, fields without a column (a migration in "
+                           f"gateway.records.db) {sorted(set(declared) - set(table))}")
+    timing = {key for spec in dataclasses.fields(fields_of) for key, _ in logged(spec).columns}
+    return AnswerColumns(tuple(table), tuple(c for c in table if declared[c]), tuple(c for c in table if c in timing))
+
+
+COLUMNS, JSON_COLUMNS, TIMING_COLUMNS = answer_columns()
 
 
 def _compact_passage(p: dict[str, Any]) -> dict[str, Any]:
@@ -59,13 +84,6 @@ def to_row(result: Any) -> dict[str, Any]:
     row["answer"] = row["answer"] or ""
     row["draft"] = row["draft"] or ""
     return row
-
-
-def flag_parts(flag: str) -> dict[str, str]:
-    """A logged flag as {"name", "detail"}: the log holds each flag as its text, "name" or "name: detail"
-    (gateway.answer.flags renders it), and the API gives both forms (docs/api.md, `flag_details`)."""
-    name, _, detail = flag.partition(": ")
-    return {"name": name, "detail": detail}
 
 
 def from_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from gateway.answer_fields import CLIENTS, OUTCOMES, flag_parts
 from gateway.records.answer_filters import LogFilter
-from gateway.records.answer_rows import CLIENTS, COLUMNS, OUTCOMES, LogError, flag_parts, from_row, to_row
+from gateway.records.answer_rows import COLUMNS, LogError, from_row, to_row
 from gateway.records.db import opened, utcnow
 
 log = logging.getLogger(__name__)

@@ -7,15 +7,16 @@ migration, so two processes opening a fresh database at once cannot both apply o
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+# The records' modules take a row's id and time from here; gateway.stamps holds them (the answer core uses them too).
+from gateway.stamps import iso_utc as iso_utc
+from gateway.stamps import new_id as new_id
+from gateway.stamps import utcnow as utcnow
 
 # (name, statements). Append only: the position is the migration's version number.
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -153,13 +154,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
 ]
 
 
-def iso_utc(moment: datetime) -> str:
-    """The one stored timestamp format: UTC, milliseconds, Z (fixed width, so text order is time order)."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def utcnow() -> str:
-    return iso_utc(datetime.now(timezone.utc))
+def migrated_columns(table: str, migrations: list[tuple[str, list[str]]] | None = None) -> list[str]:
+    """The columns `migrations` (default: MIGRATIONS) give `table` on a fresh database, in table order:
+    what `SELECT *` reads on every gateway.db, old or new, since migrations only append."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        _apply(conn, MIGRATIONS if migrations is None else migrations)
+        return [str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")]
+    finally:
+        conn.close()
 
 
 def connect(path: str | Path) -> Any:
@@ -201,10 +204,14 @@ def opened(path: str | Path) -> Iterator[Any]:
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply pending migrations in order; returns the names applied now."""
+    return _apply(conn, MIGRATIONS)
+
+
+def _apply(conn: sqlite3.Connection, migrations: list[tuple[str, list[str]]]) -> list[str]:
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
                  " applied_at TEXT NOT NULL)")
     done_now: list[str] = []
-    for version, (name, statements) in enumerate(MIGRATIONS, start=1):
+    for version, (name, statements) in enumerate(migrations, start=1):
         conn.execute("BEGIN IMMEDIATE")
         try:
             row = conn.execute("SELECT name FROM _migrations WHERE version = ?", (version,)).fetchone()
@@ -229,29 +236,3 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
 def schema_version(db: Any) -> int:
     row = db.execute("SELECT max(version) FROM _migrations").fetchone()
     return int(row[0] or 0)
-
-
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_id_lock = threading.Lock()
-_last_id: list[int] = [0, 0]  # [milliseconds, random part] of the last id handed out
-
-
-def new_id() -> str:
-    """A 26-character ULID-style id: 48-bit milliseconds + 80 random bits, Crockford base32.
-
-    Ids sort by creation time; within one millisecond in this process they still sort in
-    creation order (the random part is incremented), so that `ORDER BY id` is time order.
-    """
-    with _id_lock:
-        ms = time.time_ns() // 1_000_000
-        if ms <= _last_id[0]:
-            ms, rand = _last_id[0], _last_id[1] + 1
-        else:
-            rand = int.from_bytes(os.urandom(10), "big") >> 1  # room to increment
-        _last_id[0], _last_id[1] = ms, rand
-    value = (ms << 80) | (rand & ((1 << 80) - 1))
-    out = []
-    for _ in range(26):
-        out.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(out))

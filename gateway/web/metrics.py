@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from gateway.records.answer_rows import OUTCOMES, Outcome
+from gateway.answer_fields import OUTCOMES, Outcome
 
 TTFT_BUCKETS_MS = (50, 100, 250, 500, 1000, 2500, 5000, 10000)
 TPS_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200)

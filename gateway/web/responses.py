@@ -3,17 +3,24 @@ that the OpenAPI document types every answer; the admin side is gateway.web.resp
 
 Each Struct mirrors the dict its route returned before, key for key and in the same order (msgspec
 encodes fields in declaration order), so the JSON on the wire is unchanged. Rows whose shape is
-open (manifests, hits, timings, support checks) stay `dict[str, Any]` fields.
+open (manifests, hits, timings, support checks) stay `dict[str, Any]` fields. AnswerOut and AnswerRow
+are not written out field by field: they are derived from the one declaration of an answer's fields
+(gateway.answer_fields.AnswerFields) and the log's columns, so a new logged field reaches both.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
 
 from gateway.answer.flags import Flag
-from gateway.records.answer_rows import Outcome
+from gateway.answer_fields import AnswerFields, CitationT, FlagDetails, FlagT, logged
+from gateway.records.answer_rows import COLUMNS
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 # -- answers -----------------------------------------------------------------------------------
@@ -55,30 +62,47 @@ class FlagOut(msgspec.Struct):
     detail: str
 
 
+# -- the answer's wire types, derived ------------------------------------------------------------
+# How the web writes what the answer core holds: a citation as CitationOut, a flag as its text, the
+# flags' structured form as FlagOut. Any other field goes out in the type it is declared with.
+# (AnswerOut and AnswerRow stay class statements that set their fields' annotations, rather than
+# msgspec.defstruct results, so that routes and other Structs can name them as types.)
+_WIRE: dict[object, object] = {CitationT: CitationOut, FlagT: str, FlagDetails: list[FlagOut]}
+# Where a logged row is looser than a fresh answer, as the log has always typed it: rows written by
+# older versions may lack citation fields added since (citations stay open) or a generation config,
+# and an outcome is read back as it was written.
+_ROW: dict[str, object] = {"outcome": str, "citations": list[dict[str, Any]],
+                           "generation_config": dict[str, Any] | None}
+
+
+def _on_wire(tp: object) -> object:
+    if tp in _WIRE:
+        return _WIRE[tp]
+    if get_origin(tp) is list:
+        return list[_on_wire(get_args(tp)[0])]  # type: ignore[misc]  # a list type built at run time
+    return tp
+
+
+def answer_fields(fields_of: type[DataclassInstance] = AnswerFields) -> dict[str, object]:
+    """AnswerOut's fields: every field of `fields_of` (AnswerFields), in its order, in its wire type."""
+    hints = get_type_hints(fields_of)
+    return {f.name: _on_wire(hints[f.name]) for f in fields(fields_of)}
+
+
+def answer_row_fields(fields_of: type[DataclassInstance] = AnswerFields,
+                      columns: tuple[str, ...] = COLUMNS) -> dict[str, object]:
+    """AnswerRow's fields: the log's columns in table order (a timing column as its number or null), then
+    what a read adds: the flags' structured form and the feedback (AnswerLog.query())."""
+    wire = answer_fields(fields_of)
+    timing = {key: tp | None for f in fields(fields_of) for key, tp in logged(f).columns}
+    row = {c: _ROW.get(c, wire[c]) if c in wire else timing[c] for c in columns}
+    return {**row, "flag_details": wire["flag_details"], "feedback": list[dict[str, Any]]}
+
+
 class AnswerOut(msgspec.Struct):
     """One answer as POST /api/v1/ask returns it: gateway.answer.pipeline.AnswerResult.to_dict()."""
 
-    id: str
-    time: str
-    question: str
-    scope: list[str]
-    answer: str
-    outcome: Outcome
-    mode: str
-    citations: list[CitationOut]
-    flags: list[str]
-    flag_details: list[FlagOut]
-    passages: list[dict[str, Any]]
-    index_version: str | None
-    chain_id: str | None
-    profile: str | None
-    generation_config: dict[str, Any]
-    timings: dict[str, Any]
-    error: str | None
-    client: str
-    key_name: str | None
-    draft: str
-    support: list[dict[str, Any]]
+    __annotations__ = answer_fields()  # AnswerFields' fields: gateway.answer_fields declares them
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> AnswerOut:
@@ -89,39 +113,9 @@ class AnswerOut(msgspec.Struct):
 
 class AnswerRow(msgspec.Struct):
     """One row of the answer log as AnswerLog.query() gives it: the `answers` columns in table order
-    (JSON columns decoded), then its feedback. Rows written by older versions may lack citation
-    fields added since, so citations stay open.
-    """
+    (JSON columns decoded), then its flags structured and its feedback."""
 
-    id: str
-    time: str
-    question: str
-    scope: list[str]
-    answer: str
-    outcome: str
-    mode: str
-    flags: list[str]
-    citations: list[dict[str, Any]]
-    passages: list[dict[str, Any]]
-    index_version: str | None
-    chain_id: str | None
-    profile: str | None
-    generation_config: dict[str, Any] | None
-    retrieval_ms: float | None
-    embed_ms: float | None
-    ttft_ms: float | None
-    total_ms: float | None
-    prompt_tokens: int | None
-    output_tokens: int | None
-    decode_tps: float | None
-    timings: dict[str, Any]
-    client: str
-    key_name: str | None
-    error: str | None
-    draft: str
-    support: list[dict[str, Any]]
-    flag_details: list[FlagOut]  # `flags` structured (AnswerOut's)
-    feedback: list[dict[str, Any]]
+    __annotations__ = answer_row_fields()  # from AnswerFields and the migrations' columns
 
     @classmethod
     def of(cls: type[_Row], row: dict[str, Any]) -> _Row:

@@ -9,7 +9,7 @@ from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from gateway.records.answer_rows import OUTCOMES
+from gateway.answer_fields import OUTCOMES
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerDetail, AnswerPage, AnswerRow, FeedbackOut

@@ -15,7 +15,7 @@ from litestar.params import JSONBody
 
 from gateway.answer.events import AnswerEvent, Final, Queue
 from gateway.answer.request import AnswerRequest
-from gateway.records.answer_rows import Client
+from gateway.answer_fields import Client
 from gateway.services import Services
 from gateway.web.bridge import EventStream, Producer, final_result, sse_stream
 from gateway.web.errors import ApiError

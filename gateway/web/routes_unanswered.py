@@ -19,7 +19,8 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 
-from gateway.records.answer_rows import CLIENTS, LogError
+from gateway.answer_fields import CLIENTS
+from gateway.records.answer_rows import LogError
 from gateway.records.question_groups import QuestionVectors
 from gateway.records.unanswered import TECHNICIAN_CLIENTS, PassageText, unanswered_view
 from gateway.services import Services
