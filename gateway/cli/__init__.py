@@ -12,6 +12,7 @@ Where things are:
   service.py  install-service
   fleet.py    index export, index import, signing (create, list, export-public, trust, untrust)
   embedder.py embedder convert (a local sentence-transformers directory to ONNX)
+  audit.py    audit (the trail of admin actions; state-changing commands write to it: root.audited)
 
 A new command goes in the module of its concern as `@main.command(...)`, importing only
 gateway.cli.root; a new module is one more name in the import below. Importing a command module
@@ -21,6 +22,7 @@ CLI (tests/test_layers.py checks both).
 
 from gateway.cli import (  # noqa: F401 - importing a command module registers its commands
     answer,
+    audit,
     backup,
     bench,
     embedder,

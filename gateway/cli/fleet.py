@@ -2,7 +2,8 @@
 
 Thin, like the other command modules: gateway.fleet does the work and its FleetError reaches the
 user as `Error: ...` through gateway.cli.root. `export` and `import` join the `index` group of
-gateway.cli.index through `in_group` (a command module imports gateway.cli.root only).
+gateway.cli.index through `in_group` (a command module imports gateway.cli.root only). Exports,
+imports and the signing keys made or trusted here are in the audit trail (`audited`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import click
 
-from gateway.cli.root import Ctx, emit_json, in_group, json_option, main, pass_ctx
+from gateway.cli.root import Ctx, audited, emit_json, in_group, json_option, main, pass_ctx
 
 
 def _size(value: int) -> str:
@@ -33,7 +34,9 @@ def export_(ctx: Ctx, version: str, file: Path, key: str | None, compress: bool,
     """Write VERSION with its original PDFs to FILE, signed, for `manualqa index import` elsewhere."""
     from gateway.fleet.archive import export_version
 
-    report = export_version(ctx.services.store, version, file, key, compress=compress, overwrite=force)
+    with audited(ctx, "index.export", version) as note:
+        note.detail = str(file)
+        report = export_version(ctx.services.store, version, file, key, compress=compress, overwrite=force)
     if as_json:
         emit_json(report)
         return
@@ -61,9 +64,13 @@ def import_(ctx: Ctx, file: Path, max_mib: int | None, check: bool, as_json: boo
 
     gw = ctx.services
     embedder = gw.embedder  # id and weights hash only: the model itself is not loaded
-    run = check_archive if check else import_archive
-    report = run(gw.store, file, embedder.model_id, embedder.model_hash,
-                 max_bytes=max_mib << 20 if max_mib else DEFAULT_MAX_BYTES)
+    max_bytes = max_mib << 20 if max_mib else DEFAULT_MAX_BYTES
+    if check:  # a check writes nothing: not an action
+        report = check_archive(gw.store, file, embedder.model_id, embedder.model_hash, max_bytes=max_bytes)
+    else:
+        with audited(ctx, "index.import", str(file)) as note:
+            report = import_archive(gw.store, file, embedder.model_id, embedder.model_hash, max_bytes=max_bytes)
+            note.target, note.detail = report["version"], f"{report['status']} from {file}"
     if as_json:
         emit_json(report)
         return
@@ -97,7 +104,9 @@ def create(ctx: Ctx, name: str, as_json: bool) -> None:
     """Make a new Ed25519 signing key NAME (private half stays in the data directory, mode 0600)."""
     from gateway.fleet.signing import create_key
 
-    key = create_key(_data_dir(ctx), name)
+    with audited(ctx, "signing.create", name) as note:
+        key = create_key(_data_dir(ctx), name)
+        note.detail = f"key id {key['id']}"
     if as_json:
         emit_json(key)
         return
@@ -155,7 +164,10 @@ def trust_(ctx: Ctx, pubfile: Path, as_json: bool) -> None:
     """Accept index archives signed by the key in PUBFILE (from `signing export-public`, or PEM)."""
     from gateway.fleet.signing import trust
 
-    result = trust(_data_dir(ctx), pubfile)
+    with audited(ctx, "signing.trust", str(pubfile)) as note:
+        result = trust(_data_dir(ctx), pubfile)
+        note.target = f"{result['id']} ({result['name']})"
+        note.detail = "already trusted" if result["already_trusted"] else ""
     if as_json:
         emit_json(result)
     else:
@@ -171,7 +183,9 @@ def untrust_(ctx: Ctx, key: str, as_json: bool) -> None:
     """Stop accepting archives signed by KEY (id or name); versions already imported stay."""
     from gateway.fleet.signing import untrust
 
-    result = untrust(_data_dir(ctx), key)
+    with audited(ctx, "signing.untrust", key) as note:
+        result = untrust(_data_dir(ctx), key)
+        note.detail = f"removed {', '.join(result['removed'])}"
     if as_json:
         emit_json(result)
     else:

@@ -2,7 +2,8 @@
 
 They are thin: retrieval.versions.IndexStore does the work (build beside the active version,
 verify, activate atomically) and its errors reach the user through gateway.cli.root. What lives
-here is only the terminal side: the ingest progress bar and the text renderings.
+here is only the terminal side: the ingest progress bar and the text renderings, and each change's
+row in the audit trail (`audited`, under the action names the web's audit middleware uses).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import click
 
-from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
+from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx
 
 
 @contextmanager
@@ -65,6 +66,12 @@ def _print_report(report: Any) -> None:
         click.echo("no change: nothing could be ingested")
 
 
+def _changed(report: Any) -> str:
+    """An ingest or removal in the audit trail's words: the version it made, or none."""
+    failed = f"; failed: {', '.join(f for f, _ in report.failed)}" if report.failed else ""
+    return (f"new version {report.version}" if report.version else "no change") + failed
+
+
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--rebuild", is_flag=True,
@@ -74,16 +81,20 @@ def _print_report(report: Any) -> None:
 def ingest(ctx: Ctx, paths: tuple[str, ...], rebuild: bool, as_json: bool) -> None:
     """Add or update manuals (PDF files or folders); builds and activates a new index version."""
     gw = ctx.services
-    with _progress(not as_json and sys.stderr.isatty()) as progress:
+    with audited(ctx, "manual.ingest", " ".join(paths)) as note, \
+            _progress(not as_json and sys.stderr.isatty()) as progress:
         report = gw.store.ingest(list(paths), gw.embedder, gw.chunk_params, gw.parse_limits,
                                  progress=progress, rebuild=rebuild)
+        note.detail = _changed(report)
+        nothing = bool(report.failed) and not (report.added or report.changed or report.unchanged)
+        note.exit_status = 1 if nothing else 0
     if as_json:
         emit_json(report.to_dict())
         for file, message in report.failed:
             click.echo(f"FAILED: {file}: {message}", err=True)
     else:
         _print_report(report)
-    if report.failed and not (report.added or report.changed or report.unchanged):
+    if nothing:
         sys.exit(1)
 
 
@@ -93,7 +104,9 @@ def ingest(ctx: Ctx, paths: tuple[str, ...], rebuild: bool, as_json: bool) -> No
 @pass_ctx
 def remove(ctx: Ctx, manual: str, as_json: bool) -> None:
     """Build and activate a version without MANUAL (file name, title or sha256 prefix)."""
-    report = ctx.services.store.remove(manual)
+    with audited(ctx, "manual.delete", manual) as note:
+        report = ctx.services.store.remove(manual)
+        note.detail = _changed(report)
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -110,7 +123,9 @@ def rename(ctx: Ctx, manual: str, title: str | None, reset: bool, as_json: bool)
     """Give MANUAL (file name, title or sha256 prefix) a display title; the index is unchanged."""
     if reset == (title is not None):
         raise click.UsageError("give either a TITLE or --reset")
-    row = ctx.services.rename_manual(manual, None if reset else title)
+    with audited(ctx, "manual.title_reset" if reset else "manual.title", manual) as note:
+        row = ctx.services.rename_manual(manual, None if reset else title)
+        note.target, note.detail = row.get("sha256") or manual, "" if reset else str(title)
     if as_json:
         emit_json(row)
     else:
@@ -180,7 +195,8 @@ def show(ctx: Ctx, version: str | None, as_json: bool) -> None:
 @pass_ctx
 def activate(ctx: Ctx, version: str, as_json: bool) -> None:
     """Verify VERSION and make it the active one."""
-    ctx.services.store.activate(version)
+    with audited(ctx, "index.activate", version):
+        ctx.services.store.activate(version)
     if as_json:
         emit_json({"active": version})
     else:
@@ -194,8 +210,10 @@ def activate(ctx: Ctx, version: str, as_json: bool) -> None:
 def rollback(ctx: Ctx, to: str | None, as_json: bool) -> None:
     """Re-activate the previous version (or --to VERSION)."""
     store = ctx.services.store
-    before = store.active_id()
-    now = store.rollback(to)
+    with audited(ctx, "index.rollback", to or "") as note:
+        before = store.active_id()
+        now = store.rollback(to)
+        note.target, note.detail = now, f"from {before}" if before else ""
     if as_json:
         emit_json({"previous": before, "active": now})
     else:
@@ -258,7 +276,12 @@ def verify(ctx: Ctx, version: str | None, as_json: bool) -> None:
 @pass_ctx
 def gc(ctx: Ctx, keep: int, dry_run: bool, as_json: bool) -> None:
     """Delete old index versions (the same function as POST /api/v1/index/gc)."""
-    report = ctx.services.store.gc(keep, dry_run=dry_run)
+    if dry_run:  # a preview changes nothing: not an action
+        report = ctx.services.store.gc(keep, dry_run=True)
+    else:
+        with audited(ctx, "index.gc", f"keep {keep}") as note:
+            report = ctx.services.store.gc(keep, dry_run=False)
+            note.detail = f"removed {', '.join(report.removed) or 'nothing'}"
     if as_json:
         emit_json(report.to_dict())
         return

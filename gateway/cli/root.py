@@ -8,13 +8,20 @@ Library errors meant for the user (gateway.errors: a missing index version, a ba
 unknown replay run ...) become a one-line `Error: ...` with exit status 1 in one place, `Root.invoke`,
 so commands just call the library. A command that wants a prefix on the message (`bench: ...`)
 wraps the call in `user_errors(prefix)` instead.
+
+A command that changes the gateway's state (activates a version, creates a key, removes a manual)
+runs its library call inside `audited(ctx, action, target)`: one row in the audit trail, as the web's
+middleware writes for the same action over HTTP, with the actor `cli:<os user>`.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -83,6 +90,65 @@ class Ctx:
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
+
+
+@dataclass
+class Audited:
+    """What a command tells its audit row while it runs: the target once known (a new version), what changed,
+    and the exit status it will end with when it fails without raising (an ingest that read no file)."""
+
+    target: str = ""
+    detail: str = ""
+    exit_status: int = 0
+
+
+def cli_actor() -> str:
+    """The CLI in the audit trail: `cli:<os user>`, and who ran sudo when it was sudo."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a uid without a name (a container)
+        user = f"uid-{os.getuid()}"
+    sudo = os.environ.get("SUDO_USER", "")
+    return f"cli:{user}" + (f" (sudo from {sudo})" if sudo and sudo != user else "")
+
+
+def _failure(exc: BaseException, note: Audited) -> tuple[int, str] | None:
+    """(exit status, message) of a command that failed; None for one that ended well (exit 0)."""
+    if isinstance(exc, SystemExit):
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return None if code == 0 else (code, note.detail or f"exit status {code}")
+    if isinstance(exc, click.exceptions.Exit):  # ctx.exit(n)
+        return None if exc.exit_code == 0 else (exc.exit_code, note.detail or f"exit status {exc.exit_code}")
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code, exc.format_message()
+    if isinstance(exc, KeyboardInterrupt):
+        return 130, "interrupted"
+    return 1, str(exc) or type(exc).__name__
+
+
+@contextmanager
+def audited(ctx: Ctx, action: str, target: str = "") -> Iterator[Audited]:
+    """Record the command's `action` in the audit trail with AuditLog.record, the web's own writer.
+
+    ok (status 0) when the block ends, failed (the exit status and the error's message) when it raises.
+    A trail that cannot be written is a warning on stderr: the action itself has happened (or not).
+    """
+    from gateway.records.audit import AuditLog
+
+    note = Audited(target)
+    failed: tuple[int, str] | None = None
+    try:
+        yield note
+    except BaseException as exc:
+        failed = _failure(exc, note)
+        raise
+    finally:
+        status, detail = failed or (note.exit_status, note.detail)
+        try:
+            AuditLog(ctx.settings.db_path).record(action, cli_actor(), "cli", note.target, status, detail,
+                                                  result="failed" if failed or note.exit_status else "ok")
+        except Exception as exc:  # noqa: BLE001 - say so, and let the command's own outcome stand
+            click.echo(f"warning: not recorded in the audit trail: {action}: {exc}", err=True)
 
 
 def json_option(help_text: str | None = None) -> Callable[[F], F]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx, user_errors
+from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx, user_errors
 
 
 def _lines(pairs: list[tuple[str, Any]], width: int = 16) -> None:
@@ -137,8 +137,11 @@ def doctor(ctx: Ctx, profile_path: str | None, answers_file: str | None, no_answ
     facts = ctx.services.retrieval_facts()
     gate4 = None if no_answers or not (answers_file or profile.answer_questions()) else \
         answers_gate(ctx.settings, answers_file)
-    report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model, facts,
-                                        answers=gate4)
+    with audited(ctx, "doctor", profile.name) as note:  # the verdict is recorded: the page shows it
+        report, _, warning = run_and_record(ctx.settings.data_dir, profile, ctx.settings.embedding.model, facts,
+                                            answers=gate4)
+        failed = ", ".join(map(str, report.failed_gates()))
+        note.detail = "passed" if report.passed else f"failed gates {failed}"
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
@@ -215,7 +218,9 @@ def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> N
             raise click.ClickException(f"refused: {prof.name} fails gate 1: {result.detail} "
                                        "(the active profile is unchanged)")
     store = _store(ctx)
-    with user_errors("activate: ", " (the active profile is unchanged)", also=(OSError,)):
+    with audited(ctx, "profile.activate", prof.name) as note, \
+            user_errors("activate: ", " (the active profile is unchanged)", also=(OSError,)):
+        note.detail = str(path)
         active = store.activate(path)
     if as_json:
         emit_json({"active": active.to_dict(), "stored_as": store.active_file(), "gate1": gate})
@@ -231,8 +236,9 @@ def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> N
 def profile_rollback(ctx: Ctx, as_json: bool) -> None:
     """Re-activate the previously active profile."""
     store = _store(ctx)
-    with user_errors("rollback: ", also=(OSError,)):
+    with audited(ctx, "profile.rollback") as note, user_errors("rollback: ", also=(OSError,)):
         active = store.rollback()
+        note.target = active.name
     if as_json:
         emit_json({"active": active.to_dict(), "stored_as": store.active_file()})
     else:

@@ -3,14 +3,15 @@
 `serve` only applies --host/--port to the settings, builds gateway.web.app and hands it to
 uvicorn (gateway.web.drain: SIGTERM drains the answers in progress, then exits 0). Keys are made
 here, from a shell on the gateway, because the API cannot hand out its own first key: a key is
-printed once and only its hash is kept in gateway.db (gateway.records.keys).
+printed once and only its hash is kept in gateway.db (gateway.records.keys); creating and revoking
+one is in the audit trail (key.create, key.revoke), as over the API.
 """
 
 from __future__ import annotations
 
 import click
 
-from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
+from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx
 
 
 @main.command("serve")
@@ -48,7 +49,9 @@ def keys() -> None:
 @pass_ctx
 def keys_create(ctx: Ctx, name: str, role: str, as_json: bool) -> None:
     """Create a key NAME and print it (once)."""
-    key = ctx.services.keys.create(name, role)
+    with audited(ctx, "key.create", name) as note:  # the name and role, never the key
+        note.detail = role
+        key = ctx.services.keys.create(name, role)
     if as_json:
         emit_json({"name": name, "role": role, "key": key})
     else:
@@ -75,6 +78,7 @@ def keys_list(ctx: Ctx, as_json: bool) -> None:
 @pass_ctx
 def keys_revoke(ctx: Ctx, name: str) -> None:
     """Revoke the key NAME."""
-    if not ctx.services.keys.revoke(name):
-        raise click.ClickException(f"no active key named {name!r}")
+    with audited(ctx, "key.revoke", name):
+        if not ctx.services.keys.revoke(name):
+            raise click.ClickException(f"no active key named {name!r}")
     click.echo(f"key {name!r} revoked")

@@ -1,9 +1,11 @@
 """The audit trail: who did what as an admin, to what, and whether it worked (table admin_audit).
 
 Written by the web's audit middleware (gateway.web.audit) after each admin request has been
-answered, so a refused or failed action is recorded as surely as one that worked; read by
-GET /api/v1/audit and the admin page. Rows are small and few (admins act rarely): each is written
-at once on its own short connection, never queued.
+answered, so a refused or failed action is recorded as surely as one that worked, and by the CLI's
+state-changing commands (gateway.cli.root.audited: actor `cli:<os user>`, via `cli`, status the exit
+status), through the same AuditLog.record; read by GET /api/v1/audit, `manualqa audit` and the admin
+page. Rows are small and few (admins act rarely): each is written at once on its own short
+connection, never queued.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from gateway.records.db import new_id, opened, utcnow
 
 Result = Literal["ok", "refused", "failed"]
 RESULTS: tuple[Result, ...] = get_args(Result)
-Via = Literal["key", "session", "none"]
+Via = Literal["key", "session", "none", "cli"]
 
 
 def result_of(status: int) -> Result:
@@ -44,9 +46,12 @@ class AuditLog:
     def __init__(self, db_path: str | Path) -> None:
         self.path = Path(db_path)
 
-    def record(self, action: str, actor: str, via: Via, target: str, status: int, detail: str = "") -> AuditEntry:
+    def record(self, action: str, actor: str, via: Via, target: str, status: int, detail: str = "",
+               result: Result | None = None) -> AuditEntry:
+        """One row; `result` is read from `status` (an HTTP status) unless given (the CLI's exit status is not one)."""
         entry = AuditEntry(id=new_id(), time=utcnow(), actor=actor[:200], via=via, action=action[:100],
-                           target=target[:500], result=result_of(status), status=status, detail=detail[:1000])
+                           target=target[:500], result=result or result_of(status), status=status,
+                           detail=detail[:1000])
         with opened(self.path) as db, db.conn:
             db.conn.execute("INSERT INTO admin_audit (id, time, actor, via, action, target, result, status, detail)"
                             " VALUES (:id, :time, :actor, :via, :action, :target, :result, :status, :detail)",
