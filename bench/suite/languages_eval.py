@@ -9,7 +9,7 @@ asked in: a manual tag ending in "en" marks an English question about the half's
     python -m bench.suite.languages_eval                       # this tree, writes docs/bench/languages_eval.md
     python -m bench.suite.languages_eval --before d28aebe      # and a revision before, side by side
     python -m bench.suite.languages_eval --halves zh-dev --no-write --embedder multilingual-e5-small
-    python -m bench.suite.languages_eval --halves zh-dev2 --no-write   # a second Chinese development half
+    python -m bench.suite.languages_eval --halves zh-dev2 de-dev2 --no-write   # second development halves
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve()
 EVAL = HERE.parents[2] / "eval"
 SAMPLES = HERE.parents[2] / "sample_manuals"
 HALVES = ("zh-dev", "de-dev", "zh-test", "de-test")
-EXTRA = ("zh-dev2",)  # more development halves: measured only when named with --halves, never by default
+EXTRA = ("zh-dev2", "de-dev2")  # more development halves: measured only when named with --halves, never by default
 ENGLISH = ("dev", "dev2", "dev3", "test")  # the English halves, to show what the languages cost English
 
 
