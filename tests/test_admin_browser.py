@@ -126,7 +126,8 @@ def test_deployment_doctor_profile_switch_and_answer_mode(page: Any, server: Gat
     assert "NOT RUN" in rows[3] and "no gold question set" in rows[3]  # gate 4 needs a question set
     assert page.is_enabled("#run-doctor")
     deployment = httpx.get(server.url + "/api/v1/deployment", headers=bearer(server.ops)).json()
-    assert deployment["gates"]["checked_at"] in rows[-1]  # saved where `manualqa doctor` saves it
+    # saved where `manualqa doctor` saves it; shown in this browser's zone, UTC in the title (admin_time.js)
+    assert page.get_attribute("#gates tbody tr:last-child time", "title") == deployment["gates"]["checked_at"]
 
     assert page.input_value("#answer-mode") == "generate"
     assert "running server only" in page.inner_text("#mode-note") and "manualqa.toml" in page.inner_text("#mode-note")
@@ -155,9 +156,9 @@ def test_download_the_answer_log(page: Any, server: GatewayServer) -> None:
     assert page.get_attribute("#export-link", "aria-disabled") == "true"
     page.fill("#log-since", "1h")
     page.press("#log-since", "Tab")
-    page.select_option("#outcome-filter", asked["outcome"])
-    page.wait_for_function("(document.getElementById('export-link').getAttribute('href') || '')"
-                           ".includes('outcome=' + document.getElementById('outcome-filter').value)")
+    page.check(f"#outcome-filter input[value='{asked['outcome']}']")
+    page.wait_for_function("(outcome) => (document.getElementById('export-link').getAttribute('href') || '')"
+                           ".includes('outcome=' + outcome)", arg=asked["outcome"])
     assert page.inner_text("#log-msg") == ""
     href = page.get_attribute("#export-link", "href")
     assert "since=1h" in href and "format=jsonl" in href

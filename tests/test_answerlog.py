@@ -207,6 +207,6 @@ def test_outcome_names_outside_python_match_the_one_list() -> None:
     from gateway.cli.answer import EXIT_BY_OUTCOME
 
     html = (Path(__file__).resolve().parents[1] / "ui" / "templates" / "admin.html").read_text()
-    select = re.search(r'<select id="outcome-filter">(.*?)</select>', html, re.S).group(1)
-    assert tuple(re.findall(r"<option>(\w+)</option>", select)) == OUTCOMES
+    boxes = re.search(r'<fieldset id="outcome-filter"(.*?)</fieldset>', html, re.S).group(1)
+    assert tuple(re.findall(r'<input type="checkbox" name="outcome" value="(\w+)">\1</label>', boxes)) == OUTCOMES
     assert set(EXIT_BY_OUTCOME) == set(OUTCOMES)

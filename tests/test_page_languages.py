@@ -20,7 +20,7 @@ from gateway.web.page_language import LANGUAGES, catalogue, choose, render
 UI = Path(__file__).resolve().parent.parent / "ui"
 PAGES = ("index.html", "admin.html", "viewer.html")
 SCRIPTS = ("i18n.js", "app.js", "admin.js", "admin_ops.js", "viewer.js", "admin_unanswered.js", "admin_status.js",
-           "admin_trial.js", "admin_log.js", "admin_index.js")
+           "admin_trial.js", "admin_log.js", "admin_index.js", "admin_time.js")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 # Text a page shows that is the same in every language: the product's name, identifiers, the outcome
 # codes of the answer log's filter (the API's vocabulary), input syntax, example key names.

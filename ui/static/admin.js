@@ -1,7 +1,8 @@
 // manualqa admin page: cookie session (logged in with an admin key) + CSRF token on every write.
 // admin_ops.js adds what once needed the gateway's shell: deployment actions, API keys, log download;
 // admin_log.js the answer log (filters, pages, local times), its retention and the audit trail.
-// Every string it shows comes from the page's catalogue through t() / tHtml() (ui/static/i18n.js).
+// Every string it shows comes from the page's catalogue through t() / tHtml() (ui/static/i18n.js), every
+// time through timeHtml() (ui/static/admin_time.js: this browser's zone, the UTC value in its title).
 "use strict";
 const $ = (id) => document.getElementById(id);
 let csrf = null;
@@ -101,7 +102,7 @@ async function loadVersions() {
   for (const v of data.versions) {
     const active = v.id === data.active;
     const tr = document.createElement("tr");
-    tr.innerHTML = `<td><code>${esc(v.id)}</code>${active ? ` <strong>${esc(t("admin.active_version"))}</strong>` : ""}</td><td>${esc(v.created_at)}</td>
+    tr.innerHTML = `<td><code>${esc(v.id)}</code>${active ? ` <strong>${esc(t("admin.active_version"))}</strong>` : ""}</td><td>${timeHtml(v.created_at)}</td>
       <td>${esc(v.manuals)}</td><td>${esc(v.chunks)}</td><td><code>${esc(v.parent || "")}</code></td>
       <td>${active ? "" : `<button type="button" class="secondary" data-act="${esc(v.id)}">${esc(t("admin.activate"))}</button>`}
         ${exportLink(v.id)}</td>`;
@@ -151,10 +152,10 @@ function renderProvenance(a) {
     ? t("admin.cited_page_printed", {n: c.n, manual: c.manual, page: c.page, label: c.page_label})
     : t("admin.cited_page", {n: c.n, manual: c.manual, page: c.page}))}</li>`).join("");
   const fb = (a.feedback || []).map((f) => `<li>${esc(feedbackWord(f))}${f.comment ? ": " + esc(f.comment) : ""}
-    <span class="muted">${esc(f.time)}</span></li>`).join("");
+    <span class="muted">${timeHtml(f.time)}</span></li>`).join("");
   const none = `<p class="muted">${esc(t("admin.none"))}</p>`;
   $("provenance").innerHTML = `<dl class="facts">${facts.filter((f) => f[1]).map((f) =>
-      `<dt>${esc(t(`admin.fact.${f[0]}`))}</dt><dd>${esc(f[1])}</dd>`).join("")}</dl>
+      `<dt>${esc(t(`admin.fact.${f[0]}`))}</dt><dd>${f[0] === "time" ? timeHtml(f[1]) : esc(f[1])}</dd>`).join("")}</dl>
     <h4>${esc(t("admin.answer_shown"))}</h4><blockquote>${esc(a.answer)}</blockquote>
     <h4>${esc(t("admin.cited_pages"))}</h4>${cites ? `<ul>${cites}</ul>` : none}
     <h4>${esc(t("admin.feedback_heading"))}</h4>${fb ? `<ul>${fb}</ul>` : none}

@@ -1,8 +1,10 @@
 // manualqa admin page: index versions kept and moved (issue 48, item 9). "Remove old versions (keep N)"
 // asks GET /api/v1/index/gc?keep=N what would go, names it in a confirmation, then POSTs /api/v1/index/gc
 // (the function `manualqa index gc` runs: never the active version or the one a rollback returns to).
-// Each version row has an Export link (GET .../versions/{id}/export, a signed archive); Import uploads
-// such an archive to POST /api/v1/index/import, and the version lands in the list inactive.
+// Each version row has an Export link (GET .../versions/{id}/export, a signed archive): it is fetched
+// first and saved only when the gateway answers 200; a refusal (no signing key on this gateway, a version
+// that fails verification) is said in words below the list, never saved as a file. Import uploads such
+// an archive to POST /api/v1/index/import, and the version lands in the list inactive.
 // Uses $, esc, api, csrf, loadVersions, refreshAll from admin.js, bytesText from admin_status.js, t() from i18n.js.
 "use strict";
 let importedVersion = null; // the version the last import landed: marked in the list until the next import
@@ -11,6 +13,42 @@ function exportLink(id) {
   const mark = id === importedVersion ? ` <em class="muted imported">${esc(t("admin.imported_badge"))}</em>` : "";
   return `<a class="button secondary" download data-export="${esc(id)}" href="/api/v1/index/versions/${encodeURIComponent(id)}/export"
     title="${esc(t("admin.export_title", {id}))}">${esc(t("admin.export"))}</a>${mark}`;
+}
+
+// The archive, fetched before it is saved: the link's own download would save the error's JSON body as
+// the archive. It is built and signed on the gateway (seconds), then held in memory until saved.
+async function exportVersion(e) {
+  const link = e.target.closest("a[data-export]");
+  if (!link) return;
+  e.preventDefault();
+  if (link.getAttribute("aria-busy") === "true") return;  // one export of a version at a time
+  const id = link.dataset.export, msg = $("export-msg");
+  link.setAttribute("aria-busy", "true");
+  msg.classList.remove("error-msg");
+  msg.textContent = t("admin.export_preparing", {id});
+  try {
+    const r = await fetch(link.href, {credentials: "same-origin"});
+    if (typeof auditChanged === "function") auditChanged();  // an export is in the audit trail, refused or not
+    if (!r.ok) {
+      const data = r.headers.get("content-type")?.includes("json") ? await r.json() : {};
+      throw new Error(data?.error?.message || r.statusText || String(r.status));
+    }
+    const blob = await r.blob();
+    const file = /filename="([^"]+)"/.exec(r.headers.get("content-disposition") || "")?.[1] || `${id}.tar`;
+    const url = URL.createObjectURL(blob);
+    const save = document.createElement("a");
+    save.href = url; save.download = file; save.hidden = true;
+    document.body.appendChild(save); save.click(); save.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    msg.textContent = t("admin.export_saved", {file, size: bytesText(blob.size)});
+    msg.scrollIntoView({block: "nearest"});
+  } catch (err) {
+    msg.classList.add("error-msg");
+    msg.textContent = t("admin.export_refused", {id, message: err.message});
+    msg.scrollIntoView({block: "nearest"});  // below the list: on a phone, out of sight of the row tapped
+  } finally {
+    link.removeAttribute("aria-busy");
+  }
 }
 
 function keepCount() { return Number($("gc-keep").value); }
@@ -65,4 +103,5 @@ async function importArchive(e) {
   showKeep();
   $("gc-form").addEventListener("submit", removeOld);
   $("import-form").addEventListener("submit", importArchive);
+  $("versions").addEventListener("click", exportVersion);  // the rows are redrawn: one listener on the table
 })();

@@ -1,22 +1,13 @@
-// manualqa admin page, part 3: the answer log a page at a time (filters by outcome, client, manual and
+// manualqa admin page, part 3: the answer log a page at a time (filters by outcomes, client, manual and
 // time; times in this browser's zone; a long question clipped to two lines, whole on tap), the log's
 // retention setting, and the audit trail of admin actions. The API speaks UTC ISO-8601 throughout.
 // Uses $, esc, api, ticket, labelCells, feedbackWord, renderProvenance from admin.js, updateExport from
-// admin_ops.js and t() from i18n.js.
+// admin_ops.js, timeHtml from admin_time.js and t() from i18n.js.
 "use strict";
 const LOG_PAGE = 50, AUDIT_PAGE = 20;
 let logOffset = 0, auditOffset = 0;
 
-// -- times -----------------------------------------------------------------------------------------
-function clockTime(iso) {
-  const d = new Date(iso);
-  if (!iso || isNaN(d)) return String(iso ?? "");
-  return d.toLocaleString(document.documentElement.lang || undefined, {dateStyle: "medium", timeStyle: "medium"});
-}
-
-// A <time> in local time; the UTC value stays in its datetime and title (hover, or the full record).
-function timeHtml(iso) { return `<time datetime="${esc(iso)}" title="${esc(iso)}">${esc(clockTime(iso))}</time>`; }
-
+// -- times (shown by admin_time.js) -----------------------------------------------------------------
 // A date or date-time typed without a zone means the admin's own clock: it is sent as UTC. Ages (7d) and
 // values with a zone go as typed, and the server explains what it cannot read.
 function serverTime(value) {
@@ -28,11 +19,14 @@ function serverTime(value) {
 }
 
 // -- the answer log --------------------------------------------------------------------------------
-// The log's filters: the list below and the download (admin_ops.js) show the same answers.
+// The outcomes ticked (none: every outcome), in the API's form: several comma-separated.
+function chosenOutcomes() { return [...$("outcome-filter").querySelectorAll("input:checked")].map((box) => box.value); }
+
+// The log's filters: the list below, its pages and the download (admin_ops.js) show the same answers.
 function logQuery() {
   const q = new URLSearchParams();
   const put = (name, value) => { if (value) q.set(name, value); };
-  put("outcome", $("outcome-filter").value);
+  put("outcome", chosenOutcomes().join(","));
   put("client", $("client-filter").value);
   put("manual", $("manual-filter").value);
   put("since", serverTime($("log-since").value));
@@ -87,7 +81,10 @@ async function loadLog() {
   pager("log", logOffset, data.answers.length, data.total, t("admin.log_empty"));
 }
 
-function filtersChanged() { logOffset = 0; loadLog(); }
+function filtersChanged() {
+  $("outcome-any").hidden = chosenOutcomes().length > 0;
+  logOffset = 0; loadLog();
+}
 
 // -- retention -------------------------------------------------------------------------------------
 async function loadRetention() {
@@ -110,7 +107,8 @@ async function setRetention(e) {
 // -- the audit trail -------------------------------------------------------------------------------
 function actorWord(a) {
   if (a.via === "none" && !a.actor) return t("admin.via.none");
-  return t(`admin.via.${a.via === "session" ? "session" : "key"}`, {name: a.actor || t("admin.unknown_key")});
+  const via = ["session", "cli"].includes(a.via) ? a.via : "key";  // cli: `manualqa keys create ...` on the gateway
+  return t(`admin.via.${via}`, {name: a.actor || t("admin.unknown_key")});
 }
 
 async function loadAudit() {

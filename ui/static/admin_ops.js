@@ -1,7 +1,7 @@
 // manualqa admin page, part 2: what once needed a shell on the gateway (issue 10). Deployment (the
 // profile in force, its switch, the doctor, the answer mode), API keys and the answer log download.
-// Uses $, esc, api, me, loggedOut, roleWord from admin.js and t() from i18n.js; every write carries the
-// session's X-CSRF-Token (api()).
+// Uses $, esc, api, me, loggedOut, roleWord from admin.js, timeHtml from admin_time.js and t() / tHtml()
+// from i18n.js; every write carries the session's X-CSRF-Token (api()).
 "use strict";
 let keyRows = [];
 
@@ -21,11 +21,12 @@ function gateDetail(g) {
   return took ? t("admin.smoke_answered_took", {detail: head, took}) : t("admin.smoke_answered", {detail: head});
 }
 
+// `note`: markup (its time is a <time>, admin_time.js)
 function renderGates(gates, note) {
   const verdict = (g) => t(`admin.verdict.${{pass: "pass", fail: "fail"}[g.status] || (g.passed ? "pass" : "not_run")}`);
   $("gates").querySelector("tbody").innerHTML = (gates || []).map((g) => `<tr class="gate-${esc(g.status)}">
     <td>${esc(g.gate)} ${esc(g.title || "")}</td><td><strong>${esc(verdict(g))}</strong></td><td>${esc(gateDetail(g))}</td></tr>`).join("")
-    + `<tr><td colspan="3" class="muted">${esc(note)}</td></tr>`;
+    + `<tr><td colspan="3" class="muted">${note}</td></tr>`;
   labelCells($("gates"));
 }
 
@@ -42,21 +43,21 @@ async function loadDeployment() {
   try { d = await api("GET", "/api/v1/deployment"); } catch (e) { $("deployment").textContent = e.message; return; }
   $("deployment").textContent = JSON.stringify(d, null, 2);
   const p = d.profile || {}, last = d.last_switch;
-  // the values are the gateway's own (states, modes, reasons: its codes and its English)
+  // the values are the gateway's own (states, modes, reasons: its codes and its English); a time is markup
   const rows = [["profile", p.name], ["backend", p.backend], ["target_device", p.target_device],
     ["artifact", (p.artifact || {}).resolved_path || (p.artifact || {}).path], ["artifact_chain", d.chain_id],
     ["index_version", d.index_version], ["rollback_profile", p.rollback], // the answer mode: its own control below
-    ["last_switch", last ? `${describeSwitch(last)} (${last.at})` : t("admin.fact.last_switch_none")],
+    ["last_switch", last ? {html: `${esc(describeSwitch(last))} (${timeHtml(last.at)})`} : t("admin.fact.last_switch_none")],
     ["runtime", d.runtime ? [d.runtime.state, d.runtime.isolation && `(${d.runtime.isolation})`, d.runtime.reason].filter(Boolean).join(" ") : ""],
     ["load_problem", d.load_error || d.profile_error],
     ["answers_served", d.answer_mode_reason ? `${d.answer_mode}: ${d.answer_mode_reason}` : d.answer_mode],
     ["gate4", d.qualification ? `${d.qualification.status}: ${d.qualification.detail}` : ""]];
   $("deploy-summary").querySelector("tbody").innerHTML = rows.filter((r) => r[1])
-    .map((r) => `<tr><th>${esc(t(`admin.fact.${r[0]}`))}</th><td><code>${esc(r[1])}</code></td></tr>`).join("");
+    .map((r) => `<tr><th>${esc(t(`admin.fact.${r[0]}`))}</th><td>${r[1].html ?? `<code>${esc(r[1])}</code>`}</td></tr>`).join("");
   $("answer-mode").value = d.answer_mode_configured || d.answer_mode;
   if (!d.gates) {
     $("gates").querySelector("tbody").innerHTML = `<tr><td colspan="3">${esc(t("admin.gates_not_checked"))}</td></tr>`;
-  } else renderGates(d.gates.gates, t("admin.gates_checked", {at: d.gates.checked_at}));
+  } else renderGates(d.gates.gates, tHtml("admin.gates_checked", {at: timeHtml(d.gates.checked_at)}));
 }
 
 async function busy(button, msg, text, work) {
@@ -75,7 +76,7 @@ function runDoctor() {
   return busy($("run-doctor"), $("deploy-msg"), t("admin.doctor_running"),
     async () => {
       const r = await api("POST", "/api/v1/deployment/doctor");
-      renderGates(r.gates, t("admin.gates_checked", {at: r.checked_at}));
+      renderGates(r.gates, tHtml("admin.gates_checked", {at: timeHtml(r.checked_at)}));
       const which = (status) => r.gates.filter((g) => g.status === status).map((g) => g.gate).join(", ");
       const verdict = r.passed ? t("admin.doctor_all_pass")
         : [which("fail") && t("admin.doctor_failed", {gates: which("fail")}),
@@ -103,8 +104,8 @@ async function loadKeys() {
     const tr = document.createElement("tr");
     if (k.revoked) tr.className = "revoked";
     tr.innerHTML = `<td><code>${esc(name)}</code>${me && !k.revoked && name === me.name ? ` <strong>${esc(t("admin.this_session"))}</strong>` : ""}</td>
-      <td>${esc(roleWord(k.role))}</td><td>${esc(k.created)}</td><td>${esc(k.last_used || t("admin.never"))}</td>
-      <td>${esc(k.revoked ? t("admin.revoked_at", {time: k.revoked}) : t("admin.key_active"))}</td>
+      <td>${esc(roleWord(k.role))}</td><td>${timeHtml(k.created)}</td><td>${k.last_used ? timeHtml(k.last_used) : esc(t("admin.never"))}</td>
+      <td>${k.revoked ? tHtml("admin.revoked_at", {time: timeHtml(k.revoked)}) : esc(t("admin.key_active"))}</td>
       <td>${k.revoked ? "" : `<button type="button" class="secondary" data-revoke="${esc(k.name)}">${esc(t("admin.revoke"))}</button>`}</td>`;
     tb.appendChild(tr);
   }

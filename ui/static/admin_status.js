@@ -2,7 +2,7 @@
 // disk free under the data directory, this process's memory, the generation queue, the runtime and its
 // worker, the active index version and the answer log's size. Loads when opened, then every 10 s while
 // it stays open. States and modes are the gateway's codes (as /health says them).
-// Uses $, esc, api, ticket from admin.js and t() from i18n.js.
+// Uses $, esc, api, ticket from admin.js, timeHtml from admin_time.js and t() / tHtml() from i18n.js.
 "use strict";
 let statusTimer = null;
 
@@ -50,7 +50,7 @@ async function loadStatus() {
   $("status-msg").textContent = "";
   $("status-table").querySelector("tbody").innerHTML = statusRows(s).filter((r) => r[1])
     .map(([key, value]) => `<tr data-key="${esc(key)}"><th>${esc(t(`admin.status.${key}`))}</th><td>${esc(value)}</td></tr>`).join("")
-    + `<tr><td colspan="2" class="muted">${esc(t("admin.status_as_of", {time: new Date(s.time).toLocaleString(PAGE_LANG)}))}</td></tr>`;
+    + `<tr><td colspan="2" class="muted">${tHtml("admin.status_as_of", {time: timeHtml(s.time)})}</td></tr>`;
   $("status-summary").textContent = t("admin.status_summary", {
     state: s.ready ? t("admin.status_ready") : t("admin.status_loading"), free: bytesText(s.disk.free_bytes)});
 }

@@ -2,13 +2,8 @@
 // GET /api/v1/admin/unanswered: questions that ended not found, were voted not helpful or were asked
 // again, grouped by meaning, with counts per manual and per ISO week and the passages that were shown.
 // The section loads when it is opened (and on Refresh or a filter change), not with the rest of the page.
-// Uses $, esc, api, ticket from admin.js and t() from i18n.js.
+// Uses $, esc, api, ticket from admin.js, timeHtml from admin_time.js and t() / tHtml() from i18n.js.
 "use strict";
-
-function localTime(iso) {
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString(PAGE_LANG);
-}
 
 // A <select>'s options: "all" first, then [value, label] pairs; the choice survives a redraw.
 function fillChoices(id, pairs, allLabel) {
@@ -25,17 +20,17 @@ function reasonsText(reasons) {
 function manualName(m) { return m.title || m.manual || t("admin.unanswered_no_manual"); }
 
 function renderGroup(g) {
-  const questions = g.questions.map((q) => `<li><time datetime="${esc(q.time)}">${esc(localTime(q.time))}</time> —
+  const questions = g.questions.map((q) => `<li>${timeHtml(q.time)} —
     ${esc(q.question)} <span class="badge ${esc(q.outcome)}">${esc(q.outcome)}</span>
     <small class="muted">${esc(q.reasons.map((r) => t(`admin.reason.${r}`)).join(", "))} · ${esc(q.client)}</small></li>`).join("");
   const passages = g.passages.map((p) => `<li><a href="${esc(p.pdf_url)}" target="_blank">${esc(
     t("admin.unanswered_page", {manual: p.title || p.manual || "", page: p.page}))}</a>${p.heading ? ` — <em>${esc(p.heading)}</em>` : ""}
     ${p.text ? `<br><small>${esc(p.text.length > 300 ? `${p.text.slice(0, 300)}…` : p.text)}</small>` : ""}</li>`).join("");
-  const meta = [reasonsText(g.reasons), g.manuals.map(manualName).join(", "), g.weeks.join(", "),
-    t("admin.unanswered_last", {time: localTime(g.last)})].filter(Boolean).join(" · ");
+  const meta = [esc(reasonsText(g.reasons)), esc(g.manuals.map(manualName).join(", ")), esc(g.weeks.join(", ")),
+    tHtml("admin.unanswered_last", {time: timeHtml(g.last)})].filter(Boolean).join(" · ");
   return `<article class="unanswered-group" data-count="${esc(g.count)}">
     <h3><span class="badge not_found">${esc(t("admin.unanswered_times", {n: g.count}))}</span> ${esc(g.question)}</h3>
-    <p class="muted">${esc(meta)}</p>
+    <p class="muted">${meta}</p>
     <details class="group-questions"><summary>${esc(t("admin.unanswered_questions", {n: g.questions.length}))}</summary><ul>${questions}</ul></details>
     <details class="group-passages"><summary>${esc(t("admin.unanswered_passages", {n: g.passages.length}))}</summary><ul>${passages}</ul></details>
   </article>`;
