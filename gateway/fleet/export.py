@@ -22,7 +22,7 @@ from gateway.fleet.format import (
     manifest_json,
 )
 from gateway.fleet.signing import private_key
-from gateway.records.db import utcnow
+from gateway.stamps import utcnow
 from ingest.discover import sha256_file
 from retrieval.manifest import read_manifest, tool_version
 from retrieval.pointer import TMP_PREFIX, fsync_dir

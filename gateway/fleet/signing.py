@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from gateway.fleet import FleetError
-from gateway.records.db import utcnow
+from gateway.stamps import utcnow
 from retrieval.pointer import atomic_write_bytes
 
 PUBLIC_TYPE = "manualqa-ed25519-public-key"

@@ -29,7 +29,7 @@ from typing import Any
 from gateway.errors import GatewayError
 from gateway.qa.conditions import machine_conditions, max_temperature, thermal_readings
 from gateway.qa.metrics import names
-from gateway.records.db import utcnow
+from gateway.stamps import utcnow
 from ingest.discover import sha256_file
 from runtimes.profiles import Profile
 

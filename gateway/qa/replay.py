@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
 from gateway.qa.metrics import compute_metrics
-from gateway.records.db import new_id, opened, utcnow
+from gateway.records.db import opened
+from gateway.stamps import new_id, utcnow
 
 if TYPE_CHECKING:
     from gateway.answer.request import Mode

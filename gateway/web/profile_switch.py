@@ -18,7 +18,7 @@ import logging
 import threading
 from typing import Any
 
-from gateway.records.db import utcnow
+from gateway.stamps import utcnow
 
 log = logging.getLogger("manualqa.web")
 

@@ -24,10 +24,10 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from gateway.records.active_profile import resolve_profile
-from gateway.records.db import utcnow
 from gateway.records.deployments import DoctorRun, run_and_record
 from gateway.records.log_export import MEDIA_TYPES, export_chunks, export_file_name
 from gateway.services import Services
+from gateway.stamps import utcnow
 from gateway.web.errors import ApiError
 from gateway.web.responses_admin import AnswerModeOut, DoctorRunOut
 from gateway.web.routes_answers import OUTCOMES_PATTERN

@@ -17,7 +17,8 @@ from litestar import Controller, get
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 
-from gateway.records.db import opened, utcnow
+from gateway.records.db import opened
+from gateway.stamps import utcnow
 from gateway.web.responses_ops import DiskStatus, IndexStatus, LogStatus, MemoryStatus, QueueStatus, SystemStatus
 from gateway.web.security import admin_guard
 from runtimes.machine import memory_total_kib, peak_rss_bytes, rss_bytes
