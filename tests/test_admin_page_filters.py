@@ -5,6 +5,7 @@ page to page, and into the download link; none ticked is every outcome."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -93,6 +94,12 @@ def test_the_log_filtered_by_several_outcomes(page: Any, server: GatewayServer) 
     assert asked[-1]["outcome"] == ["answered,not_found"] and asked[-1]["offset"] == ["0"]
     href = pg.get_attribute("#export-link", "href") or ""
     assert parse_qs(urlsplit(href).query)["outcome"] == ["answered,not_found"]  # the download: the same answers
+    if not pg.is_phone:
+        with pg.expect_download() as info:
+            pg.click("#export-link")
+        assert info.value.suggested_filename.startswith("manualqa-answers-answered+not_found-")
+        lines = Path(info.value.path()).read_text(encoding="utf-8").splitlines()
+        assert len(lines) == both and {json.loads(x)["outcome"] for x in lines} == {"answered", "not_found"}
 
     # the next page keeps the filter: the oldest answers of the two outcomes (the answered ones), none other
     pg.locator("#log-next").scroll_into_view_if_needed()

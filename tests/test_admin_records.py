@@ -68,6 +68,7 @@ def test_export_file_names_say_what_they_hold() -> None:
     assert export_file_name("csv", "7d", "not_found", "2026-12-01T14:40:38.069Z") == \
         "manualqa-answers-not_found-since-7d-20261201T144038.csv"
     assert export_file_name("jsonl", '2026-11-01"; x', None, "") == "manualqa-answers-since-2026-11-01___x.jsonl"
+    assert export_file_name("jsonl", None, "answered,not_found", "") == "manualqa-answers-answered+not_found.jsonl"
 
 
 def test_key_names_are_safe_in_urls_and_unique_while_active(tmp_path: Path) -> None:

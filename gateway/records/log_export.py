@@ -82,8 +82,12 @@ def write_export(log: AnswerLog, fmt: str, out: IO[str], since: str | datetime |
 
 
 def export_file_name(fmt: str, since: str | None = None, outcome: str | None = None, now: str = "") -> str:
-    """A download's name that says what it holds: manualqa-answers[-outcome][-since-X]-TIME.jsonl."""
+    """A download's name that says what it holds: manualqa-answers[-outcome][-since-X]-TIME.jsonl.
+
+    Several outcomes (the admin page's boxes: outcome=a,b) are joined by "+": no comma in a file name.
+    """
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (since or "").strip())[:32]
     stamp = "".join(c for c in now if c.isalnum())[:15]
-    parts = ["manualqa-answers", outcome or "", f"since-{safe}" if safe else "", stamp]
+    outcomes = "+".join(o for o in (outcome or "").split(",") if o.isidentifier())
+    parts = ["manualqa-answers", outcomes, f"since-{safe}" if safe else "", stamp]
     return "-".join(p for p in parts if p) + f".{fmt}"
