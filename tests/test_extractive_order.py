@@ -37,14 +37,21 @@ STEPS = ("1. Switch off the printer and unplug the power cable. "
          "3. Plug the stepper motor cable back in before power is restored.")
 
 
-def test_numbered_steps_keep_the_procedures_order() -> None:
+def test_numbered_steps_keep_the_procedures_order_when_a_procedure_is_asked() -> None:
     question = "When does the stepper motor cable go back in?"
-    # step 3 scores best (picked alone), but with step 2 beside it a procedure reads in order
+    # step 3 scores best (picked alone)
     one = replace(EVIDENCE, max_sentences=1)
     assert pick_sentences(question, [hit(STEPS)], one)[0][1].startswith("Plug the stepper")
     for text in (STEPS, STEPS.replace("1. ", "• ").replace("2. ", "\n• ").replace("3. ", "\n• ")):
+        # asked a fact ("when"), the step that answers leads (issue 48: the answer first, tests/test_answer_first.py)
         answer = extractive_answer(question, [hit(text)], replace(EVIDENCE, max_sentences=3))
-        assert answer.index("Unplug the stepper") < answer.index("Plug the stepper motor cable back")
+        assert answer.removeprefix("• ").startswith("Plug the stepper motor cable back"), answer
+        # before issue 48 (steps_lead off) a step never led: the list kept its order
+        old = extractive_answer(question, [hit(text)], replace(EVIDENCE, max_sentences=3, steps_lead=False))
+        assert old.index("Unplug the stepper") < old.index("Plug the stepper motor cable back")
+        # asked how to, a procedure reads in order
+        how = extractive_answer("How do I plug the stepper motor cable back in?", [hit(text)])
+        assert how.index("Unplug the stepper") < how.index("Plug the stepper motor cable back"), how
 
 
 def test_a_how_to_question_gets_the_lists_steps_in_order() -> None:

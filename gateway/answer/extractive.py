@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from gateway.answer.answer_first import arrange, names_value, section_match, with_parts
 from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.reflow import unwrap_words
@@ -57,8 +58,9 @@ class EvidenceParams:
     value_bonus: added to a sentence that states a quantity of a kind the question asks for
     (gateway.answer.quantities: "how heavy" and a number in kg). min_ratio: a sentence after the
     first joins only with at least this share of the best one's score. best_first: the best sentence
-    leads even when another of its passage comes before it, unless it is a numbered step or a bullet
-    (the gold value in the first sentence: eval/dev 0.21 -> 0.27, eval/test 0.14 -> 0.15). window:
+    leads even when another of its passage comes before it; a numbered step or a bullet only as
+    steps_lead says (the gold value in the first sentence: eval/dev 0.21 -> 0.27, eval/test 0.14 -> 0.15,
+    issue 27). window:
     over-long sentences are cut to this many words around the question's terms (0: kept whole, up to
     MAX_SENTENCE_CHARS). A floor and a window both lowered correctness on eval/dev, so they are off
     (bench/experiments/extractive_trim.py). procedure: for a how-to question whose best sentence is a
@@ -66,6 +68,14 @@ class EvidenceParams:
     fires on none of eval's 10 how-to questions, so it is unmeasured there). drop_headings: titles
     (is_heading) are not quoted (eval/dev +0.002, eval/test +0.000). weights: the learned part of
     the score (gateway.answer.sentence_score; None: the shipped weights, {}: none).
+
+    Issue 48, the answer first (gateway.answer.answer_first; docs/bench/experiments/answer_first.md):
+    steps_lead: a bullet or a step leads too when it scores best, unless the question asks how to do
+    something. avoid_bad_lead: a web address, a caption or a contents line never leads. manual_order:
+    a how-to question's steps in the manual's order. named_values: a sentence setting a question term to
+    a number ("TARGET=245") states the asked value. section_bonus (x the share of the question's terms
+    the passage's heading holds) and split_compounds (1: the question's "pid-tune" also as "pid" and
+    "tune"; 2: the sentences' too) were measured and are off.
     """
 
     max_sentences: int = 3
@@ -77,6 +87,12 @@ class EvidenceParams:
     procedure: int = 5
     drop_headings: bool = True
     weights: Mapping[str, tuple[float, float, float]] | None = None
+    steps_lead: bool = True
+    avoid_bad_lead: bool = True
+    manual_order: bool = True
+    named_values: bool = True
+    section_bonus: float = 0.0
+    split_compounds: int = 0
 
 
 EVIDENCE = EvidenceParams()
@@ -180,7 +196,7 @@ def scored_candidates(
     params: EvidenceParams (max_passages, value_bonus, drop_headings, weights). extra: added scores
     (similarity_scorer)."""
     max_passages, value_bonus, drop_headings = params.max_passages, params.value_bonus, params.drop_headings
-    want = content_terms(question)
+    want = _wanted(question, params)
     asked = asked_quantities(question)
     found: list[tuple[int, int, str, set[str]]] = []  # (passage n, position, sentence, terms)
     steps: set[tuple[int, int]] = set()  # (passage n, position) of list items
@@ -203,7 +219,8 @@ def scored_candidates(
                 continue
             if is_caption(sentence) or is_bare_link(sentence):
                 continue
-            found.append((n, pos, sentence, content_terms(scored)))
+            terms = content_terms(scored)
+            found.append((n, pos, sentence, with_parts(terms) if params.split_compounds > 1 else terms))
     df: dict[str, int] = {}
     for *_, terms in found:
         for t in terms & want:
@@ -211,13 +228,15 @@ def scored_candidates(
     total = len(found)
     more = extra([(c[0], c[2]) for c in found]) if extra and found else [0.0] * total
     heading_terms = [content_terms(hit.heading or "") for hit in hits[:max_passages]]
+    section = [section_match(want, hit.heading or "") for hit in hits[:max_passages]]
     out: list[Candidate] = []
     for (n, pos, sentence, terms), added in zip(found, more, strict=True):
         matched = sum(1.0 + math.log(total / df[t]) for t in terms & want)
         lex = matched / math.sqrt(max(len(terms), 4))
-        stated = bool(asked) and any(states(sentence, kind) for kind in asked)
+        stated = bool(asked) and (any(states(sentence, kind) for kind in asked)
+                                  or params.named_values and names_value(sentence, want))
         value = value_bonus if stated else 0.0
-        base = lex + 0.6 / n + 0.05 / (pos + 1) + value + added
+        base = lex + 0.6 / n + 0.05 / (pos + 1) + value + added + params.section_bonus * section[n - 1]
         row = features(sentence, terms, want, lex, n, pos, hits[n - 1], heading_terms[n - 1], stated)
         out.append(Candidate(n, pos, sentence, terms, base, row, base + adjustment(row, params.weights)))
     return out, steps
@@ -231,7 +250,7 @@ def pick_sentences(
     params (EvidenceParams) choose. extra: added scores (similarity_scorer)."""
     max_sentences, min_ratio, best_first = params.max_sentences, params.min_ratio, params.best_first
     window, procedure = params.window, params.procedure
-    want = content_terms(question)
+    want = _wanted(question, params)
     candidates, steps = scored_candidates(question, hits, params, extra=extra)
     if not candidates:
         return [(1, _clean(hits[0].text))] if hits else []
@@ -250,14 +269,17 @@ def pick_sentences(
         per_passage[item.n] = per_passage.get(item.n, 0) + 1
     if procedure and (ranked[0].n, ranked[0].pos) in steps and asks_how_to(question):
         return _procedure(ranked[0], [c for c in candidates if (c.n, c.pos) in steps], procedure)
-    # Passages in order of their best sentence; within one, reading order (steps stay in order).
-    order = {n: i for i, n in enumerate(dict.fromkeys(c.n for c in chosen))}
-    lead = chosen[0] if chosen else None
-    chosen.sort(key=lambda c: (order[c.n], c.pos))
-    if best_first and lead is not None and (lead.n, lead.pos) not in steps:
-        chosen.remove(lead)
-        chosen.insert(0, lead)
+    # The answer first; passages in order of their best sentence, reading order within one; a how-to's
+    # sentences in the manual's order (gateway.answer.answer_first).
+    chosen = arrange(question, chosen, steps, hits, best_first=best_first, steps_lead=params.steps_lead,
+                     avoid_bad=params.avoid_bad_lead, manual_order=params.manual_order)
     return [(c.n, trim_to_window(c.sentence, want, window)) for c in chosen]
+
+
+def _wanted(question: str, params: EvidenceParams) -> set[str]:
+    """The question's content terms a sentence is scored on (with their parts: params.split_compounds)."""
+    want = content_terms(question)
+    return with_parts(want) if params.split_compounds else want
 
 
 def _procedure(lead: Candidate, items: list[Candidate], limit: int) -> list[tuple[int, str]]:

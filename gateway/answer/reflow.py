@@ -5,6 +5,8 @@ according to EN\\n60825 standard."). The cards keep a quote's line breaks (a lis
 session are lines), so a quote shown as extracted is ragged on a narrow screen. `reflow` joins a break
 that only wraps a line, and keeps one that means something:
 
+- joined: the break after a line of a word or two (plain words) that a lower-case word goes on from
+  (a text layer that puts every word or two on a line of its own: "Clean" + "the Printer frequently.");
 - kept: a blank line (a paragraph), a break before a list item ("• ", "- ", "2. ", "(b) "), before a
   "label: value" line or code ("ser: Get Serial Number", "shell>fwd", "# make"), after a line ending a
   sentence or opening a list (". ! ? : ;"), after a heading or a label (its words capitalised: "2.4.1.
@@ -38,6 +40,8 @@ _FIELD_RE = re.compile(r"^[^\s:]{1,24}:\s+\S")  # "ser: Get Serial Number", "DEB
 _SMALL_WORDS = frozenset("a an and as at by for in of on or the to with".split())
 _WORDLIKE_RE = re.compile(r"[\w'’\"“”‘(),.;:/%°+\-–，。、；：！？（）「」《》]+")  # prose (not "shell>", "#", "|")
 _ENDS = ".!?:;。！？：；"
+_PLAIN_WORD_RE = re.compile(r"[^\W\d_][\w'’]*,?")  # a word, maybe with its comma: no code, no number
+JOIN_SHORT_LOWER = True  # bench/experiments/answer_first.py measures the quotes with it off too
 _OPENERS = "(\"'“‘"
 _NO_SPACE_RE = re.compile(f"[{HAN}{KANA}]")  # written without spaces between words
 _BROKEN_WORD_RE = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_])")
@@ -74,7 +78,10 @@ def _join(a: str, b: str, width: int) -> str | None:
             (_NO_SPACE_RE.match(b[0]) or b[0].isalnum())
         return "" if joinable and share >= WRAP_SHARE else None
     if len(a.split()) < MIN_WORDS:
-        return None
+        # a line of a word or two that a lower-case word goes on from ("Clean" + "the Printer frequently."):
+        # a text layer that broke a sentence into short lines, not a label, a cell or code ("set -e" + "if")
+        plain = JOIN_SHORT_LOWER and head.islower() and all(_PLAIN_WORD_RE.fullmatch(w) for w in a.split())
+        return " " if plain else None
     if head.islower():
         return " " if share >= LOWER_SHARE else None
     if head.isdigit() and not (a[-1].isalpha() or a[-1] == ","):

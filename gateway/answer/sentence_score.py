@@ -68,6 +68,11 @@ def features(sentence: str, terms: set[str], want: set[str], lex: float, n: int,
             float(bool(_IMPERATIVE_RE.match(sentence)))]
 
 
+def is_instruction(sentence: str) -> bool:
+    """A sentence that tells the reader to do something ("Press ...", "Make sure ...", "- Connect ...")."""
+    return _IMPERATIVE_RE.match(sentence) is not None
+
+
 def adjustment(row: Sequence[float], weights: Mapping[str, tuple[float, float, float]] | None = None) -> float:
     """The learned score added to a candidate's hand-set one (0 with no weights)."""
     table = WEIGHTS if weights is None else weights
