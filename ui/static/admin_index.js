@@ -15,8 +15,19 @@ function exportLink(id) {
     title="${esc(t("admin.export_title", {id}))}">${esc(t("admin.export"))}</a>${mark}`;
 }
 
+// Archives up to this size are saved from memory. A larger one (a gateway of many manuals) may not fit a
+// phone's: once the gateway has said yes (200), the link itself is followed and the browser's downloads
+// stream it to disk (the gateway builds it a second time). A test lowers it (manualqaExportInMemoryMax).
+const EXPORT_IN_MEMORY_MAX = 256 * 1024 * 1024;
+
+function saveAs(href, file) {
+  const save = document.createElement("a");
+  save.href = href; save.download = file; save.hidden = true;
+  document.body.appendChild(save); save.click(); save.remove();
+}
+
 // The archive, fetched before it is saved: the link's own download would save the error's JSON body as
-// the archive. It is built and signed on the gateway (seconds), then held in memory until saved.
+// the archive. It is built and signed on the gateway (seconds), then saved.
 async function exportVersion(e) {
   const link = e.target.closest("a[data-export]");
   if (!link) return;
@@ -27,20 +38,26 @@ async function exportVersion(e) {
   msg.classList.remove("error-msg");
   msg.textContent = t("admin.export_preparing", {id});
   try {
-    const r = await fetch(link.href, {credentials: "same-origin"});
+    const fetching = new AbortController();
+    const r = await fetch(link.href, {credentials: "same-origin", signal: fetching.signal});
     if (typeof auditChanged === "function") auditChanged();  // an export is in the audit trail, refused or not
     if (!r.ok) {
       const data = r.headers.get("content-type")?.includes("json") ? await r.json() : {};
       throw new Error(data?.error?.message || r.statusText || String(r.status));
     }
-    const blob = await r.blob();
     const file = /filename="([^"]+)"/.exec(r.headers.get("content-disposition") || "")?.[1] || `${id}.tar`;
-    const url = URL.createObjectURL(blob);
-    const save = document.createElement("a");
-    save.href = url; save.download = file; save.hidden = true;
-    document.body.appendChild(save); save.click(); save.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    msg.textContent = t("admin.export_saved", {file, size: bytesText(blob.size)});
+    const size = Number(r.headers.get("content-length") || 0);
+    if (size > (window.manualqaExportInMemoryMax ?? EXPORT_IN_MEMORY_MAX)) {
+      fetching.abort();
+      saveAs(link.href, file);
+      msg.textContent = t("admin.export_streamed", {file, size: bytesText(size)});
+    } else {
+      const blob = await r.blob();
+      const url = URL.createObjectURL(blob);
+      saveAs(url, file);
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      msg.textContent = t("admin.export_saved", {file, size: bytesText(blob.size)});
+    }
     msg.scrollIntoView({block: "nearest"});
   } catch (err) {
     msg.classList.add("error-msg");
