@@ -39,6 +39,7 @@ import sys
 from collections.abc import Callable
 from difflib import SequenceMatcher
 from typing import Any
+from unittest import mock
 
 from bench.experiments.unanswerable import CACHE, DEV, TEST, questions, services
 from bench.harness import REPO, write_section
@@ -155,13 +156,14 @@ def shown(item: dict[str, Any], change: dict[str, Any], settings: Any) -> dict[s
 
     given, q = item["given"], item["q"]
     change = {**BEFORE, **change}
-    reflow.JOIN_SHORT_LOWER = change.pop("join_short_lines")
-    params = dataclasses.replace(evidence_params(settings), **change)
-    extra = (similarity_scorer(item["similar"], given, settings.sentence_similarity)
-             if item["similar"] is not None and settings.sentence_similarity > 0 else None)
-    picked = pick_sentences(q["question"], given, params, extra=extra)
-    text, _ = cited_text(picked)
-    cards, _ = resolve(text, given, supporting_fallback=False)
+    # the product's rule, switched for this variant only and put back (no state left behind)
+    with mock.patch.object(reflow, "JOIN_SHORT_LOWER", change.pop("join_short_lines")):
+        params = dataclasses.replace(evidence_params(settings), **change)
+        extra = (similarity_scorer(item["similar"], given, settings.sentence_similarity)
+                 if item["similar"] is not None and settings.sentence_similarity > 0 else None)
+        picked = pick_sentences(q["question"], given, params, extra=extra)
+        text, _ = cited_text(picked)
+        cards, _ = resolve(text, given, supporting_fallback=False)
     text = renumber(text, cards)
     return {"picked": picked, "text": text, "cards": [(c.manual, c.page) for c in cards],
             "sentences": [x for c in cards for x in c.sentences]}
