@@ -230,8 +230,10 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
     hold.touch()
     profile = SCRIPTED_PROFILE.format(script=SCRIPT, delay=0).replace(
         "[options]\n", f'[options]\nhold_while_exists = "{hold}"\n', 1)
-    server = GatewayServer(sample_data_dir, work, config="[server]\nrate_limit_per_minute = 600\n",
-                           profile=profile).start()
+    # answer.timeout_s far above the default 120 s: on a loaded box the page may take long to show its
+    # place, and a first answer that timed out meanwhile would free the model before the page saw a queue
+    server = GatewayServer(sample_data_dir, work, config="[server]\nrate_limit_per_minute = 600\n"
+                           "[answer]\ntimeout_s = 1800\n", profile=profile).start()
     try:
         page.goto(server.url + "/")
         page.evaluate("""() => { window.metas = []; new MutationObserver(() => {

@@ -31,7 +31,12 @@ pytestmark = pytest.mark.slow
 QUESTION = "What input voltage range does the piston board accept?"
 DELAY_S = 0.3
 SLOW_SCRIPT = " ".join(f"word{i}" for i in range(100)) + " [1]."  # cut at the profile's 64 tokens: 19 s
+# answer.timeout_s far above the default: a held generation must end when its test lets it go, never
+# because a loaded box made the test slower than the answer's deadline
 CONFIG = """
+[answer]
+timeout_s = 1800
+
 [server]
 rate_limit_per_minute = 100000
 queue_size = 1
