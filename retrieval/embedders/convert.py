@@ -38,9 +38,11 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from retrieval.types import RetrievalError
+
+T = TypeVar("T")
 
 CONFIG_FILE = "manualqa_embedder.json"
 FORMAT = 1
@@ -220,6 +222,23 @@ def quantize_int8(fp32: Path, target: Path) -> None:
     quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
 
 
+def write_model(out: Path, export: Callable[[Path], T], *, int8: bool) -> T:
+    """OUT/model.onnx from `export` (quantized with int8), built in a temporary directory inside OUT and
+    moved over any earlier one, so that a failed conversion never leaves half a model behind; returns
+    what `export` returned."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="manualqa-convert-", dir=out) as tmp:
+        model_file = Path(tmp) / "model.onnx"
+        made = export(model_file)
+        if int8:
+            quantize_int8(model_file, Path(tmp) / "model.int8.onnx")
+            model_file = Path(tmp) / "model.int8.onnx"
+        for stale in out.glob("model.onnx*"):
+            stale.unlink()
+        shutil.move(str(model_file), str(out / "model.onnx"))
+    return made
+
+
 def agreement(model: Any, out: Path) -> dict[str, float]:
     """Cosine between sentence-transformers' vectors and the ONNX directory's (through the gateway's embedder)."""
     import numpy as np
@@ -256,16 +275,7 @@ def convert(src: Path, out: Path, *, int8: bool = False) -> dict[str, Any]:
     config["max_seq_length"] = int(getattr(model, "max_seq_length", None) or config["max_seq_length"])
     config["tools"] = {d: importlib.metadata.version(d) for d in
                        ("torch", "transformers", "sentence-transformers", "onnx", "onnxruntime")}
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="manualqa-convert-", dir=out) as tmp:
-        fp32 = Path(tmp) / "model.onnx"
-        config["inputs"] = export_onnx(model, fp32)
-        if int8:
-            quantize_int8(fp32, Path(tmp) / "model.int8.onnx")
-            fp32 = Path(tmp) / "model.int8.onnx"
-        for stale in out.glob("model.onnx*"):
-            stale.unlink()
-        shutil.move(str(fp32), str(out / "model.onnx"))
+    config["inputs"] = write_model(out, lambda target: export_onnx(model, target), int8=int8)
     shutil.copyfile(src / "tokenizer.json", out / "tokenizer.json")
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     check = agreement(model, out)

