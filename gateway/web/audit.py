@@ -13,20 +13,32 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, HTTPScope, Message, Receive, ReceiveMessage, Scope, Send
 
+from gateway import JSONObject, JSONValue
 from gateway.records.audit import AuditLog, Via
-from gateway.web.security import SESSION_COOKIE, admin_guard
+from gateway.web.security import SESSION_COOKIE, admin_guard, principal_memo
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 log = logging.getLogger("manualqa.web")
 _CAPTURE = 64 * 1024  # JSON bodies read for targets and error messages; larger ones are not kept
 
-Target = Callable[[dict[str, Any], dict[str, Any], dict[str, Any], str], str]
+# (path parameters, the JSON request, the JSON response, the query string) -> text
+Target = Callable[[Mapping[str, object], JSONObject, JSONObject, str], str]
+
+
+def _texts(value: JSONValue) -> list[str]:
+    """A JSON list's items as text ([] for anything else)."""
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def path(name: str) -> Target:
@@ -58,8 +70,9 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", f"{_API}/index/rollback"): Action("index.rollback", answered("active"),
                                                lambda p, q, r, s: f"from {r['previous']}" if r.get("previous") else ""),
     ("POST", f"{_API}/index/import"): Action("index.import", answered("version"), answered("status")),
-    ("POST", f"{_API}/index/gc"): Action("index.gc", lambda p, q, r, s: f"keep {q.get('keep', '')}", lambda p, q, r, s:
-                                          f"removed {', '.join(r['removed']) or 'nothing'}" if "removed" in r else ""),
+    ("POST", f"{_API}/index/gc"): Action(
+        "index.gc", lambda p, q, r, s: f"keep {q.get('keep', '')}",
+        lambda p, q, r, s: f"removed {', '.join(_texts(r['removed'])) or 'nothing'}" if "removed" in r else ""),
     ("POST", f"{_API}/admin/try"): Action("index.try", sent("version"), sent("question")),
     ("GET", f"{_API}/index/versions/{{version}}/export"): Action("index.export", path("version")),
     ("POST", f"{_API}/manuals"): Action("manual.upload", answered("file_name"), answered("job")),
@@ -72,7 +85,7 @@ ACTIONS: dict[tuple[str, str], Action] = {
         "answer_mode.set", sent("mode"), lambda p, q, r, s: f"was {r['previous']}" if r.get("previous") else ""),
     ("POST", f"{_API}/deployment/doctor"): Action(
         "doctor", answered("profile"), lambda p, q, r, s: "" if "passed" not in r else
-        ("passed" if r["passed"] else "failed gates " + ", ".join(map(str, r.get("failed_gates") or [])))),
+        ("passed" if r["passed"] else "failed gates " + ", ".join(_texts(r.get("failed_gates"))))),
     ("POST", f"{_API}/deployment/reload"): Action("profile.reload", answered("profile"), answered("status")),
     ("PUT", f"{_API}/answers/retention"): Action(
         "retention.set", sent("days"), lambda p, q, r, s: f"was {r['previous_days']}" if "previous_days" in r else ""),
@@ -80,12 +93,12 @@ ACTIONS: dict[tuple[str, str], Action] = {
 }
 
 
-def _template(scope: dict[str, Any]) -> str:
+def _template(scope: HTTPScope) -> str:
     """The route's path with its parameters unnamed of their types: /keys/{name:str}/revoke -> /keys/{name}/revoke."""
     return re.sub(r"\{(\w+):[^}]*\}", r"{\1}", str(scope.get("path_template") or ""))
 
 
-def action_of(scope: dict[str, Any]) -> Action | None:
+def action_of(scope: HTTPScope) -> Action | None:
     """The admin action a request is, or None for what is not audited (reads, the technician's routes)."""
     method = str(scope.get("method", "GET"))
     found = ACTIONS.get((method, _template(scope)))
@@ -97,21 +110,21 @@ def action_of(scope: dict[str, Any]) -> Action | None:
     return Action(f"{method} {_template(scope)}", lambda params, req, resp, query: ",".join(map(str, params.values())))
 
 
-def _json(body: bytes) -> dict[str, Any]:
+def _json(body: bytes) -> JSONObject:
     try:
-        value = json.loads(body) if body else {}
+        value: JSONValue = json.loads(body) if body else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def _actor(scope: dict[str, Any], services: Any, headers: dict[bytes, bytes], before: str) -> tuple[str, Via]:
+def _actor(scope: HTTPScope, services: Services, headers: dict[bytes, bytes], before: str) -> tuple[str, Via]:
     """Who acted: the principal the guards found, else whom the key or cookie names now, else nobody."""
     auth = headers.get(b"authorization", b"").decode("latin-1")
     key = auth[7:].strip() if auth.lower().startswith("bearer ") else headers.get(b"x-api-key", b"").decode("latin-1")
     cookie = SESSION_COOKIE in headers.get(b"cookie", b"").decode("latin-1")
     via: Via = "key" if key else "session" if cookie else "none"
-    for principal in (scope.get("manualqa.principal") or {}).values():
+    for principal in principal_memo(scope).values():
         if principal is not None:
             return principal.name, via
     if before:
@@ -122,7 +135,7 @@ def _actor(scope: dict[str, Any], services: Any, headers: dict[bytes, bytes], be
     if via == "session":
         from litestar.connection import ASGIConnection
 
-        session = services.sessions.get(ASGIConnection(scope).cookies.get(SESSION_COOKIE))  # type: ignore[arg-type]
+        session = services.sessions.get(ASGIConnection(scope).cookies.get(SESSION_COOKIE))
         return (session.principal.name if session else ""), via
     return "", via
 
@@ -130,7 +143,7 @@ def _actor(scope: dict[str, Any], services: Any, headers: dict[bytes, bytes], be
 class _Exchange:
     """One audited request: what it sent and was answered (JSON only, up to _CAPTURE bytes), and its record."""
 
-    def __init__(self, action: Action, scope: dict[str, Any], services: Any, trail: AuditLog) -> None:
+    def __init__(self, action: Action, scope: HTTPScope, services: Services, trail: AuditLog) -> None:
         self.action, self.scope, self.services, self.trail = action, scope, services, trail
         self.headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
         # a login's body is its key: never read
@@ -141,11 +154,11 @@ class _Exchange:
         self.before = ""  # who acted, found before the handler ran (a logout ends the session it names)
         self.recorded = False
 
-    def keep_request(self, message: dict[str, Any]) -> None:
-        if self.json_in and message.get("type") == "http.request" and len(self.sent) < _CAPTURE:
+    def keep_request(self, message: ReceiveMessage) -> None:
+        if self.json_in and message["type"] == "http.request" and len(self.sent) < _CAPTURE:
             self.sent.extend(message.get("body", b""))
 
-    def keep_response(self, message: dict[str, Any]) -> None:
+    def keep_response(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.status = message["status"]
             out = dict(message.get("headers") or [])
@@ -163,8 +176,9 @@ class _Exchange:
             actor, via = action.actor(params, req, resp, query), "key"
         else:
             actor, via = _actor(scope, self.services, self.headers, self.before)
-        error = resp.get("error") if isinstance(resp.get("error"), dict) else None
-        detail = str(error.get("message", "")) if error else action.detail(params, req, resp, query)
+        error = resp.get("error")
+        detail = str(error.get("message", "")) if isinstance(error, dict) and error \
+            else action.detail(params, req, resp, query)
         self.trail.record(action.name, actor, via, action.target(params, req, resp, query), self.status, detail)
 
     async def record(self) -> None:
@@ -179,7 +193,7 @@ class _Exchange:
             log.exception("audit: could not record %s (status %s)", self.action.name, self.status)
 
 
-def audit_middleware(services: Any) -> Callable[[Any], Any]:
+def audit_middleware(services: Services) -> Callable[[ASGIApp], ASGIApp]:
     """Record each admin action (ACTIONS, or any admin-guarded write) with its result in gateway.records.audit.
 
     The record is written before the response's last byte is sent: a client that has its answer can
@@ -187,22 +201,21 @@ def audit_middleware(services: Any) -> Callable[[Any], Any]:
     """
     trail = AuditLog(services.settings.db_path)
 
-    def factory(app: Any) -> Any:
-        async def middleware(scope: Any, receive: Any, send: Any) -> None:
-            action = action_of(scope) if scope["type"] == "http" else None
-            if action is None:
+    def factory(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != ScopeType.HTTP or (action := action_of(scope)) is None:
                 await app(scope, receive, send)
                 return
             exchange = _Exchange(action, scope, services, trail)
             if action.name == "logout":
                 exchange.before, _ = await anyio.to_thread.run_sync(_actor, scope, services, exchange.headers, "")
 
-            async def receive_copy() -> Any:
+            async def receive_copy() -> ReceiveMessage:
                 message = await receive()
                 exchange.keep_request(message)
                 return message
 
-            async def send_copy(message: Any) -> None:
+            async def send_copy(message: Message) -> None:
                 exchange.keep_response(message)
                 if message["type"] == "http.response.body" and not message.get("more_body", False):
                     await exchange.record()

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from litestar import MediaType, Request, Response
+from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotFoundException, SerializationException, ValidationException
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
@@ -55,7 +56,7 @@ def _missing_body(exc: ValidationException) -> bool:
     return "missing required field `data`" in str(exc.__cause__ or "")
 
 
-def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+def handle_exception(request: Request[object, object, State], exc: Exception) -> Response[Any]:
     if isinstance(exc, ApiError):
         return _response(exc.status, exc.code, exc.message, exc.headers)
     if isinstance(exc, ValidationException):
@@ -128,5 +129,5 @@ class ErrorShapeJson(JsonRenderPlugin):
         super().__init__(**kwargs)
         self.streaming = streaming
 
-    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+    def render(self, request: Request[object, object, State], openapi_schema: dict[str, Any]) -> bytes:
         return self.render_json(request, document_streams(document_errors(openapi_schema), self.streaming))

@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from gateway.web.errors import ApiError, error_body
 
@@ -41,29 +43,29 @@ def json_depth(body: bytes) -> int:
     return deepest
 
 
-async def _send_error(send: Any, status: int, code: str, message: str) -> None:
+async def _send_error(send: Send, status: int, code: str, message: str) -> None:
     body = json.dumps(error_body(code, message)).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def _declared_length(scope: Any) -> int | None:
+def _declared_length(scope: Scope) -> int | None:
     value = dict(scope.get("headers") or []).get(b"content-length", b"")
     return int(value) if value.isdigit() else None
 
 
-def body_limits_middleware(json_kb: int, upload_mb: int) -> Callable[[Any], Any]:
+def body_limits_middleware(json_kb: int, upload_mb: int) -> Callable[[ASGIApp], ASGIApp]:
     """ASGI middleware enforcing server.max_json_kb and server.max_upload_mb (see the docstring)."""
     json_cap = json_kb * 1024
     upload_cap = upload_mb * 1024 * 1024 + UPLOAD_FRAMING
     too_big = {False: f"request body over {json_kb} KB (server.max_json_kb)",
                True: f"upload exceeds {upload_mb} MB (server.max_upload_mb)"}
 
-    def factory(app: Any) -> Any:
-        async def middleware(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+    def factory(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != ScopeType.HTTP or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
                 await app(scope, receive, send)
                 return
             upload = (scope.get("method"), scope.get("path")) in UPLOAD_ROUTES
@@ -103,11 +105,11 @@ def body_limits_middleware(json_kb: int, upload_mb: int) -> Callable[[Any], Any]
     return factory
 
 
-def _replay(body: bytes, receive: Any) -> Any:
+def _replay(body: bytes, receive: Receive) -> Receive:
     """A receive() that hands the buffered body over once, then waits on the real one."""
     sent = [False]
 
-    async def replay() -> Any:
+    async def replay() -> ReceiveMessage:
         if not sent[0]:
             sent[0] = True
             return {"type": "http.request", "body": body, "more_body": False}
@@ -116,11 +118,11 @@ def _replay(body: bytes, receive: Any) -> Any:
     return replay
 
 
-def _counting(receive: Any, cap: int, message_text: str) -> Any:
+def _counting(receive: Receive, cap: int, message_text: str) -> Receive:
     """A receive() that raises 413 (in the handler reading it) once `cap` bytes have come in."""
     size = [0]
 
-    async def counted() -> Any:
+    async def counted() -> ReceiveMessage:
         message = await receive()
         if message["type"] == "http.request":
             size[0] += len(message.get("body", b""))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.answer_fields import OUTCOMES, Outcome
 
@@ -76,17 +78,17 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-def counting_middleware(metrics: Metrics) -> Callable[[Any], Any]:
+def counting_middleware(metrics: Metrics) -> Callable[[ASGIApp], ASGIApp]:
     """ASGI middleware counting requests by method, route template and status."""
 
-    def factory(app: Any) -> Any:
-        async def middleware(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
+    def factory(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != ScopeType.HTTP:
                 await app(scope, receive, send)
                 return
             status = [500]
 
-            async def send_wrapper(message: Any) -> None:
+            async def send_wrapper(message: Message) -> None:
                 if message["type"] == "http.response.start":
                     status[0] = message["status"]
                 await send(message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
@@ -14,7 +14,7 @@ from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerDetail, AnswerPage, AnswerRow, FeedbackOut
 from gateway.web.schemas import FeedbackRequest
-from gateway.web.security import principal_of, reader_guard
+from gateway.web.security import AppRequest, principal_of, reader_guard
 
 OUTCOME_PATTERN = "^(" + "|".join(OUTCOMES) + ")$"
 OUTCOMES_PATTERN = "^(" + "|".join(OUTCOMES) + ")(,(" + "|".join(OUTCOMES) + "))*$"
@@ -62,7 +62,7 @@ class AnswersController(Controller):
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
           summary="Thumbs up/down with an optional comment; one current vote per answer per client")
-    async def feedback(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
+    async def feedback(self, request: AppRequest, services: NamedDependency[Services],
                        answer_id: FromPath[str],
                        data: JSONBody[FeedbackRequest]) -> FeedbackOut:
         log = services.log

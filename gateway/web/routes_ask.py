@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from litestar import Controller, Request, Response, post
+from litestar import Controller, Response, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 from litestar.di import NamedDependency
@@ -21,7 +21,7 @@ from gateway.web.bridge import EventStream, Producer, final_result, sse_stream
 from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerOut, SearchOut
 from gateway.web.schemas import AskRequest, SearchRequest
-from gateway.web.security import client_id, principal_of, reader_guard
+from gateway.web.security import AppRequest, client_id, principal_of, reader_guard
 from retrieval.types import RetrievalError
 
 
@@ -72,12 +72,12 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
 CLIENT_HEADER = "X-Manualqa-Client"  # the technician page says "web"; anything else is "api"
 
 
-def client_of(request: Request[Any, Any, Any]) -> Client:
+def client_of(request: AppRequest) -> Client:
     """Who asked, as the answer log records it: the technician page or an integrator's tool."""
     return "web" if request.headers.get(CLIENT_HEADER, "").strip().lower() == "web" else "api"
 
 
-def key_name_of(request: Request[Any, Any, Any]) -> str | None:
+def key_name_of(request: AppRequest) -> str | None:
     principal = principal_of(request, strict=False)
     return principal.name if principal else None
 
@@ -97,7 +97,7 @@ class AskController(Controller):
 
     @post("/ask", summary="Answer a question from the manuals, with citations",
           status_code=200)
-    async def ask(self, request: Request[Any, Any, Any], state: State, services: NamedDependency[Services],
+    async def ask(self, request: AppRequest, state: State, services: NamedDependency[Services],
                   data: JSONBody[AskRequest]) -> Response[AnswerOut]:
         """One answer as JSON, or (stream: true) its events as SSE: both are Responses, the JSON one typed."""
         require_ready(state)

@@ -14,9 +14,9 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from litestar import Controller, Request, Response, get, post
+from litestar import Controller, Response, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
 from litestar.exceptions import InternalServerException
@@ -39,7 +39,7 @@ from gateway.records.jobs import UPLOADS_DIR
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses_admin import ImportedVersion
-from gateway.web.security import admin_guard
+from gateway.web.security import AppRequest, admin_guard
 from gateway.web.uploads import FLUSH_BYTES, upload_gate
 
 ARCHIVE_TYPES = ("application/octet-stream", "application/x-tar", "application/gzip", "application/x-gzip")
@@ -86,7 +86,7 @@ def _file_chunks(fh: IO[bytes]) -> Iterator[bytes]:
             yield block
 
 
-async def receive_archive(request: Request[Any, Any, Any], target: Path, max_mb: int) -> int:
+async def receive_archive(request: AppRequest, target: Path, max_mb: int) -> int:
     """Stream the raw request body into `target`, capped at max_mb while it arrives; its size, or ApiError.
 
     An error answered before the whole body was read says `Connection: close`, so that the server
@@ -159,7 +159,7 @@ class FleetController(Controller):
     @post("/import", guards=[admin_guard], status_code=201, operation_class=ImportOperation,
           responses={200: ResponseSpec(ImportedVersion, description="The version was already here, identical")},
           summary="Check a signed archive and add its version, inactive")
-    async def import_(self, request: Request[Any, Any, Any], settings: NamedDependency[Settings],
+    async def import_(self, request: AppRequest, settings: NamedDependency[Settings],
                       services: NamedDependency[Services]) -> Response[ImportedVersion]:
         """201 with the new (inactive) version; 200 when it is already here with the same content."""
         with upload_gate(request).slot():

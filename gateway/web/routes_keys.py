@@ -9,9 +9,7 @@ that is allowed, the admin page warns before it, and the response says so (`own_
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import CacheControlHeader
 from litestar.di import NamedDependency
@@ -22,7 +20,7 @@ from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses_admin import KeyCreated, KeyList, KeyOut, KeyRevoked
 from gateway.web.schemas import KeyCreateRequest
-from gateway.web.security import admin_guard, principal_of
+from gateway.web.security import AppRequest, admin_guard, principal_of
 
 SHOWN_ONCE = "This is the only time the key is shown: only its hash is stored. Copy it now."
 
@@ -51,7 +49,7 @@ class KeysController(Controller):
 
     @post("/{name:str}/revoke", status_code=200,
           summary="Revoke a key: refused from the next request on, its admin sessions end at once")
-    async def revoke(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
+    async def revoke(self, request: AppRequest, services: NamedDependency[Services],
                      name: FromPath[str]) -> KeyRevoked:
         """Revoking the key of one's own session is allowed (and logs one out); 404 for no such active key."""
         caller = principal_of(request)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from litestar import Controller, Request, delete, get, post, put
+from litestar import Controller, delete, get, post, put
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
@@ -25,7 +25,7 @@ from gateway.web.errors import ApiError
 from gateway.web.ranges import pdf_response
 from gateway.web.responses_admin import IngestReportOut, Job, ManualList, ManualTitle, OcrWord, PageText, UploadAccepted
 from gateway.web.schemas import TitleRequest
-from gateway.web.security import admin_guard, reader_guard
+from gateway.web.security import AppRequest, admin_guard, reader_guard
 from gateway.web.uploads import FILE_FIELD, receive_upload, upload_gate
 from ingest.models import IngestError
 from ingest.ocr import unread_notes
@@ -81,7 +81,7 @@ class ManualsController(Controller):
 
     @post("/manuals", guards=[admin_guard], status_code=202, operation_class=UploadOperation,
           summary="Upload a PDF manual; starts an ingest job")
-    async def upload(self, request: Request[Any, Any, Any], settings: NamedDependency[Settings],
+    async def upload(self, request: AppRequest, settings: NamedDependency[Settings],
                      services: NamedDependency[Services],
                      jobs: NamedDependency[JobRunner]) -> UploadAccepted:
         with upload_gate(request).slot():
@@ -142,7 +142,7 @@ class ManualsController(Controller):
 
     @get("/manuals/{manual_id:str}/file", guards=[reader_guard], summary="The original PDF",
          media_type="application/pdf")
-    async def file(self, request: Request[Any, Any, Any], services: NamedDependency[Services],
+    async def file(self, request: AppRequest, services: NamedDependency[Services],
                    manual_id: FromPath[str]) -> File:
         """The whole PDF, or the one byte range asked for (206), so viewers fetch only what they show."""
         manual = find_manual(services, manual_id)

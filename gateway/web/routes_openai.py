@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody
 
 from gateway.answer.request import AnswerRequest
@@ -36,7 +36,7 @@ from gateway.web.openai_replies import (
 )
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
 from gateway.web.schemas import MAX_QUESTION_CHARS, ChatCompletionRequest, ChatMessage
-from gateway.web.security import client_id, reader_guard
+from gateway.web.security import AppRequest, client_id, reader_guard
 
 __all__ = ["EARLIER_TURNS", "OpenAIController", "sources_footer"]
 
@@ -83,7 +83,7 @@ def task_reply(task: ClientTask) -> Reply:
                                             "answer_id": None, "outcome": None})
 
 
-def model_card(request: Request[Any, Any, Any]) -> dict[str, Any]:
+def model_card(request: AppRequest) -> dict[str, Any]:
     gw = request.app.state.gw
     runtime = gw.runtime_if_loaded()
     meta = {"index_version": gw.store.active_id()}
@@ -98,18 +98,18 @@ class OpenAIController(Controller):
     tags = ["openai-compatible"]
 
     @get("/models", summary="The gateway as one model (OpenAI format)")
-    async def models(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+    async def models(self, request: AppRequest) -> dict[str, Any]:
         return {"object": "list", "data": [model_card(request)]}
 
     @get("/models/{model_id:str}", summary="One model (OpenAI format); 404 for any id but the gateway's")
-    async def model(self, request: Request[Any, Any, Any], model_id: FromPath[str]) -> dict[str, Any]:
+    async def model(self, request: AppRequest, model_id: FromPath[str]) -> dict[str, Any]:
         if model_id != MODEL_ID:
             raise ApiError(404, "model_not_found", f"The model {model_id!r} does not exist on this gateway; "
                                                    f"it serves {MODEL_ID!r}")
         return model_card(request)
 
     @post("/chat/completions", summary="Chat completion answered from the manuals", status_code=200)
-    async def chat(self, request: Request[Any, Any, Any], data: JSONBody[ChatCompletionRequest]) -> Any:
+    async def chat(self, request: AppRequest, data: JSONBody[ChatCompletionRequest]) -> Any:
         state = request.app.state
         refuse_unsupported(data)
         completion_id = "chatcmpl-" + str(int(time.time() * 1000))

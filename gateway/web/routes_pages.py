@@ -8,7 +8,7 @@ import mimetypes
 from pathlib import Path
 from typing import Any
 
-from litestar import Controller, MediaType, Request, Response, get, post
+from litestar import Controller, MediaType, Response, get, post
 from litestar.datastructures import Cookie
 from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.response import Redirect
@@ -16,7 +16,7 @@ from litestar.static_files import create_static_files_router
 
 from gateway.web import page_language
 from gateway.web.errors import ApiError
-from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, live_session
+from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, AppRequest, live_session
 
 UI_DIR = Path(__file__).resolve().parent.parent.parent / "ui"
 STATIC_DIR = UI_DIR / "static"
@@ -28,7 +28,7 @@ mimetypes.add_type("text/javascript", ".mjs")
 mimetypes.add_type("application/wasm", ".wasm")
 
 
-def _page(name: str, request: Request[Any, Any, Any]) -> Response[str]:
+def _page(name: str, request: AppRequest) -> Response[str]:
     """The page in the technician's language (gateway/web/page_language.py)."""
     asked = request.query_params.get("lang")
     lang = page_language.choose(asked, request.cookies.get(page_language.COOKIE),
@@ -48,11 +48,11 @@ class PagesController(Controller):
     include_in_schema = False
 
     @get("/")
-    async def technician(self, request: Request[Any, Any, Any]) -> Response[str]:
+    async def technician(self, request: AppRequest) -> Response[str]:
         return _page("index.html", request)
 
     @get("/viewer")
-    async def viewer(self, request: Request[Any, Any, Any]) -> Response[str]:
+    async def viewer(self, request: AppRequest) -> Response[str]:
         """One PDF page rendered by pdf.js with the cited sentences marked, for phones that ignore #page=N.
 
         A page without data: ui/static/viewer.js reads ?manual=<sha256>&q=<sentence>...#page=N (or ?page=N)
@@ -62,11 +62,11 @@ class PagesController(Controller):
         return _page("viewer.html", request)
 
     @get("/admin")
-    async def admin(self, request: Request[Any, Any, Any]) -> Response[str]:
+    async def admin(self, request: AppRequest) -> Response[str]:
         return _page("admin.html", request)
 
     @post("/admin/login", status_code=200)
-    async def login(self, request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+    async def login(self, request: AppRequest) -> Response[dict[str, Any]]:
         state = request.app.state
         content_type = request.headers.get("content-type", "")
         if content_type.startswith("application/json"):
@@ -87,14 +87,14 @@ class PagesController(Controller):
                         cookies=[cookie])
 
     @get("/admin/session")
-    async def session(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+    async def session(self, request: AppRequest) -> dict[str, Any]:
         session = live_session(request)
         if session is None:
             raise ApiError(401, "unauthorized", "not logged in")
         return {"name": session.principal.name, "role": session.principal.role, "csrf": session.csrf}
 
     @post("/admin/logout", status_code=200)
-    async def logout(self, request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
+    async def logout(self, request: AppRequest) -> Response[dict[str, str]]:
         request.app.state.gw.sessions.drop(request.cookies.get(SESSION_COOKIE))
         return Response({"status": "logged out"},
                         cookies=[Cookie(key=SESSION_COOKIE, value="", max_age=0, path="/")])
@@ -107,7 +107,7 @@ class PagesController(Controller):
 class OfflineDocs(OpenAPIRenderPlugin):
     """An interactive API page from local assets only (Litestar's default pages use a CDN)."""
 
-    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+    def render(self, request: AppRequest, openapi_schema: dict[str, Any]) -> bytes:
         return (PAGES_DIR / "apidocs.html").read_bytes()
 
 

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Request, post
+from litestar import Controller, post
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 from litestar.di import NamedDependency
@@ -27,7 +27,7 @@ from gateway.web.responses import AnswerOut
 from gateway.web.responses_ops import TrialOut
 from gateway.web.routes_ask import key_name_of, require_ready
 from gateway.web.schemas import ManualRef, Question
-from gateway.web.security import admin_guard
+from gateway.web.security import AppRequest, admin_guard
 
 VersionId = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
@@ -69,7 +69,7 @@ class TrialController(Controller):
 
     @post("/admin/try", status_code=200,
           summary="Answer a question from a given index version (a trial before activating it; not logged)")
-    async def try_version(self, request: Request[Any, Any, Any], state: State, services: NamedDependency[Services],
+    async def try_version(self, request: AppRequest, state: State, services: NamedDependency[Services],
                           data: JSONBody[TrialRequest]) -> TrialOut:
         """Search + quoted evidence from `version`; the active version is unchanged and serves on. 404 for an
         unknown version."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request
 from litestar.enums import RequestEncodingType
 
 from gateway.records.keys import NAME_PATTERN as KEY_NAME_PATTERN
 from gateway.web.errors import ApiError
+from gateway.web.security import AppRequest
 
 MAX_QUESTION_CHARS = 2000  # a question: /api/v1/ask, /api/v1/search and a chat's last user message
 MAX_TURN_CHARS = 20000  # any other chat message (system prompt, earlier turns, the model's replies)
@@ -107,7 +107,7 @@ def is_json_type(content_type: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-async def require_json_body(request: Request[Any, Any, Any]) -> None:
+async def require_json_body(request: AppRequest) -> None:
     """Refuse a JSON route's body sent as another media type (415), instead of parsing it as JSON.
 
     Runs after the guards (a caller without a key still gets its 401). A body with no Content-Type

@@ -8,21 +8,34 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from litestar import Request
 from litestar.connection import ASGIConnection
+from litestar.datastructures import State
+from litestar.enums import ScopeType
+from litestar.handlers import HTTPRouteHandler
 from litestar.handlers.base import BaseRouteHandler
+from litestar.types import ASGIApp, Receive, Scope, Send
 
 from gateway.records.keys import Principal
 from gateway.records.sessions import DEFAULT_TTL_S, Session
 from gateway.web.errors import ApiError, error_body
 
+if TYPE_CHECKING:
+    from gateway.services import Services
+
+# A connection to one of this app's HTTP routes, as guards get it, and a request, as handlers do: no
+# user or auth object (the caller is found by principal_of), the app's State.
+Connection = ASGIConnection[HTTPRouteHandler, object, object, State]
+AppRequest = Request[object, object, State]
+
 SESSION_COOKIE = "mqa_session"
 CSRF_HEADER = "x-csrf-token"
+PRINCIPAL = "manualqa.principal"  # the ASGI scope's key for the principals found (principal_memo)
 SESSION_TTL_S = DEFAULT_TTL_S  # the cookie's Max-Age; gateway.db's admin_sessions rows expire with it
 
-def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | None:
+def live_session(connection: Connection) -> Session | None:
     """The caller's admin session, if its key is still unrevoked.
 
     Sessions live in gateway.db (gateway.records.sessions), so they survive a restart. Keys are
@@ -30,8 +43,13 @@ def live_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Session | No
     lookup joins api_keys): a revoked key ends all its sessions at the next request, not when they
     expire.
     """
-    session: Session | None = connection.app.state.gw.sessions.get(connection.cookies.get(SESSION_COOKIE))
-    return session
+    return services_of(connection).sessions.get(connection.cookies.get(SESSION_COOKIE))
+
+
+def services_of(connection: Connection) -> Services:
+    """The app's composition root (the app state's `gw`), for code that runs before the handlers' dependencies."""
+    services: Services = connection.app.state.gw
+    return services
 
 
 class RateLimiter:
@@ -57,30 +75,39 @@ class RateLimiter:
             self._buckets[client] = (tokens - 1.0, now)
 
 
-def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+def _bearer(connection: Connection) -> str | None:
     auth = connection.headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
     return connection.headers.get("x-api-key")
 
 
-def principal_of(connection: ASGIConnection[Any, Any, Any, Any], strict: bool = True) -> Principal | None:
+def principal_of(connection: Connection, strict: bool = True) -> Principal | None:
     """The caller, from an API key header or an admin session cookie (CSRF checked for writes).
 
     With strict=False (reader routes) a session write without the right CSRF token is simply
     anonymous: a cross-site page can then do no more than any anonymous reader could.
     """
-    scope = cast("dict[str, Any]", connection.scope)
-    memo: dict[bool, Principal | None] = scope.setdefault("manualqa.principal", {})  # guards and handlers ask again
+    memo = principal_memo(connection.scope)  # guards and handlers ask again
     if strict not in memo:
         memo[strict] = _principal(connection, strict)
     return memo[strict]
 
 
-def _principal(connection: ASGIConnection[Any, Any, Any, Any], strict: bool) -> Principal | None:
+def principal_memo(scope: Scope) -> dict[bool, Principal | None]:
+    """The principals found for this request (strict and not), kept in its ASGI scope under PRINCIPAL."""
+    # the ASGI scope is a plain dict that carries extra keys (litestar types only its own)
+    extended = cast("dict[str, object]", scope)
+    memo = extended.get(PRINCIPAL)
+    if not isinstance(memo, dict):
+        memo = extended[PRINCIPAL] = {}
+    return memo
+
+
+def _principal(connection: Connection, strict: bool) -> Principal | None:
     key = _bearer(connection)
     if key:
-        principal: Principal | None = connection.app.state.gw.keys.verify(key)
+        principal = services_of(connection).keys.verify(key)
         if principal is None:
             raise ApiError(401, "unauthorized", "invalid or revoked API key")
         return principal
@@ -95,14 +122,14 @@ def _principal(connection: ASGIConnection[Any, Any, Any, Any], strict: bool) -> 
     return session.principal
 
 
-def reader_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+def reader_guard(connection: Connection, _: BaseRouteHandler) -> None:
     principal = principal_of(connection, strict=False)
-    if principal is None and not connection.app.state.gw.settings.server.allow_anonymous_read:
+    if principal is None and not services_of(connection).settings.server.allow_anonymous_read:
         raise ApiError(401, "unauthorized", "this gateway requires an API key to read "
                        "(Authorization: Bearer <key>)")
 
 
-def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+def admin_guard(connection: Connection, _: BaseRouteHandler) -> None:
     principal = principal_of(connection)
     if principal is None:
         raise ApiError(401, "unauthorized", "admin key required (Authorization: Bearer <key>)")
@@ -110,7 +137,7 @@ def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHand
         raise ApiError(403, "forbidden", f"key {principal.name!r} has role {principal.role!r}; admin needed")
 
 
-def client_id(request: Request[Any, Any, Any]) -> str:
+def client_id(request: AppRequest) -> str:
     principal = principal_of(request, strict=False)
     if principal is not None:
         return f"key:{principal.name}"
@@ -166,7 +193,7 @@ def host_allowed(host: str, allowed: list[str]) -> bool:
     return False
 
 
-def allowed_hosts_middleware(allowed: list[str]) -> Callable[[Any], Any]:
+def allowed_hosts_middleware(allowed: list[str]) -> Callable[[ASGIApp], ASGIApp]:
     """Refuse malformed Host headers, and other Host names (DNS rebinding), with a 400 JSON error.
 
     Installed also with allowed_hosts = ["*"]: a malformed Host (a port of 99999) must not reach
@@ -176,9 +203,9 @@ def allowed_hosts_middleware(allowed: list[str]) -> Callable[[Any], Any]:
     would refuse "127.0.0.1:8080", and it answers in another shape; hence this one.
     """
 
-    def factory(app: Any) -> Any:
-        async def middleware(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] == "http":
+    def factory(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == ScopeType.HTTP:
                 host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
                 if not host and scope.get("http_version") == "1.0":
                     host = "localhost"  # HTTP/1.0 clients may send no Host at all
@@ -188,7 +215,7 @@ def allowed_hosts_middleware(allowed: list[str]) -> Callable[[Any], Any]:
                     await send({"type": "http.response.start", "status": 400,
                                 "headers": [(b"content-type", b"application/json"),
                                             (b"content-length", str(len(body)).encode())]})
-                    await send({"type": "http.response.body", "body": body})
+                    await send({"type": "http.response.body", "body": body, "more_body": False})
                     return
             await app(scope, receive, send)
 

@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
-from litestar import Request
 from litestar.concurrency import sync_to_thread
 from litestar.exceptions import InternalServerException
 
 from gateway.web.errors import ApiError
+from gateway.web.security import AppRequest
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
@@ -71,7 +71,7 @@ class UploadGate:
                 self.active -= 1
 
 
-def upload_gate(request: Request[Any, Any, Any]) -> UploadGate:
+def upload_gate(request: AppRequest) -> UploadGate:
     """The upload gate of the app serving this request (its state's `uploads`)."""
     gate: UploadGate = request.app.state.uploads
     return gate
@@ -186,7 +186,7 @@ def _boundary(content_type: str) -> bytes:
     return boundary
 
 
-async def receive_upload(request: Request[Any, Any, Any], uploads_dir: Path, max_mb: int) -> SpooledUpload:
+async def receive_upload(request: AppRequest, uploads_dir: Path, max_mb: int) -> SpooledUpload:
     """Stream the request's multipart body; the file of field `data` ends up on disk, or ApiError.
 
     An error answered before the whole body was read says `Connection: close`, so that the server
