@@ -18,10 +18,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from runtimes.profiles import Profile
 
 CONFIGURABLE = ("auto", "generate", "extractive")
 HOW_TO_QUALIFY = "manualqa doctor --answers QUESTIONS.jsonl"
+
+
+class Verdict(TypedDict):
+    """Gate 4's last verdict for a profile, in short, as /api/v1/deployment shows it (`qualification`)."""
+
+    status: str | None  # pass, fail or error
+    checked_at: str | None
+    detail: str | None
+    metrics: dict[str, object] | None
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,7 @@ class ModeDecision:
     mode: Literal["generate", "extractive"]  # what answers run in now
     configured: str  # answer.mode: auto, generate or extractive
     reason: str  # one sentence for people: why this mode
-    qualification: dict[str, Any] | None = field(default=None)  # gate 4's last verdict for this profile
+    qualification: Verdict | None = field(default=None)  # gate 4's last verdict for this profile
 
     @property
     def unqualified(self) -> str | None:
@@ -37,20 +49,21 @@ class ModeDecision:
 
         A per-question generate must not earn what the gateway's default withholds: the page's
         "Explain" on a profile that failed gate 4 once showed a wrong voltage as a green answer."""
-        verdict = self.qualification or {}
-        if self.configured == "generate" or verdict.get("status") == "pass":
+        verdict = self.qualification
+        status = verdict["status"] if verdict is not None else None
+        if self.configured == "generate" or status == "pass":
             return None
-        if verdict.get("status") is None:
+        if verdict is None or status is None:
             return "the profile's model has not been qualified (doctor's gate 4, answers)"
-        what = "failed" if verdict["status"] == "fail" else "could not be measured by"
-        return f"the profile's model {what} gate 4 (answers) on {verdict.get('checked_at')}"
+        what = "failed" if status == "fail" else "could not be measured by"
+        return f"the profile's model {what} gate 4 (answers) on {verdict['checked_at']}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"mode": self.mode, "configured": self.configured, "reason": self.reason,
                 "qualification": self.qualification, "unqualified": self.unqualified}
 
 
-def _verdict(data_dir: Path, profile: Any) -> dict[str, Any] | None:
+def _verdict(data_dir: Path, profile: Profile) -> Verdict | None:
     """Gate 4's last verdict for exactly this profile text, in short (None: never measured)."""
     from gateway.records.deployments import qualification
 
@@ -62,7 +75,7 @@ def _verdict(data_dir: Path, profile: Any) -> dict[str, Any] | None:
             "metrics": (gate.get("evidence") or {}).get("metrics")}
 
 
-def decide_mode(configured: str, data_dir: Path, profile: Any | None, profile_error: str | None = None
+def decide_mode(configured: str, data_dir: Path, profile: Profile | None, profile_error: str | None = None
                 ) -> ModeDecision:
     """The mode in force: the configured one, or under "auto" what the profile's gate 4 verdict allows.
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gateway.config import Settings
 from ingest.models import ChunkParams, ParseLimits
@@ -21,12 +21,14 @@ from retrieval.types import Hit, RetrievalError, SearchParams
 if TYPE_CHECKING:
     from gateway.answer.deps import Retrieved
     from gateway.records.titles import TitleCache
+    from retrieval.builder import IngestReport
     from retrieval.embedders import Embedder
+    from retrieval.rerank import Reranker
     from retrieval.sentence_rank import VectorCache
     from retrieval.versions import IndexStore
 
 
-def search_params_for(params: SearchParams, query: str, embedder: Any) -> SearchParams:
+def search_params_for(params: SearchParams, query: str, embedder: Embedder) -> SearchParams:
     """The configured search settings for this question. A question outside English, searched with an
     English-only embedder, skips the best-sentence step: its cosines are the English model's reading of
     Chinese or German sentences, and without it eval/zh-dev went from MRR 0.85 to 0.87 and eval/de-dev
@@ -38,6 +40,9 @@ def search_params_for(params: SearchParams, query: str, embedder: Any) -> Search
     return params
 
 
+_Part = TypeVar("_Part")
+
+
 class IndexParts:
     """Index, embedders and search of one gateway; each part built once, on first use."""
 
@@ -46,15 +51,15 @@ class IndexParts:
     _store: IndexStore | None
     _embedder: Embedder | None
     _other_embedders: dict[str, Embedder]  # models of versions built before a change
-    _reranker: Any
+    _reranker: Reranker | None
     _reranker_loaded: bool
     _sentence_cache: VectorCache | None
     titles: TitleCache  # the display titles last read (gateway.records.titles), this gateway's own
 
-    def _once(self, attr: str, build: Callable[[], Any]) -> Any:
+    def _once(self, attr: str, build: Callable[[], _Part]) -> _Part:
         """The part held in `attr`, built by `build` on first use (under the lock: built once)."""
         with self._lock:
-            part = getattr(self, attr)
+            part: _Part | None = getattr(self, attr)
             if part is None:
                 part = build()
                 setattr(self, attr, part)
@@ -87,7 +92,7 @@ class IndexParts:
         return cache
 
     @property
-    def reranker(self) -> Any:
+    def reranker(self) -> Reranker | None:
         """The cross-encoder search.rerank names (retrieval.rerank), or None when it is "off"; loaded once
         by this gateway (its session is not shared with another Services in the process)."""
         with self._lock:
@@ -103,12 +108,13 @@ class IndexParts:
         from retrieval.types import RetrievalError
 
         s = self.settings.search
-        facts: dict[str, Any] = {"embedding": {"model": self.settings.embedding.model}}
+        embedding: dict[str, object] = {"model": self.settings.embedding.model}
+        facts: dict[str, Any] = {"embedding": embedding}
         try:
             e = self.embedder
-            facts["embedding"].update(model_id=e.model_id, model_hash=e.model_hash)
+            embedding.update(model_id=e.model_id, model_hash=e.model_hash)
         except RetrievalError as exc:
-            facts["embedding"]["error"] = str(exc)
+            embedding["error"] = str(exc)
         try:
             rr = self.reranker
         except RetrievalError as exc:
@@ -197,7 +203,7 @@ class IndexParts:
     def parse_limits(self) -> ParseLimits:
         return self.settings.ingest
 
-    def ingest(self, paths: Sequence[str | Path], progress: Callable[..., None] | None = None) -> Any:
+    def ingest(self, paths: Sequence[str | Path], progress: Callable[..., None] | None = None) -> IngestReport:
         return self.store.ingest(list(paths), self.embedder, self.chunk_params, self.parse_limits,
                                  progress=progress)
 
@@ -232,7 +238,7 @@ class IndexParts:
         self.show_titles(hits)
         return Retrieved(hits, timings, version, similarity_to(embedder, query, vector, cache=self.sentence_cache))
 
-    def show_titles(self, items: Sequence[Any]) -> None:
+    def show_titles(self, items: Sequence[Hit | MutableMapping[str, object]]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""
         from gateway.records.titles import apply_titles, current_titles
 
@@ -249,7 +255,7 @@ class IndexParts:
         apply_titles(d["changed"], titles, sha_key="new_sha256")
         return d
 
-    def rename_manual(self, manual: str, title: str | None) -> dict[str, Any]:
+    def rename_manual(self, manual: str, title: str | None) -> dict[str, str]:
         """Give a manual of the active index a display title (None: show the PDF's own again)."""
         from gateway.records.titles import DisplayTitles
         from retrieval.search import resolve_manuals

@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runtimes.base import RuntimeUnavailable
 
@@ -35,9 +35,9 @@ class RuntimeStatus:
     reason: str | None = None
     backend: str | None = None
     isolation: str | None = None  # "process" (a supervised worker) or "in-process"
-    worker: dict[str, Any] = field(default_factory=dict)  # pid, restarts, recent crashes, rss
+    worker: dict[str, object] = field(default_factory=dict)  # pid, restarts, recent crashes, rss
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"state": self.state, "reason": self.reason, "backend": self.backend,
                 "isolation": self.isolation, "worker": self.worker}
 

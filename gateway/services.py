@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gateway.records.keys import KeyStore
     from gateway.records.sessions import SessionStore
     from retrieval.embedders import Embedder
+    from retrieval.rerank import Reranker
     from retrieval.versions import IndexStore
     from runtimes.base import Runtime
     from runtimes.profiles import Profile
@@ -79,7 +80,7 @@ class Services(IndexParts):
         self.runtimes = RuntimeOwner(lambda: self.profile, runtime)  # the runtime's one owner
         self._log = log
         self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
-        self._reranker: Any = None
+        self._reranker: Reranker | None = None
         self._reranker_loaded = False
         self._sentence_cache = None  # built on first use (gateway.index_parts.IndexParts.sentence_cache)
         from gateway.records.titles import TitleCache

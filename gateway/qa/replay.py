@@ -156,9 +156,9 @@ def run_replay(
     metrics["peak_rss_mb"] = _peak_rss_mb()
     run_id = new_id()
     with opened(db_path) as db, db.conn:
-        db["replay_runs"].insert({"id": run_id, "label": label, "time": utcnow(), "questions_file": source,
+        db.table("replay_runs").insert({"id": run_id, "label": label, "time": utcnow(), "questions_file": source,
                                   "deployment": json.dumps(dep), "metrics": json.dumps(metrics)})
-        db["replay_items"].insert_all([{
+        db.table("replay_items").insert_all([{
             "run_id": run_id, "position": it["position"], "question_id": it["question"]["id"],
             "answer_id": it["result"].get("id"), "outcome": it["result"].get("outcome"),
             "answer": it["result"].get("answer", ""), "citations": json.dumps(it["citations"]),

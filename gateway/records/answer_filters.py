@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from gateway.answer_fields import CLIENTS, OUTCOMES
 from gateway.records.answer_rows import LogError, parse_since
@@ -47,10 +46,10 @@ class LogFilter:
     client: str | None = None
     manual: str | None = None
 
-    def where(self) -> tuple[str, list[Any]]:
+    def where(self) -> tuple[str, list[object]]:
         """(" WHERE ...", params) over the answers table, or ("", []) for no filter."""
         clauses: list[str] = []
-        params: list[Any] = []
+        params: list[object] = []
         since, until = _time(self.since, "since"), _time(self.until, "until")
         if since:
             clauses.append("time >= ?")

@@ -15,6 +15,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -149,7 +150,7 @@ class AnswerLog:
             thread.join(timeout=60)
 
     # -- reading -------------------------------------------------------------------------------
-    def _read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
         self.flush()
         with opened(self.path) as db:
             cur = db.conn.execute(sql, params)
@@ -185,7 +186,7 @@ class AnswerLog:
         return {**json.loads(rows[0]["json"]), "chain_id": chain_id, "first_seen": rows[0]["first_seen"]}
 
     def _where(self, since: str | datetime | None, outcome: str | None, client: str | None,
-               until: str | datetime | None = None, manual: str | None = None) -> tuple[str, list[Any]]:
+               until: str | datetime | None = None, manual: str | None = None) -> tuple[str, list[object]]:
         return LogFilter(since=since, until=until, outcome=outcome, client=client, manual=manual).where()
 
     def query(self, since: str | datetime | None = None, outcome: str | None = None,

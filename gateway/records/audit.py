@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from gateway.records.answer_rows import LogError
 from gateway.records.db import new_id, opened, utcnow
@@ -59,7 +59,7 @@ class AuditLog:
         return entry
 
     @staticmethod
-    def _where(action: str | None, result: str | None) -> tuple[str, list[Any]]:
+    def _where(action: str | None, result: str | None) -> tuple[str, list[str]]:
         clauses, params = [], []
         if action:
             clauses.append("action = ?")

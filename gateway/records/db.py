@@ -11,12 +11,15 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 # The records' modules take a row's id and time from here; gateway.stamps holds them (the answer core uses them too).
 from gateway.stamps import iso_utc as iso_utc
 from gateway.stamps import new_id as new_id
 from gateway.stamps import utcnow as utcnow
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # (name, statements). Append only: the position is the migration's version number.
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -165,7 +168,7 @@ def migrated_columns(table: str, migrations: list[tuple[str, list[str]]] | None 
         conn.close()
 
 
-def connect(path: str | Path) -> Any:
+def connect(path: str | Path) -> Database:
     """A sqlite_utils.Database on gateway.db (WAL, foreign keys on), migrated to the latest schema.
 
     Each thread should hold its own connection: sqlite3 connections are not shared across threads.
@@ -189,7 +192,7 @@ def connect(path: str | Path) -> Any:
 
 
 @contextmanager
-def opened(path: str | Path) -> Iterator[Any]:
+def opened(path: str | Path) -> Iterator[Database]:
     """The one way repositories reach gateway.db: a migrated connection, closed when done.
 
     Connections are short-lived and per use (or per worker thread): SQLite's WAL lets readers
@@ -233,6 +236,6 @@ def _apply(conn: sqlite3.Connection, migrations: list[tuple[str, list[str]]]) ->
     return done_now
 
 
-def schema_version(db: Any) -> int:
+def schema_version(db: Database) -> int:
     row = db.execute("SELECT max(version) FROM _migrations").fetchone()
     return int(row[0] or 0)

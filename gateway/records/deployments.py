@@ -15,14 +15,18 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gateway.records.db import utcnow
 from retrieval.pointer import atomic_write_bytes
 
+if TYPE_CHECKING:
+    from runtimes.gates import AnswersGate, DoctorReport
+    from runtimes.profiles import Profile
+
 
 class DoctorRun(NamedTuple):
-    report: Any  # runtimes.gates.DoctorReport
+    report: DoctorReport
     checked_at: str
     warning: str | None  # why the verdict could not be recorded (the report itself stands)
 
@@ -74,17 +78,21 @@ def qualification(data_dir: Path, profile_name: str, profile_sha256: str) -> dic
     return record
 
 
-def _carry_qualification(data_dir: Path, report: Any) -> None:
+def _carry_qualification(data_dir: Path, report: DoctorReport) -> None:
     """A run that skipped gate 4 shows the verdict measured last for this profile, saying when."""
     for i, gate in enumerate(report.gates):
         if gate.gate != 4 or gate.status != "skipped":
             continue
-        last = qualification(data_dir, report.profile.get("name", ""), report.profile.get("content_sha256", ""))
-        if last is not None:
-            before = last["gate"]
-            evidence = {**before.get("evidence", {}), "measured_at": last["checked_at"]}
+        last = qualification(data_dir, str(report.profile.get("name", "")),
+                             str(report.profile.get("content_sha256", "")))
+        before = last.get("gate") if last is not None else None
+        # save_qualification keeps only a gate that passed or failed
+        if last is not None and isinstance(before, dict) and (status := before.get("status")) in ("pass", "fail"):
+            measured = before.get("evidence", {})
+            evidence: dict[str, object] = {**(measured if isinstance(measured, dict) else {}),
+                                           "measured_at": last["checked_at"]}
             report.gates[i] = dataclasses.replace(
-                gate, status=before["status"], evidence=evidence,
+                gate, status="pass" if status == "pass" else "fail", evidence=evidence,
                 detail=f"{before['detail']} [measured {last['checked_at']}, not rerun]")
 
 
@@ -97,8 +105,8 @@ def last_doctor_report(data_dir: Path, profile_name: str) -> dict[str, Any] | No
         return None
 
 
-def run_and_record(data_dir: Path, profile: Any, embedding_model: str | None = None,
-                   retrieval: dict[str, Any] | None = None, answers: Any = None) -> DoctorRun:
+def run_and_record(data_dir: Path, profile: Profile, embedding_model: str | None = None,
+                   retrieval: dict[str, object] | None = None, answers: AnswersGate | None = None) -> DoctorRun:
     """Run the three gates on `profile` and keep the verdict for /api/v1/deployment and the admin page.
 
     Takes as long as loading the model (twice with a rollback profile) and a smoke prompt; failing

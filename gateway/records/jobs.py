@@ -24,11 +24,29 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from gateway.records.db import new_id, opened, utcnow
 
-Work = Callable[[Callable[[str, int, int], None]], dict[str, Any]]
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+# A job's work: given progress(stage, done, total), it returns its result (a JSON object, kept in the row)
+Work = Callable[[Callable[[str, int, int], None]], dict[str, object]]
+
+
+class JobRow(TypedDict):
+    """One row of the `jobs` table, `result` decoded (GET /api/v1/jobs/{id}: web.responses_admin.Job)."""
+
+    id: str
+    kind: str
+    state: str
+    progress: int
+    total: int | None
+    message: str
+    created: str
+    updated: str
+    result: dict[str, object] | None
 
 INTERRUPTED = "interrupted: the server stopped before this job finished (restart at {time})"
 UPLOADS_DIR = "uploads"  # <data_dir>/uploads/<random>/: uploads spooled by the web upload route
@@ -153,7 +171,7 @@ class JobRunner:
         job_id = new_id()
         now = utcnow()
         with opened(self.db_path) as db:
-            db["jobs"].insert({"id": job_id, "kind": kind, "state": "queued", "progress": 0, "total": None,
+            db.table("jobs").insert({"id": job_id, "kind": kind, "state": "queued", "progress": 0, "total": None,
                                "message": message, "created": now, "updated": now, "result": None})
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
@@ -162,24 +180,25 @@ class JobRunner:
         self._queue.put((job_id, work))
         return job_id
 
-    def get(self, job_id: str) -> dict[str, Any] | None:
+    def get(self, job_id: str) -> JobRow | None:
         with opened(self.db_path) as db:
             rows = list(db["jobs"].rows_where("id = ?", [job_id]))
         if not rows:
             return None
-        row = dict(rows[0])
-        row["result"] = json.loads(row["result"]) if row["result"] else None
-        return row
+        row = rows[0]
+        return JobRow(id=row["id"], kind=row["kind"], state=row["state"], progress=row["progress"],
+                      total=row["total"], message=row["message"], created=row["created"], updated=row["updated"],
+                      result=json.loads(row["result"]) if row["result"] else None)
 
-    def _update(self, db: Any, job_id: str, **fields: Any) -> None:
+    def _update(self, db: Database, job_id: str, **fields: object) -> None:
         fields["updated"] = utcnow()
-        db["jobs"].update(job_id, fields)
+        db.table("jobs").update(job_id, fields)
 
     def _loop(self) -> None:
         with opened(self.db_path) as db:  # this worker thread's own connection, for its lifetime
             self._work(db)
 
-    def _work(self, db: Any) -> None:
+    def _work(self, db: Database) -> None:
         while True:
             job_id, work = self._queue.get()
             self._update(db, job_id, state="running")
@@ -194,8 +213,8 @@ class JobRunner:
 
             try:
                 result = work(progress)
-                row = self.get(job_id) or {}
-                total = row.get("total") or 1  # a job with nothing to do still ends at 100 %
+                row = self.get(job_id)
+                total = (row["total"] if row else None) or 1  # a job with nothing to do still ends at 100 %
                 self._update(db, job_id, state="done", message="done", progress=total, total=total,
                              result=json.dumps(result, default=str))
             except Exception as exc:  # the job fails alone; the server and index are untouched

@@ -70,7 +70,7 @@ class KeyStore:
             # name is the primary key: keep a revoked key's row under a dated name
             db.execute("update api_keys set name = name || '@revoked-' || revoked where name = ? "
                        "and revoked is not null", [name])
-            db["api_keys"].insert({"name": name, "role": role, "key_hash": _hash(key), "created": _now(),
+            db.table("api_keys").insert({"name": name, "role": role, "key_hash": _hash(key), "created": _now(),
                                    "last_used": None, "revoked": None})
         return key
 

@@ -14,7 +14,7 @@ import io
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from gateway.records.answer_rows import COLUMNS, LogError, from_row
 
@@ -44,7 +44,7 @@ def export_chunks(log: AnswerLog, fmt: str, since: str | datetime | None = None,
     return _pages(log, fmt, where, params, newest, page_rows)
 
 
-def _pages(log: AnswerLog, fmt: str, where: str, params: list[Any], newest: str | None,
+def _pages(log: AnswerLog, fmt: str, where: str, params: list[object], newest: str | None,
            page_rows: int) -> Iterator[tuple[str, int]]:
     if fmt == "csv":
         head = io.StringIO()

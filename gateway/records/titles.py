@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gateway.errors import GatewayError
 from gateway.records.db import new_id, opened, utcnow
+
+if TYPE_CHECKING:
+    from retrieval.types import Hit
 
 MAX_TITLE_CHARS = 200
 
@@ -46,7 +49,7 @@ class DisplayTitles:
     def set(self, sha256: str, title: str) -> str:
         title = clean_title(title)
         with opened(self.db_path) as db:
-            db["manual_titles"].upsert({"sha256": sha256, "title": title, "updated": utcnow()}, pk="sha256")
+            db.table("manual_titles").upsert({"sha256": sha256, "title": title, "updated": utcnow()}, pk="sha256")
         bump_stamp(self.db_path)
         return title
 
@@ -80,7 +83,10 @@ def bump_stamp(db_path: str | Path) -> None:
     os.replace(tmp, target)
 
 
-def _stamp(db_path: str | Path) -> tuple[Any, ...]:
+Stamp = tuple[tuple[int, int] | None, str | None]  # (gateway.db's device and inode, the titles' stamp token)
+
+
+def _stamp(db_path: str | Path) -> Stamp:
     """(gateway.db's device and inode, the titles' stamp token): changes only when titles may have."""
     try:
         st = Path(db_path).stat()
@@ -99,7 +105,7 @@ class TitleCache:
     read again only when they changed. Its owner is the gateway (gateway.services.Services)."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
+        self._seen: dict[str, tuple[Stamp, dict[str, str]]] = {}
         self._lock = threading.Lock()
 
     def current(self, db_path: str | Path) -> dict[str, str]:
@@ -122,12 +128,13 @@ def current_titles(db_path: str | Path, cache: TitleCache | None = None) -> dict
     return (cache or TitleCache()).current(db_path)
 
 
-def apply_titles(items: Iterable[Any], titles: dict[str, str], sha_key: str = "manual_sha256") -> None:
+def apply_titles(items: Iterable[Hit | MutableMapping[str, object]], titles: dict[str, str],
+                 sha_key: str = "manual_sha256") -> None:
     """Show the display title on hits (objects) or manual rows (dicts), in place."""
     if not titles:
         return
     for item in items:
-        if isinstance(item, dict):
+        if isinstance(item, MutableMapping):
             sha = item.get(sha_key) or item.get("sha256")
             if sha in titles:
                 item.setdefault("pdf_title", item.get("title"))
