@@ -18,9 +18,15 @@ from typing import Any
 from litestar.response import ServerSentEvent
 
 from gateway.answer.events import AnswerEvent, Evidence, Final, Queue, Retrieval, Text
+from gateway.answer.result import AnswerResult
 from gateway.web.errors import ApiError
 
-_DONE = object()
+
+class _Done:
+    """The worker thread's last item: the answer's events have all been put."""
+
+
+_DONE = _Done()
 
 
 class EventStream(ServerSentEvent):
@@ -63,7 +69,7 @@ async def sse_stream(produce: Producer) -> AsyncIterator[dict[str, str]]:
         yield {"event": "error", "data": json.dumps({"error": {"code": exc.code, "message": exc.message}})}
 
 
-async def final_result(produce: Producer) -> Any:
+async def final_result(produce: Producer) -> AnswerResult:
     """Run the answer to its end and return its AnswerResult (the JSON replies)."""
     result = None
     async for event in stream_events(produce):
@@ -76,10 +82,10 @@ async def final_result(produce: Producer) -> Any:
 
 async def stream_events(produce: Producer, cancel: threading.Event | None = None) -> AsyncIterator[AnswerEvent]:
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue: asyncio.Queue[AnswerEvent | BaseException | _Done] = asyncio.Queue()
     cancel = cancel or threading.Event()
 
-    def put(item: Any) -> None:
+    def put(item: AnswerEvent | BaseException | _Done) -> None:
         try:
             loop.call_soon_threadsafe(queue.put_nowait, item)
         except RuntimeError:  # the loop has closed (the server stopped): nobody is left to read it
@@ -99,7 +105,7 @@ async def stream_events(produce: Producer, cancel: threading.Event | None = None
     try:
         while True:
             item = await queue.get()
-            if item is _DONE:
+            if isinstance(item, _Done):
                 break
             if isinstance(item, BaseException):
                 raise item

@@ -16,13 +16,20 @@ import contextlib
 import itertools
 import math
 import signal
+import socket
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import uvicorn
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+
+    from gateway.records.jobs import JobRunner
+    from gateway.services import Services
 
 
 def say(message: str) -> None:
@@ -72,7 +79,7 @@ class InFlight:
         return True
 
 
-async def finish_answers(in_flight: InFlight, services: Any, jobs: Any) -> None:
+async def finish_answers(in_flight: InFlight, services: Services, jobs: JobRunner) -> None:
     """The app's shutdown hook: cancel what the drain left running, wait for its rows, close the log."""
     from gateway.answer.generation import CANCEL_GRACE_S
 
@@ -105,7 +112,7 @@ class DrainingServer(uvicorn.Server):
             say(f"drain timeout: cancelling {self.in_flight.cancel_all()} answer(s) still running "
                 f"(each ends as cancelled, in the log and for its client)")
 
-    async def shutdown(self, sockets: Any = None) -> None:
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         say(f"stopping: no new connections; draining {len(self.in_flight)} answer(s) "
             f"for up to {self.drain_timeout_s:g} s")
         t0 = time.monotonic()
@@ -133,7 +140,7 @@ class DrainingServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def serve(app: Any, host: str, port: int, drain_timeout_s: float, log_level: str = "info") -> None:
+def serve(app: Litestar, host: str, port: int, drain_timeout_s: float, log_level: str = "info") -> None:
     """Run `app` until SIGTERM or Ctrl-C, then drain as the module docstring says."""
     from gateway.answer.generation import CANCEL_GRACE_S
 

@@ -28,12 +28,12 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
-def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+def error_body(code: str, message: str, **extra: object) -> dict[str, dict[str, object]]:
     return {"error": {"code": code, "message": message, **extra}}
 
 
 def _response(status: int, code: str, message: str, headers: dict[str, str] | None = None,
-              **extra: Any) -> Response[Any]:
+              **extra: object) -> Response[dict[str, dict[str, object]]]:
     return Response(error_body(code, message, **extra), status_code=status, headers=headers or {},
                     media_type=MediaType.JSON)
 
@@ -56,7 +56,7 @@ def _missing_body(exc: ValidationException) -> bool:
     return "missing required field `data`" in str(exc.__cause__ or "")
 
 
-def handle_exception(request: Request[object, object, State], exc: Exception) -> Response[Any]:
+def handle_exception(request: Request[object, object, State], exc: Exception) -> Response[dict[str, dict[str, object]]]:
     if isinstance(exc, ApiError):
         return _response(exc.status, exc.code, exc.message, exc.headers)
     if isinstance(exc, ValidationException):
@@ -84,7 +84,7 @@ def handle_exception(request: Request[object, object, State], exc: Exception) ->
 
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {Exception: handle_exception}
 
-ERROR_SCHEMA: dict[str, Any] = {
+ERROR_SCHEMA: dict[str, object] = {
     "type": "object", "required": ["error"], "description": "The one error shape of every endpoint",
     "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
         "code": {"type": "string"}, "message": {"type": "string"},

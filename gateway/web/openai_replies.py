@@ -19,8 +19,8 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from typing import Literal
 
 import msgspec
 
@@ -35,9 +35,9 @@ class Reply(msgspec.Struct):
 
     text: str  # the message content: the answer and its Sources footer
     finish: Literal["stop", "length"] = "stop"
-    citations: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    manualqa: dict[str, Any] = msgspec.field(default_factory=dict)
-    usage: dict[str, Any] = msgspec.field(default_factory=lambda: uncounted())
+    citations: list[Mapping[str, object]] = msgspec.field(default_factory=list)
+    manualqa: dict[str, object] = msgspec.field(default_factory=dict)
+    usage: dict[str, object] = msgspec.field(default_factory=lambda: uncounted())
 
 
 # Quoted sentences read like an answer in a chat window that shows no outcome badge; the technician page
@@ -45,7 +45,12 @@ class Reply(msgspec.Struct):
 EVIDENCE_NOTE = "\n\n(Evidence quoted from the manuals, not a checked answer: open the page to confirm.)"
 
 
-def sources_footer(citations: list[dict[str, Any]]) -> str:
+def rows(value: object) -> list[Mapping[str, object]]:
+    """An answer's list of JSON objects (citations, passages) as such; [] for anything else."""
+    return [row for row in value if isinstance(row, Mapping)] if isinstance(value, list) else []
+
+
+def sources_footer(citations: Sequence[Mapping[str, object]]) -> str:
     if not citations:
         return ""
     lines = [f"[{c['n']}] {c['title']} p.{c['page']}" + (f" (printed {c['page_label']})" if c.get("page_label") else "")
@@ -53,29 +58,32 @@ def sources_footer(citations: list[dict[str, Any]]) -> str:
     return "\n\nSources:\n" + "\n".join(lines)
 
 
-def absolute_citations(citations: list[dict[str, Any]], base_url: str) -> list[dict[str, Any]]:
+def absolute_citations(citations: list[Mapping[str, object]], base_url: str) -> list[Mapping[str, object]]:
     """Citations whose pdf_url an integrator's tool can open as it is (relative to this request's host)."""
     base = base_url.rstrip("/")
-    return [{**c, "pdf_url": base + c["pdf_url"]} if str(c.get("pdf_url", "")).startswith("/") else c
+    return [{**c, "pdf_url": base + url} if (url := str(c.get("pdf_url", ""))).startswith("/") else c
             for c in citations]
 
 
-def uncounted() -> dict[str, Any]:
+def uncounted() -> dict[str, object]:
     """No model took part: no tokens to count, and the reply says so."""
     return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "counted": "none"}
 
 
-def usage_of(result: dict[str, Any]) -> dict[str, Any]:
+def usage_of(result: Mapping[str, object]) -> dict[str, object]:
     """The backend's own counts where a model ran (its stats come with `output_tokens`), else none."""
-    timings = result.get("timings") or {}
-    if timings.get("output_tokens") is None:
+    timings = result.get("timings")
+    output = timings.get("output_tokens") if isinstance(timings, Mapping) else None
+    if not isinstance(output, int | float | str):
         return uncounted()
-    prompt, output = int(timings.get("prompt_tokens") or 0), int(timings["output_tokens"])
+    prompt_tokens = timings.get("prompt_tokens") if isinstance(timings, Mapping) else None
+    prompt = int(prompt_tokens) if isinstance(prompt_tokens, int | float | str) and prompt_tokens else 0
+    output = int(output)
     return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output,
             "counted": "model"}
 
 
-def closest_footer(passages: list[dict[str, Any]], limit: int = 3) -> str:
+def closest_footer(passages: list[Mapping[str, object]], limit: int = 3) -> str:
     """A refusal's "closest passages" as its text says they are listed: a chat client shows no cards."""
     shown = [p for p in passages if p.get("title") or p.get("manual")][:limit]
     if not shown:
@@ -84,22 +92,23 @@ def closest_footer(passages: list[dict[str, Any]], limit: int = 3) -> str:
     return "\n\nClosest passages (they may not answer it):\n" + "\n".join(lines)
 
 
-def answer_reply(result: dict[str, Any], base_url: str) -> Reply:
-    """The reply to a question: the answer, its Sources footer (a refusal: its closest passages),
-    absolute citations and provenance."""
-    citations = absolute_citations(result.get("citations") or [], base_url)
-    footer = sources_footer(citations) or (closest_footer(result.get("passages") or [])
+def answer_reply(result: Mapping[str, object], base_url: str) -> Reply:
+    """The reply to a question (AnswerResult.to_dict()): the answer, its Sources footer (a refusal: its
+    closest passages), absolute citations and provenance."""
+    citations = absolute_citations(rows(result.get("citations")), base_url)
+    footer = sources_footer(citations) or (closest_footer(rows(result.get("passages")))
                                            if result.get("outcome") == "not_found" else "")
     if result.get("outcome") == "evidence_only" and result.get("answer"):
         footer = EVIDENCE_NOTE + footer
-    return Reply(text=(result.get("answer") or "") + footer,
-                 finish="length" if "cut_at_max_tokens" in (result.get("flags") or []) else "stop",
+    flags = result.get("flags")
+    return Reply(text=str(result.get("answer") or "") + footer,
+                 finish="length" if isinstance(flags, list) and "cut_at_max_tokens" in flags else "stop",
                  citations=citations, usage=usage_of(result),
                  manualqa={"answer_id": result["id"], "outcome": result["outcome"],
                            "index_version": result.get("index_version"), "chain_id": result.get("chain_id")})
 
 
-def completion(completion_id: str, reply: Reply) -> dict[str, Any]:
+def completion(completion_id: str, reply: Reply) -> dict[str, object]:
     """The non-streamed `chat.completion` object."""
     return {"id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": MODEL_ID,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
@@ -107,8 +116,8 @@ def completion(completion_id: str, reply: Reply) -> dict[str, Any]:
             "usage": reply.usage, "citations": reply.citations, "manualqa": reply.manualqa}
 
 
-def _chunk(completion_id: str, delta: dict[str, Any] | None, finish: str | None = None,
-           **extra: Any) -> dict[str, str | None]:
+def _chunk(completion_id: str, delta: dict[str, str] | None, finish: str | None = None,
+           **extra: object) -> dict[str, str | None]:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
     body = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
             "model": MODEL_ID, "choices": choices, **extra}
@@ -119,7 +128,7 @@ async def reply_chunks(completion_id: str, replies: AsyncGenerator[Reply | None,
                        include_usage: bool) -> AsyncIterator[dict[str, str | None]]:
     """OpenAI's stream: the role, a comment while `replies` yields None (still working), the content,
     the finish chunk (with citations and provenance), then (include_usage) a usage chunk and [DONE]."""
-    nousage: dict[str, Any] = {"usage": None} if include_usage else {}
+    nousage: dict[str, None] = {"usage": None} if include_usage else {}
     yield _chunk(completion_id, {"role": "assistant", "content": ""}, **nousage)
     sent = False
     try:

@@ -16,21 +16,32 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from gateway.stamps import utcnow
+
+if TYPE_CHECKING:
+    from litestar.datastructures import State
+
+    from gateway.services import Services
+    from runtimes.profiles import Profile
 
 log = logging.getLogger("manualqa.web")
 
 POLL_S = 3.0  # how often the server looks at the active-profile pointer (a stat and a small read)
 
+# What a switch (or a reload) did, as POST /api/v1/deployment/reload returns it (responses_admin.ProfileSwitch)
+# and /api/v1/deployment repeats it (`last_switch`, keys in the order they were set).
+SwitchRecord = TypedDict("SwitchRecord", {"from": str, "to": str, "at": str, "status": str, "detail": str,
+                                          "profile": str, "gate1": dict[str, object], "chain_id": str}, total=False)
+
 
 class ProfileSwitcher:
     """One switch at a time; remembers the last attempt for /api/v1/deployment."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: State) -> None:
         self.state = state
-        self.last: dict[str, Any] | None = None
+        self.last: SwitchRecord | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -50,19 +61,24 @@ class ProfileSwitcher:
             except Exception:  # noqa: BLE001 - the watcher must outlive a bad profile file
                 log.exception("profile watch failed")
 
-    def _wanted(self) -> Any:
+    @property
+    def _gw(self) -> Services:
+        services: Services = self.state.gw
+        return services
+
+    def _wanted(self) -> Profile:
         from gateway.records.active_profile import resolve_profile
 
-        settings = self.state.gw.settings
+        settings = self._gw.settings
         return resolve_profile(settings.data_dir, settings.runtime.profile)
 
-    def check(self, poll: bool = False, reset_failed: bool = False) -> dict[str, Any]:
+    def check(self, poll: bool = False, reset_failed: bool = False) -> SwitchRecord:
         """Switch to the profile in force if it is not the one serving; returns what happened.
 
         reset_failed (an admin's reload): a runtime that failed (crashed repeatedly, or could not
         load) under an unchanged profile is reset and loaded again: the admin has acted."""
         with self._lock:
-            gw = self.state.gw
+            gw = self._gw
             wanted = self._wanted()
             try:
                 current = gw.profile
@@ -78,12 +94,12 @@ class ProfileSwitcher:
                 return self.last or {"status": "refused"}
             return self._switch(current, wanted)
 
-    def _switch(self, current: Any, wanted: Any) -> dict[str, Any]:
+    def _switch(self, current: Profile | None, wanted: Profile) -> SwitchRecord:
         from runtimes.gates import gate_one
 
-        gw = self.state.gw
+        gw = self._gw
         before = current.name if current is not None else "(no working profile)"
-        record: dict[str, Any] = {"from": before, "to": wanted.name, "at": utcnow()}
+        record: SwitchRecord = {"from": before, "to": wanted.name, "at": utcnow()}
         if gw.answer_mode().mode != "generate" and gw.runtime_if_loaded() is None:
             gw.switch_profile(wanted, None)  # no model loaded here: the next use loads the new one
             return self._done({**record, "status": "switched", "detail": "no runtime loaded; profile replaced"})
@@ -107,17 +123,17 @@ class ProfileSwitcher:
         return self._done({**record, "status": "switched",
                            "detail": f"{wanted.name} passed gate 1 and serves; {before} unloaded"})
 
-    def _reload(self, current: Any) -> dict[str, Any]:
-        record: dict[str, Any] = {"from": current.name, "to": current.name, "at": utcnow()}
+    def _reload(self, current: Profile) -> SwitchRecord:
+        record: SwitchRecord = {"from": current.name, "to": current.name, "at": utcnow()}
         try:
-            runtime = self.state.gw.runtime  # its owner loads it (in a fresh worker) or records why not
+            runtime = self._gw.runtime  # its owner loads it (in a fresh worker) or records why not
         except Exception as exc:  # noqa: BLE001 - reported; answers stay extractive
             return self._done({**record, "status": "refused",
                                "detail": f"the failed runtime was reset but does not load again: {exc}"})
         return self._done({**record, "status": "reloaded", "chain_id": runtime.describe().chain_id,
                            "detail": f"the failed runtime of {current.name} was reset and serves again"})
 
-    def _done(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _done(self, record: SwitchRecord) -> SwitchRecord:
         self.last = record
         (log.info if record["status"] in ("switched", "reloaded") else log.error)("profile switch %s: %s",
                                                                      record["status"], record["detail"])

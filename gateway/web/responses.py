@@ -3,7 +3,7 @@ that the OpenAPI document types every answer; the admin side is gateway.web.resp
 
 Each Struct mirrors the dict its route returned before, key for key and in the same order (msgspec
 encodes fields in declaration order), so the JSON on the wire is unchanged. Rows whose shape is
-open (manifests, hits, timings, support checks) stay `dict[str, Any]` fields. AnswerOut and AnswerRow
+open (manifests, hits, timings, support checks) stay `dict[str, object]` fields. AnswerOut and AnswerRow
 are not written out field by field: they are derived from the one declaration of an answer's fields
 (gateway.answer_fields.AnswerFields) and the log's columns, so a new logged field reaches both.
 """
@@ -71,8 +71,8 @@ _WIRE: dict[object, object] = {CitationT: CitationOut, FlagT: str, FlagDetails: 
 # Where a logged row is looser than a fresh answer, as the log has always typed it: rows written by
 # older versions may lack citation fields added since (citations stay open) or a generation config,
 # and an outcome is read back as it was written.
-_ROW: dict[str, object] = {"outcome": str, "citations": list[dict[str, Any]],
-                           "generation_config": dict[str, Any] | None}
+_ROW: dict[str, object] = {"outcome": str, "citations": list[dict[str, object]],
+                           "generation_config": dict[str, object] | None}
 
 
 def _on_wire(tp: object) -> object:
@@ -96,7 +96,7 @@ def answer_row_fields(fields_of: type[DataclassInstance] = AnswerFields,
     wire = answer_fields(fields_of)
     timing = {key: tp | None for f in fields(fields_of) for key, tp in logged(f).columns}
     row = {c: _ROW.get(c, wire[c]) if c in wire else timing[c] for c in columns}
-    return {**row, "flag_details": wire["flag_details"], "feedback": list[dict[str, Any]]}
+    return {**row, "flag_details": wire["flag_details"], "feedback": list[dict[str, object]]}
 
 
 class AnswerOut(msgspec.Struct):
@@ -129,7 +129,7 @@ _Row = TypeVar("_Row", bound=AnswerRow)
 class AnswerDetail(AnswerRow):
     """One logged answer with its artifact chain (provenance)."""
 
-    chain: dict[str, Any] | None
+    chain: dict[str, object] | None
 
 
 class AnswerPage(msgspec.Struct):
@@ -151,4 +151,4 @@ class SearchOut(msgspec.Struct):
     query: str
     version: str | None
     took_ms: float
-    hits: list[dict[str, Any]]
+    hits: list[dict[str, object]]

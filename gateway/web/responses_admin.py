@@ -2,12 +2,12 @@
 msgspec Structs so that the OpenAPI document types them; the answer side is gateway.web.responses.
 
 Each Struct mirrors the dict its route returned before, key for key and in the same order, so the
-JSON on the wire is unchanged. Rows whose shape is open (manifests, reports) stay `dict[str, Any]`.
+JSON on the wire is unchanged. Rows whose shape is open (manifests, reports) stay `dict[str, object]`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -15,7 +15,7 @@ import msgspec
 # -- manuals and jobs --------------------------------------------------------------------------
 class ManualList(msgspec.Struct):
     version: str | None
-    manuals: list[dict[str, Any]]
+    manuals: list[dict[str, object]]
 
 
 class ManualTitle(msgspec.Struct):
@@ -49,7 +49,7 @@ class Job(msgspec.Struct):
     message: str
     created: str
     updated: str
-    result: dict[str, Any] | None
+    result: dict[str, object] | None
 
 
 class IngestReportOut(msgspec.Struct):
@@ -97,7 +97,7 @@ class PageText(msgspec.Struct):
 # -- index versions ----------------------------------------------------------------------------
 class VersionList(msgspec.Struct):
     active: str | None
-    versions: list[dict[str, Any]]
+    versions: list[dict[str, object]]
 
 
 class Activated(msgspec.Struct):
@@ -125,9 +125,9 @@ class IndexDiff(msgspec.Struct):
 
     a: str
     b: str
-    added: list[dict[str, Any]]
-    removed: list[dict[str, Any]]
-    changed: list[dict[str, Any]]
+    added: list[dict[str, object]]
+    removed: list[dict[str, object]]
+    changed: list[dict[str, object]]
     unchanged: list[str]
     chunks: dict[str, int | None]
     embedding_changed: bool
@@ -142,7 +142,7 @@ class ImportedVersion(msgspec.Struct):
     active: bool
     signed_by: str
     created_at: str | None
-    embedding: dict[str, Any]
+    embedding: dict[str, object]
     manuals: int
     payload_bytes: int
     manuals_added: int
@@ -176,7 +176,7 @@ class ProfileSwitch(msgspec.Struct, kw_only=True, omit_defaults=True):
     detail: str | None = None
     at: str | None = None
     chain_id: str | None = None
-    gate1: dict[str, Any] | None = None
+    gate1: dict[str, object] | None = None
     to: str | None = None
     from_: str | None = msgspec.field(default=None, name="from")
 
@@ -190,17 +190,17 @@ class Deployment(msgspec.Struct, kw_only=True, omit_defaults=True):
     load_error: str | None
     answer_mode_configured: str | None = None  # answer.mode: auto (follow gate 4), generate or extractive
     answer_mode_reason: str | None = None
-    qualification: dict[str, Any] | None = None  # gate 4's last verdict for this profile
+    qualification: dict[str, object] | None = None  # gate 4's last verdict for this profile
     model_unqualified: str | None = None  # as in Health: why the model's answers are drafts, never green
-    profile: dict[str, Any] | None = None
+    profile: dict[str, object] | None = None
     profile_error: str | None = None
     # The runtime's one owner (gateway.runtime_owner): state, reason, backend, isolation, worker.
-    runtime: dict[str, Any] | None = None
+    runtime: dict[str, object] | None = None
     chain_id: str | None = None
-    chain: dict[str, Any] | None = None
-    gates: dict[str, Any] | None
+    chain: dict[str, object] | None = None
+    gates: dict[str, object] | None
     # The last profile switch of this server (gateway.web.profile_switch): status switched/refused.
-    last_switch: dict[str, Any] | None = None
+    last_switch: dict[str, object] | None = None
 
 
 class DoctorRunOut(msgspec.Struct):
@@ -211,8 +211,8 @@ class DoctorRunOut(msgspec.Struct):
     passed: bool
     failed_gates: list[int]
     chain_id: str
-    gates: list[dict[str, Any]]
-    report: dict[str, Any]  # runtimes.gates.DoctorReport.to_dict(): device, artifact, rollback set, owners
+    gates: list[dict[str, object]]
+    report: dict[str, object]  # runtimes.gates.DoctorReport.to_dict(): device, artifact, rollback set, owners
     warning: str | None
 
 

@@ -4,8 +4,6 @@ document types them (gateway.web.routes_unanswered, routes_status, routes_trial)
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from gateway.web.responses import AnswerOut
@@ -113,7 +111,7 @@ class SystemStatus(msgspec.Struct):
     disk: DiskStatus
     memory: MemoryStatus
     queue: QueueStatus
-    runtime: dict[str, Any]  # gateway.runtime_owner.RuntimeStatus: state, reason, backend, isolation, worker
+    runtime: dict[str, object]  # gateway.runtime_owner.RuntimeStatus: state, reason, backend, isolation, worker
     index: IndexStatus
     answer_log: LogStatus
     answers: dict[str, int]  # since this process started, per outcome (as /metrics)

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
@@ -58,7 +58,7 @@ def _encoded(chunks: Iterator[tuple[str, int]]) -> Iterator[bytes]:
         yield text.encode("utf-8")
 
 
-def set_answer_mode(state: Any, mode: str) -> str:
+def set_answer_mode(state: State, mode: str) -> str:
     """Put `mode` in force for the next answers; returns the mode it replaces.
 
     The services' mode switch holds it (Settings.answer.mode stays what the configuration said): an
@@ -72,7 +72,7 @@ def set_answer_mode(state: Any, mode: str) -> str:
     return previous
 
 
-def doctor_in_force(services: Any, lock: threading.Lock) -> DoctorRun:
+def doctor_in_force(services: Services, lock: threading.Lock) -> DoctorRun:
     """`manualqa doctor` on the profile in force. `lock`: the app's (its state's `doctor_lock`), one run at
     a time, as each loads the model beside the serving one; held by the thread doing the work, so a
     client that goes away mid-run does not let a second run start beside it."""
@@ -114,10 +114,10 @@ class AdminController(Controller):
     async def doctor(self, state: State, services: NamedDependency[Services]) -> DoctorRunOut:
         """Loads the model beside the serving one (tens of seconds); 409 while another run is going on."""
         run = await sync_to_thread(doctor_in_force, services, state.doctor_lock)
-        report = run.report.to_dict()
-        return DoctorRunOut(checked_at=run.checked_at, profile=report["profile"]["name"], passed=report["passed"],
-                            failed_gates=report["failed_gates"], chain_id=report["chain_id"],
-                            gates=report["gates"], report=report, warning=run.warning)
+        verdict = run.report
+        return DoctorRunOut(checked_at=run.checked_at, profile=str(verdict.profile["name"]), passed=verdict.passed,
+                            failed_gates=verdict.failed_gates(), chain_id=verdict.chain_id,
+                            gates=[g.to_dict() for g in verdict.gates], report=verdict.to_dict(), warning=run.warning)
 
     @post("/deployment/answer-mode", tags=["system"], status_code=200,
           summary="Switch this running server between generate and extractive (manualqa.toml is unchanged)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from contextlib import AbstractContextManager
 
 from litestar import Controller, Response, post
 from litestar.concurrency import sync_to_thread
@@ -25,13 +25,13 @@ from gateway.web.security import AppRequest, client_id, principal_of, reader_gua
 from retrieval.types import RetrievalError
 
 
-def require_ready(state: Any) -> None:
+def require_ready(state: State) -> None:
     if not state.ready.is_set():
         raise ApiError(503, "loading", "the gateway is still loading its index and model",
                        {"Retry-After": "5"})
 
 
-def answer_producer(state: Any, request: AnswerRequest) -> Producer:
+def answer_producer(state: State, request: AnswerRequest) -> Producer:
     """A function cancel -> pipeline events; only the generation step takes the generation slot.
 
     A question that may need the model reserves its queue place here, in the request handler, so
@@ -40,9 +40,10 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
     """
     from gateway.answer.pipeline import answer_events
 
-    decision = state.gw.answer_mode()  # once per ask: the slot below and the pipeline read the same one
+    gw: Services = state.gw
+    decision = gw.answer_mode()  # once per ask: the slot below and the pipeline read the same one
     generates = request.mode_or(decision.mode) == "generate"
-    reservation = state.gw.queue.reserve() if generates else None
+    reservation = gw.queue.reserve() if generates else None
 
     def produce(cancel: threading.Event, emit: Callable[[AnswerEvent], None] | None = None
                 ) -> Iterator[AnswerEvent]:
@@ -50,12 +51,13 @@ def answer_producer(state: Any, request: AnswerRequest) -> Producer:
             if emit is not None:
                 emit(Queue(ahead=ahead))
 
-        def slot(cancel: threading.Event) -> Any:
-            return state.gw.queue.run(reservation, cancel, on_wait)
+        def slot(cancel: threading.Event) -> AbstractContextManager[bool]:
+            assert reservation is not None  # the pipeline is given this slot only with a reservation (below)
+            return gw.queue.run(reservation, cancel, on_wait)
 
         try:
             with state.in_flight.track(cancel):  # a graceful stop waits for it (gateway.web.drain)
-                events = answer_events(state.gw.answer_deps(decision), request, cancel=cancel,
+                events = answer_events(gw.answer_deps(decision), request, cancel=cancel,
                                        slot=slot if reservation is not None else None)
                 for event in events:
                     if isinstance(event, Final):

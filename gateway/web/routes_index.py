@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from litestar import Controller, get, post
@@ -15,7 +15,7 @@ from gateway.web.errors import ApiError
 from gateway.web.responses_admin import Activated, GcDone, IndexDiff, RolledBack, VersionList
 from gateway.web.security import admin_guard, reader_guard
 from retrieval.types import RetrievalError
-from retrieval.versions import IndexBusyError
+from retrieval.versions import IndexBusyError, IndexStore
 
 Keep = Annotated[int, msgspec.Meta(ge=1, le=100_000, description="How many of the newest versions to keep")]
 
@@ -26,7 +26,7 @@ class GcRequest(msgspec.Struct, forbid_unknown_fields=True):
     keep: Keep
 
 
-def _gc(store: Any, keep: int, dry_run: bool) -> GcDone:
+def _gc(store: IndexStore, keep: int, dry_run: bool) -> GcDone:
     """IndexStore.gc (what `manualqa index gc` runs); a held index lock is a 409, not a bad request."""
     try:
         return GcDone(**store.gc(keep, dry_run=dry_run).to_dict())
@@ -85,6 +85,6 @@ class IndexController(Controller):
         return IndexDiff(**await sync_to_thread(services.index_diff, from_, to))
 
 
-def _known(store: Any, version: str) -> None:
+def _known(store: IndexStore, version: str) -> None:
     if version not in {v["id"] for v in store.list_versions()}:
         raise ApiError(404, "not_found", f"no index version {version!r}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,10 +101,10 @@ class ManualsController(Controller):
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
 
-        def work(progress: Any) -> dict[str, Any]:
+        def work(progress: Callable[[str, int, int], None]) -> dict[str, object]:
             try:
                 report = services.ingest([target], progress=progress)
-                done: dict[str, Any] = report.to_dict()
+                done: dict[str, object] = report.to_dict()
                 return done
             finally:
                 shutil.rmtree(folder, ignore_errors=True)

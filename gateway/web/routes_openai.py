@@ -36,7 +36,7 @@ from gateway.web.openai_replies import (
 )
 from gateway.web.routes_ask import answer_producer, key_name_of, require_ready
 from gateway.web.schemas import MAX_QUESTION_CHARS, ChatCompletionRequest, ChatMessage
-from gateway.web.security import AppRequest, client_id, reader_guard
+from gateway.web.security import AppRequest, client_id, reader_guard, services_of
 
 __all__ = ["EARLIER_TURNS", "OpenAIController", "sources_footer"]
 
@@ -83,8 +83,8 @@ def task_reply(task: ClientTask) -> Reply:
                                             "answer_id": None, "outcome": None})
 
 
-def model_card(request: AppRequest) -> dict[str, Any]:
-    gw = request.app.state.gw
+def model_card(request: AppRequest) -> dict[str, object]:
+    gw = services_of(request)
     runtime = gw.runtime_if_loaded()
     meta = {"index_version": gw.store.active_id()}
     if runtime is not None:
@@ -98,11 +98,11 @@ class OpenAIController(Controller):
     tags = ["openai-compatible"]
 
     @get("/models", summary="The gateway as one model (OpenAI format)")
-    async def models(self, request: AppRequest) -> dict[str, Any]:
+    async def models(self, request: AppRequest) -> dict[str, object]:
         return {"object": "list", "data": [model_card(request)]}
 
     @get("/models/{model_id:str}", summary="One model (OpenAI format); 404 for any id but the gateway's")
-    async def model(self, request: AppRequest, model_id: FromPath[str]) -> dict[str, Any]:
+    async def model(self, request: AppRequest, model_id: FromPath[str]) -> dict[str, object]:
         if model_id != MODEL_ID:
             raise ApiError(404, "model_not_found", f"The model {model_id!r} does not exist on this gateway; "
                                                    f"it serves {MODEL_ID!r}")

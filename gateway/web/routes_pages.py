@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import mimetypes
 from pathlib import Path
-from typing import Any
 
 from litestar import Controller, MediaType, Response, get, post
 from litestar.datastructures import Cookie
@@ -16,7 +15,7 @@ from litestar.static_files import create_static_files_router
 
 from gateway.web import page_language
 from gateway.web.errors import ApiError
-from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, AppRequest, live_session
+from gateway.web.security import SESSION_COOKIE, SESSION_TTL_S, AppRequest, live_session, services_of
 
 UI_DIR = Path(__file__).resolve().parent.parent.parent / "ui"
 STATIC_DIR = UI_DIR / "static"
@@ -66,8 +65,8 @@ class PagesController(Controller):
         return _page("admin.html", request)
 
     @post("/admin/login", status_code=200)
-    async def login(self, request: AppRequest) -> Response[dict[str, Any]]:
-        state = request.app.state
+    async def login(self, request: AppRequest) -> Response[dict[str, str]]:
+        gw = services_of(request)
         content_type = request.headers.get("content-type", "")
         if content_type.startswith("application/json"):
             body = await request.json()
@@ -75,19 +74,19 @@ class PagesController(Controller):
         else:
             form = await request.form()
             key = form.get("key")
-        principal = state.gw.keys.verify(str(key or "").strip())
+        principal = gw.keys.verify(str(key or "").strip())
         if principal is None:
             raise ApiError(401, "unauthorized", "unknown or revoked key")
         if not principal.is_admin:
             raise ApiError(403, "forbidden", f"key {principal.name!r} is not an admin key")
-        sid, session = state.gw.sessions.create(principal)
+        sid, session = gw.sessions.create(principal)
         cookie = Cookie(key=SESSION_COOKIE, value=sid, httponly=True, samesite="strict", path="/",
                         max_age=SESSION_TTL_S, secure=request.url.scheme == "https")
         return Response({"name": principal.name, "role": principal.role, "csrf": session.csrf},
                         cookies=[cookie])
 
     @get("/admin/session")
-    async def session(self, request: AppRequest) -> dict[str, Any]:
+    async def session(self, request: AppRequest) -> dict[str, str]:
         session = live_session(request)
         if session is None:
             raise ApiError(401, "unauthorized", "not logged in")
@@ -95,7 +94,7 @@ class PagesController(Controller):
 
     @post("/admin/logout", status_code=200)
     async def logout(self, request: AppRequest) -> Response[dict[str, str]]:
-        request.app.state.gw.sessions.drop(request.cookies.get(SESSION_COOKIE))
+        services_of(request).sessions.drop(request.cookies.get(SESSION_COOKIE))
         return Response({"status": "logged out"},
                         cookies=[Cookie(key=SESSION_COOKIE, value="", max_age=0, path="/")])
 
@@ -107,7 +106,7 @@ class PagesController(Controller):
 class OfflineDocs(OpenAPIRenderPlugin):
     """An interactive API page from local assets only (Litestar's default pages use a CDN)."""
 
-    def render(self, request: AppRequest, openapi_schema: dict[str, Any]) -> bytes:
+    def render(self, request: AppRequest, openapi_schema: dict[str, object]) -> bytes:
         return (PAGES_DIR / "apidocs.html").read_bytes()
 
 

@@ -8,7 +8,6 @@ response's `configured` says.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from litestar import Controller, get, put
 from litestar.concurrency import sync_to_thread
@@ -22,7 +21,7 @@ NOTE = ("changed on this running server only: [log] retention_days in manualqa.t
         "MANUALQA_LOG__RETENTION_DAYS) decides again at the next start")
 
 
-def _out(state: Any, previous: int | None = None) -> RetentionOut:
+def _out(state: State, previous: int | None = None) -> RetentionOut:
     task = state.retention
     return RetentionOut(days=state.gw.settings.log.retention_days, configured=state.configured_retention_days,
                         last_run=task.last_run, deleted_last_run=task.last_deleted, previous_days=previous,

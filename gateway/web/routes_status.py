@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from litestar import Controller, get
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 
 from gateway.records.db import opened
+from gateway.services import Services
 from gateway.stamps import utcnow
 from gateway.web.responses_ops import DiskStatus, IndexStatus, LogStatus, MemoryStatus, QueueStatus, SystemStatus
 from gateway.web.security import admin_guard
@@ -41,7 +41,7 @@ def disk_status(data_dir: Path) -> DiskStatus:
                       used_percent=round(100.0 * usage.used / usage.total, 1) if usage.total else 0.0)
 
 
-def log_status(gw: Any) -> LogStatus:
+def log_status(gw: Services) -> LogStatus:
     db_path = Path(gw.settings.db_path)
     size = sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())
     with opened(db_path) as db:
@@ -49,7 +49,7 @@ def log_status(gw: Any) -> LogStatus:
     return LogStatus(rows=rows, db_bytes=size, pending=int(gw.log.pending))
 
 
-def system_status(state: Any) -> SystemStatus:
+def system_status(state: State) -> SystemStatus:
     gw = state.gw
     pid = os.getpid()
     waiting, running = gw.queue.counts()

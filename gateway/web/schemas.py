@@ -6,10 +6,11 @@ declared media type (text/plain, a form) with 415 before anything parses it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from litestar.enums import RequestEncodingType
+from litestar.handlers import HTTPRouteHandler
 
 from gateway.records.keys import NAME_PATTERN as KEY_NAME_PATTERN
 from gateway.web.errors import ApiError
@@ -72,8 +73,8 @@ class ChatCompletionRequest(msgspec.Struct):
     temperature: float | None = None
     top_p: float | None = None
     n: int | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tools: list[dict[str, object]] | None = None
+    tool_choice: str | dict[str, object] | None = None
     user: str | None = None
 
 
@@ -92,7 +93,7 @@ class TitleRequest(msgspec.Struct, forbid_unknown_fields=True):
     title: str
 
 
-def takes_json(handler: Any) -> bool:
+def takes_json(handler: HTTPRouteHandler) -> bool:
     """Whether a route handler's body (its `data` parameter, JSONBody or plain) is JSON."""
     field = handler.parsed_fn_signature.parameters.get("data")
     if field is None:
