@@ -17,7 +17,13 @@ from gateway.answer.answer_first import arrange, names_value, section_match, wit
 from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
 from gateway.answer.reflow import unwrap_words
-from gateway.answer.section_titles import ITEM_RE, is_heading, past_glued_title, past_title_lines
+from gateway.answer.section_titles import (
+    ITEM_RE,
+    is_heading,
+    is_section_number,
+    past_glued_title,
+    past_title_lines,
+)
 from gateway.answer.sentence_score import adjustment, features
 from ingest.text.scripts import CJK
 from ingest.text.sentences import BULLETS, sentence_spans
@@ -28,6 +34,13 @@ if TYPE_CHECKING:
     from gateway.config import AnswerSettings
 
 MAX_SENTENCE_CHARS = 400
+# Where a how-to's long sentence may be cut (EvidenceParams.procedure_chars): a sentence's end inside a
+# quoted "sentence" (the splitter keeps "... precision.\nshell>set cal 1" in one span, as no capital
+# follows), a line break before a step or a list item, and the line break after a command line
+# ("shell>set cal 1", "$ make").
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bfig\.)\s|(?<=[。！？；])", re.I)
+_STEP_LINE_RE = re.compile(rf"^\s*(?:[{BULLETS}*\-–]\s|\(?\d{{1,2}}[.)]\s|step\s+\d)", re.I)
+_COMMAND_LINE_RE = re.compile(r"^\s*[\w\-~/]{0,16}[>$#]\s?\S")
 # A list item (section_titles.ITEM_RE), or a bare "3." / "(3)" just before a sentence (the sentence
 # splitter cuts a step's number off as a fragment of its own). A procedure's steps are quoted in their
 # own order, never best step first.
@@ -75,7 +88,10 @@ class EvidenceParams:
     a how-to question's steps in the manual's order. named_values: a sentence setting a question term to
     a number ("TARGET=245") states the asked value. section_bonus (x the share of the question's terms
     the passage's heading holds) and split_compounds (1: the question's "pid-tune" also as "pid" and
-    "tune"; 2: the sentences' too) were measured and are off.
+    "tune"; 2: the sentences' too) were measured and are off. procedure_chars: a how-to question's
+    sentences are quoted up to this many characters, cut where a sentence or a step ends (_step_ends),
+    never inside one ("How to calibrate the actuator": its "shell>set cal 1" and what the command does
+    whole; 0: MAX_SENTENCE_CHARS and a cut at a word, as every other question's).
     """
 
     max_sentences: int = 3
@@ -85,6 +101,7 @@ class EvidenceParams:
     best_first: bool = True
     window: int = 0
     procedure: int = 5
+    procedure_chars: int = 1000
     drop_headings: bool = True
     weights: Mapping[str, tuple[float, float, float]] | None = None
     steps_lead: bool = True
@@ -105,13 +122,36 @@ def evidence_params(settings: AnswerSettings) -> EvidenceParams:
                    weights=None if settings.learned_evidence else {})
 
 
-def _clean(sentence: str) -> str:
+def _clean(sentence: str, steps_within: int = 0) -> str:
     """The sentence on one line: words the PDF's line ends broke whole again ("con-\nnector"), the
-    rest of its line breaks spaces (gateway.answer.reflow), at most MAX_SENTENCE_CHARS."""
-    sentence = re.sub(r"\s+", " ", unwrap_words(sentence)).strip()
-    if len(sentence) > MAX_SENTENCE_CHARS:
-        sentence = sentence[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-    return sentence
+    rest of its line breaks spaces (gateway.answer.reflow), at most MAX_SENTENCE_CHARS, cut at a word.
+
+    steps_within (a how-to question's EvidenceParams.procedure_chars): up to that many characters
+    instead, cut where a sentence or a step ends (_step_ends), then "…"; at a word only when its first
+    sentence or step alone is longer."""
+    text = unwrap_words(sentence)
+    one_line = " ".join(text.split())
+    limit = steps_within or MAX_SENTENCE_CHARS
+    if len(one_line) <= limit:
+        return one_line
+    if steps_within:
+        whole = [cut for cut in (" ".join(text[:end].split()) for end in _step_ends(text)) if len(cut) <= limit]
+        if whole:
+            return whole[-1] + " …"
+    return one_line[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _step_ends(text: str) -> list[int]:
+    """Where a sentence or a step ends in text (see _SENTENCE_END_RE), in order."""
+    ends = {m.start() for m in _SENTENCE_END_RE.finditer(text)}
+    at = 0
+    lines = text.split("\n")
+    for a, b in zip(lines, lines[1:], strict=False):
+        at += len(a)
+        if _COMMAND_LINE_RE.match(a) or _STEP_LINE_RE.match(b) or _COMMAND_LINE_RE.match(b):
+            ends.add(at)
+        at += 1
+    return sorted(ends)
 
 
 def trim_to_window(sentence: str, want: set[str], words: int) -> str:
@@ -198,20 +238,22 @@ def scored_candidates(
     max_passages, value_bonus, drop_headings = params.max_passages, params.value_bonus, params.drop_headings
     want = _wanted(question, params)
     asked = asked_quantities(question)
+    steps_within = params.procedure_chars if asks_how_to(question) else 0
     found: list[tuple[int, int, str, set[str]]] = []  # (passage n, position, sentence, terms)
     steps: set[tuple[int, int]] = set()  # (passage n, position) of list items
     for n, hit in enumerate(hits[:max_passages], start=1):
         before = ""
         for pos, (s, e) in enumerate(sentence_spans(hit.text)):
             scored = hit.text[s:e]  # a glued title still tells what the sentence is about: it scores
+            numbered = is_section_number(before)  # "4.5.2." cut off "Calibration\nFirst time use ..."
             if drop_headings:
                 s = past_caption_line(hit.text, past_glued_title(
-                    hit.text, past_title_lines(hit.text, s, e, hit.heading or ""), e), e)
-            sentence = _clean(hit.text[s:e])
+                    hit.text, past_title_lines(hit.text, s, e, hit.heading or "", numbered), e), e)
+            sentence = _clean(hit.text[s:e], steps_within)
             if ITEM_RE.match(sentence) or _NUMBER_RE.match(before):
                 steps.add((n, pos))
             before = sentence
-            if word_count(sentence) < 4 or drop_headings and is_heading(hit.text[s:e], hit.heading or ""):
+            if word_count(sentence) < 4 or drop_headings and is_heading(hit.text[s:e], hit.heading or "", numbered):
                 continue
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
@@ -253,7 +295,7 @@ def pick_sentences(
     want = _wanted(question, params)
     candidates, steps = scored_candidates(question, hits, params, extra=extra)
     if not candidates:
-        return [(1, _clean(hits[0].text))] if hits else []
+        return [(1, _clean(hits[0].text, params.procedure_chars if asks_how_to(question) else 0))] if hits else []
     ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
     top = ranked[0].score
     chosen: list[Candidate] = []

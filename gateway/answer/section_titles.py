@@ -23,6 +23,13 @@ _SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)+\.?\s*(?=[A-Za-z])")
 # "2.9.3 ", "2.3.2.2 ": three levels or more, which no value ("3.3 V") and no step ("2.") looks like
 # (used with .match, which anchors it where it starts)
 _DEEP_SECTION_RE = re.compile(r"\d+(?:\.\d+){2,}\.?\s*(?=[A-Za-z(])")
+# A section's number alone ("4.5.2.", "2.1"): the sentence splitter cuts it off the title it numbers
+# ("4.5.2. Calibration\nFirst time use ..." is "4.5.2." and "Calibration\nFirst time use ..."), so the
+# line that opens the span after it is that section's title, one word or more.
+_NUMBER_ALONE_RE = re.compile(r"^\d+(?:\.\d+)+\.?$")
+# the number of the section heading the index found ("2. Feeding", "4.5.2. Calibration"): a heading's
+# own, so one level is a section's number too there, not a step's
+_HEADING_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.?\s*(?=[^\W\d_])")
 # small words a title keeps lowercase ("Removal of the Cover")
 _TITLE_GLUE = frozenset("a an and at by for from in of on or the to with".split())
 
@@ -31,32 +38,42 @@ def _folded(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def is_heading(raw: str, heading: str = "") -> bool:
+def is_section_number(fragment: str) -> bool:
+    """A section's number and nothing else ("4.5.2.", "2.1"; not a step's "3.")."""
+    return _NUMBER_ALONE_RE.match(fragment.strip()) is not None
+
+
+def is_heading(raw: str, heading: str = "", numbered: bool = False) -> bool:
     """A title or a run of titles ("INSTALLING THE WATER CHILLER", "2.5.2 Instant Capture", "Klipper
     InstallationReferences: Klipper Installation Instructions ..."): capitalised words, no number but a
     section's own (a code like "E3" may be there), no closing punctuation; or the section heading the
     index found for the passage (`heading`), numbered or not ("16.4 Hamlib does not work with my Icom
-    radio"). A deeply numbered title may be one word ("2.9.3 Open")."""
+    radio"), with its number or without ("Calibration" in "4.5.2. Calibration"). A deeply numbered title
+    may be one word ("2.9.3 Open"), and so may one whose number came just before it (`numbered`: the
+    sentence before was a section's number alone, is_section_number)."""
     text = raw.strip()
     bare = _SECTION_NUMBER_RE.sub("", text)
-    if heading and _folded(heading) in (_folded(text), _folded(bare)):
+    titles = {_folded(heading), _folded(_HEADING_NUMBER_RE.sub("", heading.strip()))} if heading else set()
+    if titles & {_folded(text), _folded(bare)}:
         return True
     if has_cjk(text):  # no capitals to read: only a numbered title (第二章 技术参数) is one
         return cjk_heading(text)
     if not bare or bare[-1] in ".!?;)\"”" or _VALUE_RE.search(bare) or ITEM_RE.match(bare):
         return False
     words = _WORD_RE.findall(bare)
-    least = 1 if _DEEP_SECTION_RE.match(text) else 2
+    least = 1 if numbered or _DEEP_SECTION_RE.match(text) else 2
     return len(words) >= least and sum(w[0].isupper() for w in words) >= 0.7 * len(words)
 
 
-def past_title_lines(text: str, s: int, e: int, heading: str = "") -> int:
+def past_title_lines(text: str, s: int, e: int, heading: str = "", numbered: bool = False) -> int:
     """Where the sentence text[s:e] starts once title lines glued before it are passed ("INSTALLING THE
-    WATER CHILLER\\nFill the chiller ..." is one span to the sentence splitter)."""
+    WATER CHILLER\\nFill the chiller ..." is one span to the sentence splitter). numbered: the sentence
+    before was a section's number alone, so a first line of one title word is a title too ("Calibration")."""
     while True:
         cut = text.find("\n", s, e)
-        if cut < 0 or not is_heading(text[s:cut], heading) or not text[cut:e].strip():
+        if cut < 0 or not is_heading(text[s:cut], heading, numbered) or not text[cut:e].strip():
             return s
+        numbered = False
         s = cut + 1
         while s < e and text[s].isspace():
             s += 1
