@@ -252,9 +252,9 @@ def steps_against_order(picked: list[tuple[int, str]], given: list[Any]) -> bool
     """Two quoted steps or instructions of one section (manual and heading) in the opposite order to the
     manual's."""
     from gateway.answer.answer_first import place
-    from gateway.answer.extractive import _clean
     from gateway.answer.section_titles import ITEM_RE
     from gateway.answer.sentence_score import is_instruction
+    from gateway.answer.sentence_text import clean_sentence as _clean
     from ingest.text.sentences import sentence_spans
 
     where = []

@@ -34,10 +34,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from gateway.answer.citations import renumber, resolve
+from gateway.answer.cited_text import cited_text
 from gateway.answer.coverage import named_elsewhere, named_first, stated_apart, unstated_values
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
 from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
-from gateway.answer.extractive import cited_text, evidence_params, pick_sentences, similarity_scorer
+from gateway.answer.evidence_params import evidence_params
+from gateway.answer.extractive import pick_sentences, similarity_scorer
 from gateway.answer.flags import AnswerFlag
 from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
 from gateway.answer.outcome import Decision, SupportCheck, Weak, check_support, decide_outcome, settle
