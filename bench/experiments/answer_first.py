@@ -42,7 +42,6 @@ import sys
 from collections.abc import Callable
 from difflib import SequenceMatcher
 from typing import Any
-from unittest import mock
 
 from bench.experiments.unanswerable import CACHE, DEV, TEST, questions, services
 from bench.harness import REPO, write_section
@@ -51,7 +50,7 @@ OUT = CACHE / "answer_first"
 SAMPLE = "sample"  # sample_manuals/questions.jsonl on the two sample manuals: shown, never chosen on
 MIN_SHARED = 24  # characters of normalised evidence a sentence must share with it
 # The shipped settings before issue 48 item 3 (gateway.answer.extractive.EvidenceParams).
-# join_short_lines: gateway.answer.reflow.JOIN_SHORT_LOWER (the cards' quotes), the rest EvidenceParams.
+# join_short_lines is the cards' quotes (gateway.answer.reflow through gateway.answer.citations.resolve).
 BEFORE: dict[str, Any] = {"steps_lead": False, "avoid_bad_lead": False, "manual_order": False,
                           "named_values": False, "section_bonus": 0.0, "split_compounds": 0,
                           "join_short_lines": False, "procedure_chars": 0}
@@ -156,20 +155,16 @@ def _sample_questions() -> list[dict[str, Any]]:
 
 def shown(item: dict[str, Any], change: dict[str, Any], settings: Any) -> dict[str, Any]:
     """What the pipeline shows under one variant: the picked sentences and the cards, renumbered."""
-    from gateway.answer import reflow
     from gateway.answer.citations import renumber, resolve
     from gateway.answer.extractive import cited_text, evidence_params, pick_sentences, similarity_scorer
 
     given, q = item["given"], item["q"]
-    change = {**BEFORE, **change}
-    # the product's rule, switched for this variant only and put back (no state left behind)
-    with mock.patch.object(reflow, "JOIN_SHORT_LOWER", change.pop("join_short_lines")):
-        params = dataclasses.replace(evidence_params(settings), **change)
-        extra = (similarity_scorer(item["similar"], given, settings.sentence_similarity)
-                 if item["similar"] is not None and settings.sentence_similarity > 0 else None)
-        picked = pick_sentences(q["question"], given, params, extra=extra)
-        text, _ = cited_text(picked)
-        cards, _ = resolve(text, given, supporting_fallback=False)
+    params = dataclasses.replace(evidence_params(settings), **{**BEFORE, **change})
+    extra = (similarity_scorer(item["similar"], given, settings.sentence_similarity)
+             if item["similar"] is not None and settings.sentence_similarity > 0 else None)
+    picked = pick_sentences(q["question"], given, params, extra=extra)
+    text, _ = cited_text(picked)
+    cards, _ = resolve(text, given, supporting_fallback=False, params=params)
     text = renumber(text, cards)
     return {"picked": picked, "text": text, "cards": [(c.manual, c.page) for c in cards],
             "sentences": [x for c in cards for x in c.sentences]}

@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gateway.answer.evidence_params import EVIDENCE, EvidenceParams
 from gateway.answer.flags import AnswerFlag
 from gateway.answer.reflow import reflow
 from ingest.text.sentences import sentence_spans
@@ -120,9 +121,10 @@ def best_sentences(passage: str, claim: str, limit: int = 2) -> list[tuple[int, 
 
 
 def resolve(
-    answer: str, hits: list[Hit], supporting_fallback: bool = True
+    answer: str, hits: list[Hit], supporting_fallback: bool = True, *, params: EvidenceParams = EVIDENCE
 ) -> tuple[list[Citation], list[AnswerFlag]]:
-    """Citations of `answer` against the passages given (hits[0] is [1]), plus flags.
+    """Citations of `answer` against the passages given (hits[0] is [1]), plus flags; params: how the
+    passages are quoted (EvidenceParams.join_short_lines: gateway.answer.reflow).
 
     Flags: ``dropped_invalid_citations: [7, 9]`` and ``no_valid_citation`` (then, if asked, the given
     passage closest to the answer is attached as a supporting passage so the reader sees where to look).
@@ -147,13 +149,14 @@ def resolve(
             for span in best_sentences(hit.text, claim):
                 if span not in spans:
                     spans.append(span)
-        citations.append(_citation(n, hit, sorted(spans)))
+        citations.append(_citation(n, hit, sorted(spans), join_short_lines=params.join_short_lines))
     if not valid:
         flags.append(AnswerFlag("no_valid_citation"))
         if supporting_fallback and hits:
             n = supporting_passage(answer, hits)
             spans = best_sentences(hits[n - 1].text, answer)
-            citations.append(_citation(n, hits[n - 1], spans, supporting=True))
+            citations.append(_citation(n, hits[n - 1], spans, supporting=True,
+                                       join_short_lines=params.join_short_lines))
     return citations, flags
 
 
@@ -203,8 +206,9 @@ def _marker(numbers: list[int]) -> str:
     return "[" + ", ".join(str(x) for x in numbers) + "]"
 
 
-def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool = False) -> Citation:
-    passage, where = reflow(hit.text)  # the PDF's wrapped line ends joined; spans follow
+def _citation(n: int, hit: Hit, spans: list[tuple[int, int]], supporting: bool = False,
+              join_short_lines: bool = True) -> Citation:
+    passage, where = reflow(hit.text, join_short_lines)  # the PDF's wrapped line ends joined; spans follow
     moved = [(where[s], where[e]) for s, e in spans]
     return Citation(n=n, chunk_id=hit.chunk_id, manual=hit.manual, title=hit.title,
                     manual_sha256=hit.manual_sha256, page=hit.page, heading=hit.heading, passage=passage,

@@ -45,7 +45,10 @@ class EvidenceParams:
     "tune"; 2: the sentences' too) were measured and are off. procedure_chars: a how-to question's
     sentences are quoted up to this many characters, cut where a sentence or a step ends (_step_ends),
     never inside one ("How to calibrate the actuator": its "shell>set cal 1" and what the command does
-    whole; 0: MAX_SENTENCE_CHARS and a cut at a word, as every other question's).
+    whole; 0: MAX_SENTENCE_CHARS and a cut at a word, as every other question's). join_short_lines: the
+    cards' quotes (gateway.answer.citations, gateway.answer.reflow) join a line of a word or two to the
+    lower-case line after it ("Clean" + "the Printer frequently."; wrapped breaks on the development halves
+    33 -> 19).
     """
 
     max_sentences: int = 3
@@ -64,6 +67,7 @@ class EvidenceParams:
     named_values: bool = True
     section_bonus: float = 0.0
     split_compounds: int = 0
+    join_short_lines: bool = True
 
 
 EVIDENCE = EvidenceParams()

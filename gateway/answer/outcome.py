@@ -42,6 +42,7 @@ from gateway.answer.asked_kinds import answers_direction, answers_fault
 from gateway.answer.binding import affirms, only_denied, passage_says_not, yes_contradicted
 from gateway.answer.citations import CITATION_RE, Citation, parse_citations, renumber, resolve, validate
 from gateway.answer.claim_terms import numbers_of, overlap_terms, stated_numbers, without_references
+from gateway.answer.evidence_params import EVIDENCE, EvidenceParams
 from gateway.answer.flags import AnswerFlag
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
@@ -283,9 +284,10 @@ def _decide(*, retrieval_error: str | None, closed: bool, cancelled: bool, weak:
 
 
 def settle(res: AnswerResult, decision: Decision, *, given: list[Hit], evidence: str,
-           generation: Generation | None = None, support: SupportCheck | None = None) -> None:
+           generation: Generation | None = None, support: SupportCheck | None = None,
+           params: EvidenceParams = EVIDENCE) -> None:
     """Write the decision into the result: outcome, text, citations (numbered 1..N as the text cites
-    them: citations.renumber), flags."""
+    them: citations.renumber), flags; params: how the evidence's passages are quoted, as they were picked."""
     res.outcome = decision.outcome
     if support is not None:
         res.support = support.checks
@@ -299,7 +301,7 @@ def settle(res: AnswerResult, decision: Decision, *, given: list[Hit], evidence:
     if decision.shows == "notice":
         res.answer = decision.notice
     elif decision.shows == "evidence":
-        use_evidence(res, given, evidence)
+        use_evidence(res, given, evidence, params)
     elif decision.shows == "model" and generation is not None:
         if support is not None and support.shown is not None:
             res.answer, res.citations = support.shown, support.citations

@@ -225,10 +225,11 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
         # (a request's max_tokens caps the quoted text too: no model counts it, approx_tokens does)
+        params = evidence_params(settings)  # how it is picked and its passages quoted, once per answer
         evidence, evidence_cut = cited_text(pick_sentences(
-            res.question, given, evidence_params(settings),
+            res.question, given, params,
             extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res)), request.max_tokens)
-        ev_citations, _ = resolve(evidence, given, supporting_fallback=False)
+        ev_citations, _ = resolve(evidence, given, supporting_fallback=False, params=params)
         res.timings["evidence_ms"] = elapsed_ms(t0)
         yield Evidence(text=renumber(evidence, ev_citations), citations=[c.to_dict() for c in ev_citations])
         gen: Generation | None = None
@@ -253,7 +254,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
                                             recite_citations=settings.recite_citations)
             decision = decide_outcome(cancelled=gen is None, generation=gen, support=support,
                                       unqualified=deps.unqualified)
-        settle(res, decision, given=given, evidence=evidence, generation=gen, support=support)
+        settle(res, decision, given=given, evidence=evidence, generation=gen, support=support, params=params)
         if evidence_cut and decision.shows == "evidence" and "cut_at_max_tokens" not in res.flags:
             # the quoted evidence is the answer, cut at the request's max_tokens
             res.flags.append(AnswerFlag("cut_at_max_tokens"))

@@ -19,6 +19,9 @@ that only wraps a line, and keeps one that means something:
   it: lower case on both sides; "Raspberry-\\nPi" keeps its hyphen), and a wrapped line of Chinese or
   Japanese (written without spaces: "波特率为" + "115200，" -> "波特率为115200，").
 
+The first rule ("Clean" + "the Printer frequently.") is `join_short_lines` (EvidenceParams.join_short_lines,
+on as shipped; bench/experiments/answer_first.py measures the quotes with it off too).
+
 `reflow` returns the new text and where each index of the old text went (length len(text) + 1), so
 that spans found in the passage as indexed (gateway.answer.citations) still point at their sentences.
 `unwrap_words` is the width-free part, for a sentence quoted on one line (gateway.answer.extractive).
@@ -41,7 +44,6 @@ _SMALL_WORDS = frozenset("a an and as at by for in of on or the to with".split()
 _WORDLIKE_RE = re.compile(r"[\w'’\"“”‘(),.;:/%°+\-–，。、；：！？（）「」《》]+")  # prose (not "shell>", "#", "|")
 _ENDS = ".!?:;。！？：；"
 _PLAIN_WORD_RE = re.compile(r"[^\W\d_][\w'’]*,?")  # a word, maybe with its comma: no code, no number
-JOIN_SHORT_LOWER = True  # bench/experiments/answer_first.py measures the quotes with it off too
 _OPENERS = "(\"'“‘"
 _NO_SPACE_RE = re.compile(f"[{HAN}{KANA}]")  # written without spaces between words
 _BROKEN_WORD_RE = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_])")
@@ -58,7 +60,7 @@ def unwrap_words(text: str) -> str:
     return _BROKEN_CJK_RE.sub("", _BROKEN_WORD_RE.sub(word, text))
 
 
-def _join(a: str, b: str, width: int) -> str | None:
+def _join(a: str, b: str, width: int, join_short_lines: bool = True) -> str | None:
     """What the break between lines a and b becomes: " ", "" or "-" (joined), None (kept)."""
     if not a or not b or _ITEM_RE.match(b) or _FIELD_RE.match(b) or a[0] in "#$>":
         return None
@@ -80,7 +82,7 @@ def _join(a: str, b: str, width: int) -> str | None:
     if len(a.split()) < MIN_WORDS:
         # a line of a word or two that a lower-case word goes on from ("Clean" + "the Printer frequently."):
         # a text layer that broke a sentence into short lines, not a label, a cell or code ("set -e" + "if")
-        plain = JOIN_SHORT_LOWER and head.islower() and all(_PLAIN_WORD_RE.fullmatch(w) for w in a.split())
+        plain = join_short_lines and head.islower() and all(_PLAIN_WORD_RE.fullmatch(w) for w in a.split())
         return " " if plain else None
     if head.islower():
         return " " if share >= LOWER_SHARE else None
@@ -106,8 +108,10 @@ def _width(lines: list[str]) -> int:
     return max(prose or [len(line.strip()) for line in lines] or [0])
 
 
-def reflow(text: str) -> tuple[str, list[int]]:
-    """(text with its wrapped line ends joined, where each index of `text` went; see the module doc)."""
+def reflow(text: str, join_short_lines: bool = True) -> tuple[str, list[int]]:
+    """(text with its wrapped line ends joined, where each index of `text` went; see the module doc).
+
+    join_short_lines: a line of a word or two joins the lower-case line after it (the module doc)."""
     lines = text.split("\n")
     width = _width(lines)
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement) in text
@@ -115,7 +119,7 @@ def reflow(text: str) -> tuple[str, list[int]]:
     for a, b in zip(lines, lines[1:], strict=False):
         nl = offset + len(a)
         offset = nl + 1
-        joined = _join(a.strip(), b.strip(), width)
+        joined = _join(a.strip(), b.strip(), width, join_short_lines)
         if joined is None:
             continue
         start, end = nl, nl + 1

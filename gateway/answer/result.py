@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gateway.answer.citations import Citation, resolve
+from gateway.answer.evidence_params import EVIDENCE, EvidenceParams
 from gateway.answer.flags import AnswerFlag
 from gateway.answer_fields import AnswerFields
 from gateway.errors import GatewayError
@@ -37,14 +38,15 @@ def elapsed_ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
 
 
-def use_evidence(res: AnswerResult, given: list[Hit], evidence: str) -> None:
-    """Show the quoted evidence (cited sentences of the top passages) as the answer's text."""
+def use_evidence(res: AnswerResult, given: list[Hit], evidence: str, params: EvidenceParams = EVIDENCE) -> None:
+    """Show the quoted evidence (cited sentences of the top passages) as the answer's text; params: how its
+    passages are quoted (EvidenceParams.join_short_lines)."""
     res.answer = evidence
     for p in res.passages[: len(given)]:
         p["given"] = True
-    res.citations, flags = resolve(evidence, given, supporting_fallback=False)
+    res.citations, flags = resolve(evidence, given, supporting_fallback=False, params=params)
     if not res.citations and given:  # no sentence qualified: the top passage itself
-        res.citations, _ = resolve("[1]", given[:1], supporting_fallback=False)
+        res.citations, _ = resolve("[1]", given[:1], supporting_fallback=False, params=params)
     res.flags.extend(f for f in flags if f.name != "no_valid_citation")
 
 
