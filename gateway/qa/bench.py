@@ -28,7 +28,7 @@ from typing import Any
 
 from gateway.errors import GatewayError
 from gateway.qa.conditions import machine_conditions, max_temperature, thermal_readings
-from gateway.qa.metrics import names
+from gateway.qa.metrics import Question, names
 from gateway.stamps import utcnow
 from ingest.discover import sha256_file
 from runtimes.profiles import Profile
@@ -50,7 +50,7 @@ class BenchPlan:
     profiles: list[Profile]
     labels: list[str]  # unique per profile (the name, suffixed when two share one)
     questions_path: Path
-    questions: list[dict[str, Any]]
+    questions: list[Question]
     data_dir: Path
     repeat: int = 1
     output_limit: int = 256
@@ -161,7 +161,7 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None,
             "failed_runs": sum(1 for r in runs if not r["ok"])}
 
 
-def spread(values: list[Any]) -> dict[str, Any]:
+def spread(values: list[object]) -> dict[str, float | int | None]:
     vals = [float(v) for v in values if isinstance(v, (int, float))]
     if not vals:
         return {"median": None, "min": None, "max": None, "n": 0}

@@ -19,7 +19,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # the worker imports the gateway once it runs (its start-up is measured)
+    from gateway.qa.metrics import Answered, Item, Question
 
 # Linux CLOCK_MONOTONIC is system-wide, so the parent's spawn time and ours share one clock.
 T_MAIN = time.monotonic()
@@ -60,7 +63,7 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(vals), 3) if vals else None
 
 
-def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+def _item(position: int, q: Question, r: Answered) -> Item:
     """The shape gateway.qa.metrics.compute_metrics reads (as replay stores it)."""
     return {"position": position, "question": q, "result": r,
             "citations": [{"manual": c.get("manual"), "page": c.get("page")} for c in r.get("citations") or []],
@@ -101,12 +104,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cold_start_ms = _ms(args.spawned_at, t3) if args.spawned_at else _ms(T_MAIN, t3)
 
     answers: list[dict[str, Any]] = []
-    items: list[dict[str, Any]] = []
+    items: list[Item] = []
     for i, q in enumerate(qs):
+        r: Answered
         try:
             request = AnswerRequest(question=q["question"], client="bench", mode="generate",
                                     max_tokens=args.max_tokens or None)
-            r = answer(gw.answer_deps(), request).to_dict()
+            r = cast("Answered", answer(gw.answer_deps(), request).to_dict())  # the answer's JSON, as replay's
         except Exception as exc:  # one failing question is recorded; the run goes on
             r = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}", "answer": "",
                  "citations": [], "passages": [], "timings": {}}

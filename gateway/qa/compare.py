@@ -5,19 +5,59 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from gateway.errors import GatewayError
-from gateway.qa.metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS, gold_pages
+from gateway.qa.metrics import HIGHER_IS_BETTER, SHOWN_WITH_CITATIONS, PageRef, figure, gold_pages
+from gateway.qa.replay import ReplayRun, StoredItem
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
+class Rule(TypedDict, total=False):
+    """How far one metric may move (a gate file's [metrics.NAME] table)."""
+
+    max_drop: float
+    max_rise: float
+    max_increase_pct: float
+    min_abs_ms: float
+
+
+class Gate(TypedDict, total=False):
+    """The upgrade gate: rules per metric, and whether an answerable question may lose its gold citation."""
+
+    lost_gold_citation: bool
+    metrics: dict[str, Rule]
+
+
+class Delta(TypedDict):
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    delta_pct: float | None
+
+
+class Side(TypedDict):
+    """One run's answer to a changed question."""
+
+    outcome: str | None
+    answer: str | None
+    citations: list[str]
+
+
+class Change(TypedDict):
+    question_id: str
+    question: str
+    changes: list[str]
+    baseline: Side
+    candidate: Side
+
+
 # The gate used when none is given. Latency rules need both a relative and an absolute growth,
 # so that the noise of a busy 2-core box does not fail a replay of the same deployment.
-DEFAULT_GATE: dict[str, Any] = {
+DEFAULT_GATE: Gate = {
     "lost_gold_citation": True,
     "metrics": {
         "hit_at_5": {"max_drop": 0.02},
@@ -37,7 +77,7 @@ class GateError(GatewayError):
     """A gate file that cannot be used."""
 
 
-def load_gate(path: str | Path | None) -> dict[str, Any]:
+def load_gate(path: str | Path | None) -> Gate:
     if path is None:
         return DEFAULT_GATE
     p = Path(path)
@@ -53,51 +93,50 @@ def load_gate(path: str | Path | None) -> dict[str, Any]:
         unknown = set(rule) - {"max_drop", "max_rise", "max_increase_pct", "min_abs_ms"}
         if unknown:
             raise GateError(f"{p}: metric {name}: unknown rule key(s) {sorted(unknown)}")
-    checked: dict[str, Any] = gate
-    return checked
+    return cast(Gate, gate)  # the TOML, its metric names and rule keys checked above
 
 
 @dataclass
 class Comparison:
-    baseline: dict[str, Any]
-    candidate: dict[str, Any]
-    deltas: dict[str, dict[str, Any]]
-    changed: list[dict[str, Any]]
+    baseline: ReplayRun
+    candidate: ReplayRun
+    deltas: dict[str, Delta]
+    changed: list[Change]
     violations: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return not self.violations
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"baseline": {k: self.baseline[k] for k in ("id", "label", "time", "deployment")},
-                "candidate": {k: self.candidate[k] for k in ("id", "label", "time", "deployment")},
+    def to_dict(self) -> dict[str, object]:
+        b, c = self.baseline, self.candidate
+        return {"baseline": {"id": b["id"], "label": b["label"], "time": b["time"], "deployment": b["deployment"]},
+                "candidate": {"id": c["id"], "label": c["label"], "time": c["time"], "deployment": c["deployment"]},
                 "deltas": self.deltas, "changed": self.changed, "gate": {
                     "passed": self.passed, "violations": self.violations}}
 
 
-def _pages(citations: list[dict[str, Any]]) -> list[str]:
+def _pages(citations: list[PageRef]) -> list[str]:
     return sorted({f"{c.get('manual')} p.{c.get('page')}" for c in citations})
 
 
-def _gold_cited(item: dict[str, Any]) -> bool:
-    q = item.get("question") or {}
-    gold = gold_pages(q)
+def _gold_cited(item: StoredItem) -> bool:
+    q = item.get("question")
+    gold = gold_pages(q) if q else set()
     return item.get("outcome") in SHOWN_WITH_CITATIONS and any((c.get("manual"), c.get("page")) in gold
                                                      for c in item["citations"])
 
 
-def compare_runs(baseline: dict[str, Any], candidate: dict[str, Any],
-                 gate: dict[str, Any] | None = None) -> Comparison:
+def compare_runs(baseline: ReplayRun, candidate: ReplayRun, gate: Gate | None = None) -> Comparison:
     gate = DEFAULT_GATE if gate is None else gate
-    deltas: dict[str, dict[str, Any]] = {}
+    deltas: dict[str, Delta] = {}
     for name in HIGHER_IS_BETTER:
-        a, b = baseline["metrics"].get(name), candidate["metrics"].get(name)
+        a, b = figure(baseline["metrics"], name), figure(candidate["metrics"], name)
         d = None if a is None or b is None else round(b - a, 4)
         pct = None if d is None or not a else round(100.0 * d / abs(a), 2)
         deltas[name] = {"baseline": a, "candidate": b, "delta": d, "delta_pct": pct}
     base_items = {it["question_id"]: it for it in baseline["items"]}
-    changed: list[dict[str, Any]] = []
+    changed: list[Change] = []
     lost: list[str] = []
     for it in candidate["items"]:
         old = base_items.get(it["question_id"])
@@ -110,7 +149,7 @@ def compare_runs(baseline: dict[str, Any], candidate: dict[str, Any],
             what.append("answer")
         if _pages(old["citations"]) != _pages(it["citations"]):
             what.append("citations")
-        if _gold_cited(old) and not _gold_cited(it) and (it.get("question") or {}).get("answerable"):
+        if _gold_cited(old) and not _gold_cited(it) and (q := it.get("question")) and q.get("answerable"):
             what.append("lost_gold_citation")
             lost.append(it["question_id"])
         if what:
@@ -121,15 +160,15 @@ def compare_runs(baseline: dict[str, Any], candidate: dict[str, Any],
     return cmp
 
 
-def _side(item: dict[str, Any]) -> dict[str, Any]:
+def _side(item: StoredItem) -> Side:
     return {"outcome": item["outcome"], "answer": item["answer"], "citations": _pages(item["citations"])}
 
 
-def _verdict(gate: dict[str, Any], deltas: dict[str, dict[str, Any]], lost: list[str]) -> list[str]:
+def _verdict(gate: Gate, deltas: dict[str, Delta], lost: list[str]) -> list[str]:
     out: list[str] = []
     for name, rule in (gate.get("metrics") or {}).items():
-        d = deltas.get(name) or {}
-        a, b = d.get("baseline"), d.get("candidate")
+        d = deltas.get(name)
+        a, b = (d["baseline"], d["candidate"]) if d else (None, None)
         if a is None or b is None:
             continue
         if "max_drop" in rule and a - b > rule["max_drop"] + 1e-9:

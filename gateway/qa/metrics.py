@@ -11,14 +11,82 @@ that got one. Together they say whether a model's green badge can be trusted (do
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from gateway.answer.citations import CITATION_RE
 from gateway.answer.claim_terms import numbers_of
 from gateway.answer_fields import Outcome
 from ingest.text.terms import content_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from typing_extensions import Required  # typing's own from Python 3.11
+
+
+# -- what a replay reads and keeps ---------------------------------------------------------------
+class Question(TypedDict, total=False):
+    """One line of a question set (questions.jsonl): `id` and `question` required (replay.load_questions
+    checks them), the gold evidence and answer optional; fields not named here are kept as they are."""
+
+    id: Required[str]
+    question: Required[str]
+    manual: str  # the manual the gold pages are in
+    pages: list[int]  # gold pages
+    answerable: bool  # default: whether it names gold pages
+    answer: str  # the gold answer
+
+
+class PageRef(TypedDict, total=False):
+    """A cited or retrieved passage of an answer, as its JSON gives it and a replay keeps it."""
+
+    n: int | None
+    manual: Required[str | None]
+    page: Required[int | None]
+    score: float | None
+    passage: str
+    title: str | None
+
+
+class Answered(TypedDict, total=False):
+    """An answer as a replay reads it: AnswerResult.to_dict(), POST /api/v1/ask's JSON, or an error in their shape."""
+
+    id: str
+    outcome: str
+    error: str | None
+    answer: str
+    mode: str
+    flags: list[str]
+    profile: str
+    chain_id: str | None
+    index_version: str | None
+    citations: list[PageRef]
+    passages: list[PageRef]
+    timings: dict[str, float | str | None]
+    support: list[dict[str, object]]
+    generation_config: dict[str, object]
+
+
+class Item(TypedDict):
+    """One question answered in a run, as compute_metrics reads it (replay and bench_worker build it)."""
+
+    position: int
+    question: Question
+    result: Answered
+    citations: list[PageRef]
+    retrieved: list[PageRef]
+
+
+# A run's metrics (compute_metrics): numbers or None, `outcomes` a count per outcome (None: an answer without one).
+RunMetrics = dict[str, float | None | dict[str | None, int]]
+
+
+def figure(metrics: Mapping[str, object], name: str) -> float | None:
+    """A metric as a number (None: not measured, or not a number)."""
+    value = metrics.get(name)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -95,7 +163,7 @@ def percentile(values: list[float], q: float, *, method: Literal["linear", "near
     return round(vals[lo] + (vals[hi] - vals[lo]) * (pos - lo), 3)
 
 
-def gold_pages(q: dict[str, Any]) -> set[tuple[str | None, int]]:
+def gold_pages(q: Question) -> set[tuple[str | None, int]]:
     """The (manual, page) pairs a question names as its gold evidence: the one gold set of gateway and bench/."""
     return {(q.get("manual"), int(p)) for p in q.get("pages") or []}
 
@@ -104,8 +172,10 @@ def _rate(num: int, den: int) -> float | None:
     return round(num / den, 4) if den else None
 
 
-def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], Any] | None = None,
-                    k: int = 5) -> dict[str, Any]:
+Embed = Callable[[list[str]], "npt.NDArray[np.float32]"]  # an embedder's encode(): L2-normalised rows
+
+
+def compute_metrics(items: list[Item], embed: Embed | None = None, k: int = 5) -> RunMetrics:
     answerable = [it for it in items if it["question"].get("answerable")]
     unanswerable = [it for it in items if not it["question"].get("answerable")]
     hit1 = hit5 = 0
@@ -128,7 +198,7 @@ def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], An
     false_answers = sum(1 for it in unanswerable if it["result"].get("outcome") == "answered")
     outcomes = Counter(it["result"].get("outcome") for it in items)
     n_ans = len(answerable)
-    metrics: dict[str, Any] = {
+    metrics: RunMetrics = {
         "questions": len(items), "answerable": n_ans, "unanswerable": len(unanswerable),
         "outcomes": dict(outcomes),
         "hit_at_1": _rate(hit1, n_ans), "hit_at_5": _rate(hit5, n_ans),
@@ -144,15 +214,15 @@ def compute_metrics(items: list[dict[str, Any]], embed: Callable[[list[str]], An
     }
     for name in ("retrieval_ms", "ttft_ms", "total_ms"):
         values: list[float] = [v for it in items
-                               if (v := (it["result"].get("timings") or {}).get(name)) is not None]
+                               if isinstance(v := (it["result"].get("timings") or {}).get(name), int | float)]
         metrics[f"{name}_p50"] = percentile(values, 50)
         metrics[f"{name}_p95"] = percentile(values, 95)
     tps = [(it["result"].get("timings") or {}).get("decode_tps") for it in items]
-    metrics["decode_tps_median"] = percentile([t for t in tps if t], 50)
+    metrics["decode_tps_median"] = percentile([t for t in tps if t and isinstance(t, int | float)], 50)
     return metrics
 
 
-def _similarity(answerable: list[dict[str, Any]], embed: Callable[[list[str]], Any] | None) -> float | None:
+def _similarity(answerable: list[Item], embed: Embed | None) -> float | None:
     """Mean cosine between each answer and its gold answer, with the embedded model."""
     pairs = [(it["result"].get("answer") or "", it["question"].get("answer") or "") for it in answerable]
     pairs = [(a, g) for a, g in pairs if a.strip() and g.strip()]
@@ -178,14 +248,14 @@ def correctness(answer: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def unsupported_numbers(result: dict[str, Any]) -> int:
+def unsupported_numbers(result: Answered) -> int:
     """Numbers in the answer shown that none of its cited passages holds."""
     cited = " ".join(c.get("passage") or "" for c in result.get("citations") or [])
     shown = CITATION_RE.sub(" ", result.get("answer") or "")
     return len(numbers_of(shown) - numbers_of(cited))
 
 
-def _answer_quality(items: list[dict[str, Any]], answerable: list[dict[str, Any]]) -> dict[str, Any]:
+def _answer_quality(items: list[Item], answerable: list[Item]) -> dict[str, float | None]:
     scores = [correctness(it["result"].get("answer") or "", it["question"].get("answer") or "")
               if it["result"].get("outcome") in SHOWN_WITH_CITATIONS else 0.0
               for it in answerable if it["question"].get("answer")]

@@ -12,12 +12,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gateway.config import Settings
+from gateway.qa.metrics import Question, RunMetrics, figure
 from gateway.qa.replay import load_questions, local_answerer, run_replay
 from runtimes.gates import AnswersGate, GateResult
 from runtimes.profiles import Profile
+
+if TYPE_CHECKING:
+    from gateway.services import Services
 
 # Figures of the replay kept with the verdict (the bar's own names, and what explains them).
 KEPT = ("questions", "answerable", "unanswerable", "outcomes", "answered_precision", "green_rate",
@@ -25,7 +29,7 @@ KEPT = ("questions", "answerable", "unanswerable", "outcomes", "answered_precisi
         "error_rate", "ttft_ms_p50", "total_ms_p50", "total_ms_p95")
 
 
-def _missing_manuals(gw: Any, questions: list[dict[str, Any]]) -> list[str]:
+def _missing_manuals(gw: Services, questions: list[Question]) -> list[str]:
     """Manuals the questions name that the active index does not hold (by file name, title or sha)."""
     from retrieval.search import resolve_manuals
     from retrieval.types import RetrievalError
@@ -40,12 +44,12 @@ def _missing_manuals(gw: Any, questions: list[dict[str, Any]]) -> list[str]:
     return missing
 
 
-def _figures(m: dict[str, Any], run_id: str) -> str:
+def _figures(m: RunMetrics, run_id: str) -> str:
     def share(key: str) -> str:
         value = m.get(key)
         return "-" if value is None else f"{value:.2f}"
 
-    p95 = m.get("total_ms_p95")
+    p95 = figure(m, "total_ms_p95")
     return (f"answered precision {share('answered_precision')}, green on {share('green_rate')} of answerable, "
             f"unanswerable answered {share('false_answer_rate')}, p95 "
             f"{'-' if p95 is None else f'{p95 / 1000:.1f} s'} over {m.get('questions')} questions "
@@ -81,8 +85,9 @@ def answers_gate(settings: Settings, questions: str | Path | None = None) -> Ans
         metrics = run["metrics"]
         shortfalls = profile.answers.shortfalls(metrics)
         figures = _figures(metrics, run["id"])
-        evidence = {"replay_run": run["id"], "questions_file": str(path), "bar": profile.answers.to_dict(),
-                    "metrics": {k: metrics.get(k) for k in KEPT}, "shortfalls": shortfalls}
+        evidence: dict[str, object] = {
+            "replay_run": run["id"], "questions_file": str(path), "bar": profile.answers.to_dict(),
+            "metrics": {k: metrics.get(k) for k in KEPT}, "shortfalls": shortfalls}
         if shortfalls:
             return GateResult(4, "fail", f"below the bar ({'; '.join(shortfalls)}): {figures}", evidence)
         return GateResult(4, "pass", f"clears the bar: {figures}", evidence)

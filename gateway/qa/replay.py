@@ -9,18 +9,21 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from gateway.errors import GatewayError
-from gateway.qa.metrics import compute_metrics
+from gateway.qa.metrics import Answered, Embed, Item, PageRef, Question, RunMetrics, compute_metrics
 from gateway.records.db import opened
 from gateway.stamps import new_id, utcnow
 
 if TYPE_CHECKING:
+    from typing_extensions import Required
+
     from gateway.answer.request import Mode
+    from gateway.services import Services
 
 REQUIRED = {"id": str, "question": str}
 # What a replay measured, whichever way it asked (in-process or --url): the deployment profile, the
@@ -34,9 +37,49 @@ class ReplayError(GatewayError):
     """A replay that cannot run (no usable question, unreachable gateway, unknown run)."""
 
 
+class ReplaySummary(TypedDict):
+    """What run_replay returns: the stored run without its items."""
+
+    id: str
+    label: str
+    deployment: dict[str, object]
+    metrics: RunMetrics
+    questions: int
+    skipped_lines: list[str]
+
+
+class StoredItem(TypedDict, total=False):
+    """One question of a stored run (replay_items), as get_run reads it back."""
+
+    position: int
+    question_id: str
+    answer_id: str | None
+    outcome: str | None
+    answer: str
+    citations: list[PageRef]
+    retrieved: list[PageRef]
+    timings: dict[str, float | str | None]
+    question: Question
+    error: str | None
+    mode: str | None
+    flags: list[str]
+
+
+class ReplayRun(TypedDict, total=False):
+    """A stored run (replay_runs); get_run adds its items."""
+
+    id: Required[str]
+    label: Required[str]
+    time: Required[str]
+    questions_file: Required[str]
+    deployment: Required[dict[str, object]]
+    metrics: Required[RunMetrics]
+    items: list[StoredItem]
+
+
 @dataclass
 class QuestionSet:
-    questions: list[dict[str, Any]]
+    questions: list[Question]
     problems: list[str] = field(default_factory=list)  # "line N: why", never silent
 
 
@@ -71,25 +114,25 @@ def load_questions(path: str | Path) -> QuestionSet:
             continue
         seen.add(row["id"])
         row.setdefault("answerable", bool(pages))
-        out.questions.append(row)
+        out.questions.append(cast(Question, row))  # checked above: id and question are non-empty text
     if not out.questions:
         raise ReplayError(f"{p}: no usable question" + (f" ({out.problems[0]})" if out.problems else ""))
     return out
 
 
-Answerer = Callable[[dict[str, Any]], dict[str, Any]]
+Answerer = Callable[[Question], Answered]
 
 
-def local_answerer(gw: Any, scope_by_manual: bool = False, mode: Mode | None = None,
+def local_answerer(gw: Services, scope_by_manual: bool = False, mode: Mode | None = None,
                    version: str | None = None) -> Answerer:
     """Answer through this process's pipeline (client "replay"), optionally on a pinned version."""
     from gateway.answer.pipeline import answer
     from gateway.answer.request import AnswerRequest
 
-    def run(q: dict[str, Any]) -> dict[str, Any]:
+    def run(q: Question) -> Answered:
         scope = (q["manual"],) if scope_by_manual and q.get("manual") else ()
         request = AnswerRequest(question=q["question"], scope=scope, client="replay", mode=mode, version=version)
-        return answer(gw.answer_deps(), request).to_dict()
+        return cast(Answered, answer(gw.answer_deps(), request).to_dict())  # the answer's JSON, as the API's
 
     return run
 
@@ -107,8 +150,8 @@ def remote_answerer(url: str, key: str | None = None, scope_by_manual: bool = Fa
     except httpx.HTTPError as exc:
         raise ReplayError(f"gateway at {base} is not ready: {exc}") from exc
 
-    def run(q: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"question": q["question"]}
+    def run(q: Question) -> Answered:
+        body: dict[str, object] = {"question": q["question"]}
         if scope_by_manual and q.get("manual"):
             body["manuals"] = [q["manual"]]
         r = client.post("/api/v1/ask", json=body)
@@ -119,7 +162,7 @@ def remote_answerer(url: str, key: str | None = None, scope_by_manual: bool = Fa
                 message = r.text[:200]
             return {"outcome": "error", "error": f"HTTP {r.status_code}: {message}", "answer": "",
                     "citations": [], "passages": [], "timings": {}}
-        answered: dict[str, Any] = r.json()
+        answered: Answered = r.json()
         return answered
 
     return run
@@ -136,13 +179,14 @@ def run_replay(
     db_path: Path,
     label: str = "",
     source: str = "",
-    deployment: dict[str, Any] | None = None,
-    embed: Callable[[list[str]], Any] | None = None,
+    deployment: Mapping[str, object] | None = None,
+    embed: Embed | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> ReplaySummary:
     """Answer every question, store the run and its per-question rows, return the run summary."""
-    items: list[dict[str, Any]] = []
+    items: list[Item] = []
     for i, q in enumerate(qs.questions):
+        r: Answered
         try:
             r = answerer(q)
         except Exception as exc:  # one failing question is recorded, the run goes on
@@ -170,14 +214,14 @@ def run_replay(
             "questions": len(items), "skipped_lines": qs.problems}
 
 
-def deployment_of(items: list[dict[str, Any]], declared: dict[str, Any] | None = None) -> dict[str, Any]:
+def deployment_of(items: list[Item], declared: Mapping[str, object] | None = None) -> dict[str, object]:
     """The run's deployment: IDENTITY (what the caller declared, else what the answers say), then `via`
     and anything else declared. The answers' own fields decide for both ways of asking, so an in-process
     replay and one through --url of the same deployment record the same identity."""
     declared = dict(declared or {})
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     for key in ("profile", "chain_id", "index_version"):
-        values = sorted({str(it["result"][key]) for it in items if it["result"].get(key)})
+        values = sorted({str(value) for it in items if (value := it["result"].get(key))})
         found[key] = (values[0] if len(values) == 1 else values) if values else None
     # an answer's mode: generate, extractive, or extractive_fallback (a generate-mode answer whose model failed)
     modes = sorted({"generate" if m == "extractive_fallback" else str(m)
@@ -188,24 +232,24 @@ def deployment_of(items: list[dict[str, Any]], declared: dict[str, Any] | None =
     return {**dep, **declared}
 
 
-def identity_line(dep: dict[str, Any]) -> str:
+def identity_line(dep: Mapping[str, object]) -> str:
     """One line a person compares: "profile=x86-cpu mode=extractive chain=- index=v2026... via in-process"."""
-    def shown(value: Any) -> str:
+    def shown(value: object) -> str:
         return "-" if value is None else ",".join(value) if isinstance(value, list) else str(value)
 
     names = {"chain_id": "chain", "index_version": "index"}
     return " ".join(f"{names.get(k, k)}={shown(dep.get(k))}" for k in IDENTITY) + f" via {shown(dep.get('via'))}"
 
 
-def _item(position: int, q: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
-    cits = [{"n": c.get("n"), "manual": c.get("manual"), "page": c.get("page")}
-            for c in r.get("citations") or []]
-    hits = [{"manual": p.get("manual"), "page": p.get("page"), "score": p.get("score")}
-            for p in r.get("passages") or []]
+def _item(position: int, q: Question, r: Answered) -> Item:
+    cits: list[PageRef] = [{"n": c.get("n"), "manual": c.get("manual"), "page": c.get("page")}
+                           for c in r.get("citations") or []]
+    hits: list[PageRef] = [{"manual": p.get("manual"), "page": p.get("page"), "score": p.get("score")}
+                           for p in r.get("passages") or []]
     return {"position": position, "question": q, "result": r, "citations": cits, "retrieved": hits}
 
 
-def list_runs(db_path: Path) -> list[dict[str, Any]]:
+def list_runs(db_path: Path) -> list[ReplayRun]:
     with opened(db_path) as db:
         rows = db.execute("select id, label, time, questions_file, deployment, metrics from replay_runs "
                           "order by id desc").fetchall()
@@ -213,17 +257,17 @@ def list_runs(db_path: Path) -> list[dict[str, Any]]:
              "deployment": json.loads(r[4]), "metrics": json.loads(r[5])} for r in rows]
 
 
-def get_run(db_path: Path, run: str) -> dict[str, Any]:
+def get_run(db_path: Path, run: str) -> ReplayRun:
     """A run by id, id prefix or label (the newest with that label)."""
     for r in list_runs(db_path):
         if r["id"] == run or r["label"] == run or (len(run) >= 6 and r["id"].startswith(run)):
             with opened(db_path) as db:
                 rows = list(db["replay_items"].rows_where("run_id = ?", [r["id"]], order_by="position"))
-            r["items"] = [
-                {"position": row["position"], "question_id": row["question_id"], "answer_id": row["answer_id"],
-                 "outcome": row["outcome"], "answer": row["answer"],
-                 "citations": json.loads(row["citations"]), "retrieved": json.loads(row["retrieved"]),
-                 "timings": json.loads(row["timings"]), **json.loads(row["data"])}
+            r["items"] = [cast(StoredItem, {  # the row as run_replay wrote it, its JSON columns decoded
+                "position": row["position"], "question_id": row["question_id"], "answer_id": row["answer_id"],
+                "outcome": row["outcome"], "answer": row["answer"],
+                "citations": json.loads(row["citations"]), "retrieved": json.loads(row["retrieved"]),
+                "timings": json.loads(row["timings"]), **json.loads(row["data"])})
                 for row in rows]
             return r
     raise ReplayError(f"no replay run {run!r} (see `manualqa replay list`)")

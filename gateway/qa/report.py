@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
-from typing import Any
 
-from gateway.qa.compare import Comparison
+from gateway.qa.compare import Comparison, Side
 from gateway.qa.metrics import HIGHER_IS_BETTER, names
 from gateway.qa.replay import IDENTITY
 
@@ -23,7 +23,7 @@ th,td{border-bottom:1px solid #ccd;padding:.3rem .45rem;text-align:left;vertical
 code{font-size:.85rem}td.ans{max-width:28rem;white-space:pre-wrap}"""
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
@@ -42,12 +42,13 @@ def _bars(cmp: Comparison) -> str:
     for i, m in enumerate(rows):
         y = 10 + i * (2 * bar_h + 14)
         parts.append(f'<text x="0" y="{y + bar_h + 4}">{escape(m)}</text>')
-        for j, (key, color) in enumerate((("baseline", BASE_COLOR), ("candidate", CAND_COLOR))):
-            v = cmp.deltas[m][key] or 0.0
+        d = cmp.deltas[m]
+        for j, (value, color) in enumerate(((d["baseline"], BASE_COLOR), (d["candidate"], CAND_COLOR))):
+            v = value or 0.0
             w = max(0.0, min(1.0, float(v))) * scale
             yy = y + j * bar_h
             parts.append(f'<rect x="{label_w}" y="{yy}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}"/>')
-            parts.append(f'<text x="{label_w + w + 4:.1f}" y="{yy + bar_h - 3}">{_fmt(cmp.deltas[m][key])}</text>')
+            parts.append(f'<text x="{label_w + w + 4:.1f}" y="{yy + bar_h - 3}">{_fmt(value)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -60,7 +61,7 @@ def _boxes(cmp: Comparison) -> str:
     for kind in LATENCY:
         series = []
         for run, color in ((cmp.baseline, BASE_COLOR), (cmp.candidate, CAND_COLOR)):
-            vals = [it["timings"].get(kind) for it in run["items"] if it["timings"].get(kind) is not None]
+            vals = [v for it in run["items"] if isinstance(v := it["timings"].get(kind), int | float)]
             series.append((run.get("label") or run["id"], color, vals))
         # the axis spans the largest p95 (whiskers end there): one slow outlier must not squash the boxes
         top = 1.15 * max(((percentile(v, 95) or 0.0) for _, _, v in series if v), default=0.0)
@@ -99,12 +100,12 @@ def _delta_class(name: str, delta: float | None) -> str:
     return "better" if better else "worse"
 
 
-def _side_cell(side: dict[str, Any]) -> str:
+def _side_cell(side: Side) -> str:
     return (f"<td class=\"ans\"><strong>{escape(side['outcome'] or '')}</strong>\n"
             f"{escape(side['answer'] or '')}\n<code>{escape('; '.join(side['citations']))}</code></td>")
 
 
-def deployment_keys(*deployments: dict[str, Any]) -> list[str]:
+def deployment_keys(*deployments: Mapping[str, object]) -> list[str]:
     """The deployment rows: the identity first, in one order (gateway.qa.replay.IDENTITY), then the rest."""
     rest = sorted({k for d in deployments for k in d} - set(IDENTITY))
     return [*IDENTITY, *rest]
