@@ -41,7 +41,7 @@ from gateway.fleet.format import (
     SIGNATURE_NAME,
     VERSION_FILES,
 )
-from gateway.fleet.reading import Walked, walk
+from gateway.fleet.reading import Walked, embedding_of, walk
 from ingest.discover import sha256_file
 from retrieval.manifest import MANIFEST, verify_version_dir
 from retrieval.pointer import TMP_PREFIX, fsync_dir, remove_tree
@@ -70,9 +70,9 @@ def _present(store: IndexStore, walked: Walked) -> bool:
 
 def _summary(walked: Walked, status: str, **extra: Any) -> dict[str, Any]:
     return {"version": walked.version, "status": status, "active": False, "signed_by": walked.signer,
-            "created_at": walked.manifest.get("created_at"), "embedding": walked.manifest["embedding"],
+            "created_at": walked.manifest.get("created_at"), "embedding": embedding_of(walked.manifest),
             "manuals": len(walked.files) - len(VERSION_FILES),
-            "payload_bytes": sum(int(e["size"]) for e in walked.files.values()), **extra}
+            "payload_bytes": sum(e["size"] for e in walked.files.values()), **extra}
 
 
 def check_archive(store: IndexStore, archive: Path, model_id: str, model_hash: str,

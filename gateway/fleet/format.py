@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from retrieval.manifest import CHUNKS_DB, MANIFEST, VECTORS
 
@@ -29,6 +29,6 @@ SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 OTHER_COMPRESSION = {b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
 
 
-def manifest_json(data: dict[str, Any]) -> bytes:
+def manifest_json(data: Mapping[str, object]) -> bytes:
     """MANIFEST.json's exact bytes: what is signed is what is written."""
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")

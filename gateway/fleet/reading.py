@@ -13,8 +13,9 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
+from gateway import JSONObject
 from gateway.fleet import FleetError
 from gateway.fleet.format import (
     BLOCK,
@@ -35,7 +36,21 @@ from gateway.fleet.tar_guard import Overrun, check_header, opened, read_exact
 from retrieval.manifest import MANIFEST
 
 
-def _validate_manifest(manifest: Any, max_bytes: int) -> tuple[str, dict[str, dict[str, Any]]]:
+class FileEntry(TypedDict):
+    """One payload file of the signed manifest, as checked: its member name, size and sha256."""
+
+    name: str
+    size: int
+    sha256: str
+
+
+def embedding_of(manifest: JSONObject) -> JSONObject:
+    """The manifest's `embedding` record (model_id, model_hash): an object in a checked manifest."""
+    found = manifest.get("embedding")
+    return found if isinstance(found, dict) else {}
+
+
+def _validate_manifest(manifest: object, max_bytes: int) -> tuple[str, dict[str, FileEntry]]:
     """(version, {member name: entry}) of a signed MANIFEST.json, or FleetError saying what is off."""
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise FleetError("MANIFEST.json is not a manualqa index archive manifest")
@@ -51,7 +66,7 @@ def _validate_manifest(manifest: Any, max_bytes: int) -> tuple[str, dict[str, di
     entries = manifest.get("files")
     if not isinstance(entries, list):
         raise FleetError("MANIFEST.json lists no files")
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, FileEntry] = {}
     allowed = {f"payload/indexes/{version}/{n}" for n in VERSION_FILES}
     for entry in entries:
         name = entry.get("name") if isinstance(entry, dict) else None
@@ -65,19 +80,19 @@ def _validate_manifest(manifest: Any, max_bytes: int) -> tuple[str, dict[str, di
             raise FleetError(f"MANIFEST.json: {name} is named for another sha256 than its own")
         if name in files:
             raise FleetError(f"MANIFEST.json lists {name} twice")
-        files[name] = entry
+        files[name] = {"name": name, "size": size, "sha256": str(sha)}
     missing = sorted(allowed - files.keys())
     if missing:
         raise FleetError(f"MANIFEST.json does not list {', '.join(missing)}")
-    total = sum(int(e["size"]) for e in files.values())
+    total = sum(e["size"] for e in files.values())
     if total > max_bytes:
         raise FleetError(f"archive declares {total} bytes of payload, over this gateway's import cap of "
                          f"{max_bytes} bytes (raise it with --max-size if this is expected; else a tar/zip bomb?)")
     return version, files
 
 
-def _check_model(manifest: dict[str, Any], version: str, model_id: str, model_hash: str) -> None:
-    emb = manifest["embedding"]
+def _check_model(manifest: JSONObject, version: str, model_id: str, model_hash: str) -> None:
+    emb = embedding_of(manifest)
     if emb["model_id"] != model_id or emb["model_hash"] != model_hash:
         raise FleetError(
             f"archive version {version} was built with embedding model {emb['model_id']} "
@@ -87,11 +102,11 @@ def _check_model(manifest: dict[str, Any], version: str, model_id: str, model_ha
 
 @dataclass
 class Walked:
-    manifest: dict[str, Any]
+    manifest: JSONObject
     signer: str
     version: str
-    files: dict[str, dict[str, Any]]
-    inner: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, FileEntry]
+    inner: JSONObject = field(default_factory=dict)
 
 
 def walk(path: Path, data_dir: Path, max_bytes: int, model: tuple[str, str],
@@ -201,7 +216,7 @@ def copy_member(tf: tarfile.TarFile, m: tarfile.TarInfo, sink: Path | None, keep
     return digest.hexdigest(), bytes(kept)
 
 
-def parse_inner(data: bytes, name: str) -> dict[str, Any]:
+def parse_inner(data: bytes, name: str) -> JSONObject:
     try:
         inner = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
@@ -216,14 +231,14 @@ def check_inner(walked: Walked) -> None:
     inner, version = walked.inner, walked.version
     if inner.get("id") != version:
         raise FleetError(f"the version manifest in the archive is of {inner.get('id')!r}, not {version}")
-    emb, outer = inner.get("embedding"), walked.manifest["embedding"]
+    emb, outer = inner.get("embedding"), embedding_of(walked.manifest)
     if not isinstance(emb, dict) or (emb.get("model_id"), emb.get("model_hash")) != (outer["model_id"],
                                                                                      outer["model_hash"]):
         raise FleetError(f"the version manifest of {version} names another embedding model than the archive's")
     manuals = inner.get("manuals")
     if not isinstance(manuals, list) or not all(isinstance(m, dict) for m in manuals):
         raise FleetError(f"the version manifest of {version} has no valid list of manuals")
-    wanted = {str(m.get("sha256")) for m in manuals}
+    wanted = {str(m.get("sha256")) for m in manuals if isinstance(m, dict)}
     shipped = {m.group(1) for m in map(MANUAL_RE.match, walked.files) if m}
     if wanted - shipped:
         raise FleetError(f"archive of {version} lacks the original PDF of manual(s) "

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from gateway.records.db import utcnow
 from retrieval.pointer import atomic_write_bytes, read_pointer, write_pointer
@@ -28,6 +28,14 @@ from runtimes.profiles import (
 
 def _safe(name: str) -> str:
     return "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "_" for c in name)[:64] or "profile"
+
+
+class Activation(TypedDict):
+    """One entry of the activation stack (profiles/history.json): the stored file, its profile's name, when."""
+
+    file: str
+    name: str
+    activated_at: str
 
 
 class ActiveProfile:
@@ -47,7 +55,7 @@ class ActiveProfile:
         """Copy the profile (and, one level deep, its rollback) into the store; returns its name."""
         stem = f"{_safe(profile.name)}-{profile.content_hash[:12]}"
         base = profile.base_dir or profile.path.parent
-        meta: dict[str, Any] = {"name": profile.name, "source": str(profile.path),
+        meta: dict[str, str] = {"name": profile.name, "source": str(profile.path),
                                 "base_dir": "" if profile.builtin else str(base.resolve()),
                                 "rollback_file": ""}
         if profile.rollback and freeze_rollback:
@@ -86,14 +94,14 @@ class ActiveProfile:
                 profile.rollback_file = BUILTIN_DIR / Path(rb_meta["source"]).name
         return profile
 
-    def _read_history(self) -> list[dict[str, Any]]:
+    def _read_history(self) -> list[Activation]:
         try:
             data = json.loads(self.history_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as exc:
             raise ProfileError(f"{self.history_file}: unreadable: {exc}") from exc
-        return data if isinstance(data, list) else []
+        return cast("list[Activation]", data) if isinstance(data, list) else []  # as _commit wrote it
 
     def active_file(self) -> str:
         try:
@@ -105,7 +113,7 @@ class ActiveProfile:
         name = self.active_file()
         return self._load_stored(name) if name else builtin_default_profile()
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[Activation]:
         """Activation stack, oldest first; the last entry is the active one."""
         stack = self._read_history()
         active = self.active_file()
@@ -119,7 +127,7 @@ class ActiveProfile:
                 stack = []
         return stack
 
-    def _commit(self, stack: list[dict[str, Any]]) -> None:
+    def _commit(self, stack: list[Activation]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.history_file, json.dumps(stack, indent=2).encode())
         if stack:

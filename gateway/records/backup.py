@@ -61,7 +61,7 @@ def create_backup(data_dir: str | Path, dest: str | Path, lock_timeout_s: float 
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f"{TMP_PREFIX}{dest.name}.{os.getpid()}.{secrets.token_hex(3)}")
     tmp.mkdir()
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, dict[str, str | int]] = {}
     warnings: list[str] = []
 
     def take(rel: str) -> str:

@@ -11,7 +11,7 @@ unanswered view or a replay's baseline. /metrics does not count it either.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Controller, post
@@ -29,6 +29,9 @@ from gateway.web.routes_ask import key_name_of, require_ready
 from gateway.web.schemas import ManualRef, Question
 from gateway.web.security import AppRequest, admin_guard
 
+if TYPE_CHECKING:
+    from gateway.answer.result import AnswerResult
+
 VersionId = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
 
@@ -41,7 +44,7 @@ class TrialRequest(msgspec.Struct, forbid_unknown_fields=True):
 class Unlogged:
     """The answer sink of a trial: nothing is kept (the result still carries its id)."""
 
-    def record(self, result: Any, chain: dict[str, Any] | None = None, durable: bool = False,
+    def record(self, result: AnswerResult, chain: dict[str, object] | None = None, durable: bool = False,
                timeout_s: float = 30.0) -> str:
         return str(getattr(result, "id", ""))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Controller, get
@@ -28,6 +28,9 @@ from gateway.web.errors import ApiError
 from gateway.web.responses_ops import UnansweredView
 from gateway.web.security import admin_guard
 
+if TYPE_CHECKING:
+    from retrieval.embedders import Embedder
+
 log = logging.getLogger("manualqa.web")
 WEEK_PATTERN = r"^\d{4}-W\d{2}$"
 
@@ -40,7 +43,7 @@ class VectorsByModel:
         self._by_model: dict[str, QuestionVectors] = {}
         self._lock = threading.Lock()
 
-    def of(self, embedder: Any) -> QuestionVectors:
+    def of(self, embedder: Embedder) -> QuestionVectors:
         key = f"{embedder.model_id}#{embedder.model_hash}"
         with self._lock:
             return self._by_model.setdefault(key, QuestionVectors(embedder.encode))
