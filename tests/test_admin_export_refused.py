@@ -1,12 +1,17 @@
 """An index export the gateway refuses, on the admin page (issue 48, item 9): with no signing key the Export
-link once saved the API's 400 JSON body as the "archive". Now the page says why in words and saves nothing;
-once a key exists the same link saves the signed archive, from memory or, too large for that, through the
-browser's downloads. Debian's chromium against a real gateway, tapped on a 390 px phone, clicked on a desktop."""
+link once saved the API's 400 JSON body as the "archive", then said why only after the tap. Now, when the
+gateway says beforehand that it has no signing key (GET /api/v1/admin/status: index.export_refusal), each
+Export is disabled with the reason beside it; a refusal the page could not foresee (the key removed after
+the page loaded) is said in words and saves nothing; once a key exists the same link saves the signed
+archive, from memory or, too large for that, through the browser's downloads. Debian's chromium against a
+real gateway, tapped on a 390 px phone, clicked on a desktop."""
 
 from __future__ import annotations
 
+import shutil
 import tarfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +57,67 @@ def wait_text(pg: Any, element: str, text: str) -> None:
     pg.wait_for_function("([id, text]) => document.getElementById(id).textContent.includes(text)", arg=[element, text])
 
 
-def test_an_export_without_a_signing_key_says_why_and_saves_nothing(browser: Any, server: GatewayServer,
-                                                                     tmp_path: Path) -> None:
-    version = httpx.get(server.url + "/api/v1/index/versions", headers=bearer(server.ops), timeout=30).json()["active"]
-    refused = httpx.get(f"{server.url}/api/v1/index/versions/{version}/export", headers=bearer(server.ops), timeout=60)
-    assert refused.status_code == 400 and "no signing key" in refused.json()["error"]["message"]
+@contextmanager
+def no_signing_key(server: GatewayServer) -> Iterator[None]:
+    """The gateway's signing keys moved aside (none to sign with) for the block, then put back."""
+    keys, aside = server.data / "signing", server.data / "signing.aside"
+    if keys.exists():
+        shutil.move(keys, aside)
+    try:
+        yield
+    finally:
+        if aside.exists():
+            shutil.move(aside, keys)
 
+
+def active_version(server: GatewayServer) -> str:
+    got = httpx.get(server.url + "/api/v1/index/versions", headers=bearer(server.ops), timeout=30)
+    return str(got.json()["active"])
+
+
+def test_without_a_signing_key_export_is_disabled_beforehand_with_the_reason_beside_it(
+        browser: Any, server: GatewayServer) -> None:
+    """Before: an enabled Export link that said "no signing key" only once tapped (the test below)."""
+    version = active_version(server)
+    with no_signing_key(server):
+        status = httpx.get(server.url + "/api/v1/admin/status", headers=bearer(server.ops), timeout=30).json()
+        assert status["index"]["export_refusal"].startswith("no signing key on this gateway"), status["index"]
+        context, pg, downloads = open_admin(browser, server, phone=True)
+        try:
+            row = pg.locator("#versions tbody tr", has_text=version)
+            button = row.locator("[data-export]")
+            button.wait_for()
+            pg.wait_for_function("document.querySelector('#versions [data-export]').disabled === true")
+            assert button.evaluate("b => b.tagName") == "BUTTON" and button.is_disabled()
+            why = row.locator(".export-why")
+            assert why.is_visible()
+            said = why.inner_text()
+            assert said.startswith("Export is off: no signing key on this gateway"), said
+            assert "manualqa signing create" in said  # what to do about it
+            button.scroll_into_view_if_needed()
+            button.tap(force=True)  # a tap on the disabled button does nothing
+            pg.wait_for_timeout(500)
+            assert pg.inner_text("#export-msg") == "" and downloads == []
+        finally:
+            context.close()
+
+
+def test_an_export_refused_after_the_page_loaded_says_why_and_saves_nothing(browser: Any, server: GatewayServer,
+                                                                            tmp_path: Path) -> None:
+    version = active_version(server)
+    if not (server.data / "signing").exists():
+        server.cli("signing", "create", "this-gateway")
     context, pg, downloads = open_admin(browser, server, phone=True)
     try:
         link = pg.locator("#versions tbody tr", has_text=version).locator("a[data-export]")
-        link.scroll_into_view_if_needed()
-        link.tap()
-        wait_text(pg, "export-msg", "was not exported")
+        link.wait_for()
+        with no_signing_key(server):  # the key goes after the page said Export would work
+            refused = httpx.get(f"{server.url}/api/v1/index/versions/{version}/export", headers=bearer(server.ops),
+                                timeout=60)
+            assert refused.status_code == 400 and "no signing key" in refused.json()["error"]["message"]
+            link.scroll_into_view_if_needed()
+            link.tap()
+            wait_text(pg, "export-msg", "was not exported")
         said = pg.inner_text("#export-msg")
         assert said.startswith(f"Version {version} was not exported: no signing key on this gateway"), said
         assert "manualqa signing create" in said  # what to do about it
@@ -75,7 +129,6 @@ def test_an_export_without_a_signing_key_says_why_and_saves_nothing(browser: Any
     finally:
         context.close()
 
-    server.cli("signing", "create", "this-gateway")
     context, pg, downloads = open_admin(browser, server, phone=False)
     try:
         link = pg.locator("#versions tbody tr", has_text=version).locator("a[data-export]")

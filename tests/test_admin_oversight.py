@@ -125,7 +125,9 @@ def test_status_has_disk_memory_queue_runtime_index_and_log(server: GatewayServe
     assert s["memory"]["rss_bytes"] > 10 * 2**20 and s["memory"]["peak_rss_bytes"] >= s["memory"]["rss_bytes"]
     assert s["queue"] == {"waiting": 0, "running": 0, "capacity": s["queue"]["capacity"]} and s["queue"]["capacity"] > 0
     assert s["runtime"]["state"] in ("unloaded", "loading", "ready", "restarting", "failed")
-    assert s["index"] == {"active": server.new, "versions": 2}
+    refusal = s["index"]["export_refusal"]  # this gateway has no signing key: an export would be refused
+    assert s["index"] == {"active": server.new, "versions": 2, "export_refusal": refusal}
+    assert refusal.startswith("no signing key on this gateway"), refusal
     listed = httpx.get(server.url + "/api/v1/answers", headers=bearer(server.admin), params={"limit": 500}).json()
     assert s["answer_log"]["rows"] == len(listed["answers"]) and s["answer_log"]["db_bytes"] > 0
     assert sum(s["answers"].values()) == s["answer_log"]["rows"]  # every answer of this process, per outcome

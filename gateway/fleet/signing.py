@@ -30,8 +30,8 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ID_RE = re.compile(r"^[0-9a-f]{16}$")
 _MAX_KEY_FILE = 64 * 1024
 
-__all__ = ["PUBLIC_TYPE", "create_key", "export_public", "key_id", "list_keys", "private_key", "signing_dir",
-           "trust", "trusted_dir", "untrust", "verify_signature"]
+__all__ = ["PUBLIC_TYPE", "create_key", "export_public", "export_refusal", "key_id", "list_keys", "private_key",
+           "signing_dir", "trust", "trusted_dir", "untrust", "verify_signature"]
 
 
 def signing_dir(data_dir: Path) -> Path:
@@ -162,6 +162,16 @@ def _own(data_dir: Path, key: str | None) -> dict[str, Any]:
     if not found:
         raise FleetError(f"no signing key {key!r} on this gateway (see `manualqa signing list`)")
     return found[0]
+
+
+def export_refusal(data_dir: Path, key: str | None = None) -> str | None:
+    """Why an export signed with `key` (the only key when None) would be refused now, as the export's own
+    error says it ("no signing key on this gateway: ..."); None when this gateway would sign it."""
+    try:
+        _own(data_dir, key)
+    except FleetError as exc:
+        return str(exc)
+    return None
 
 
 def export_public(data_dir: Path, key: str) -> bytes:

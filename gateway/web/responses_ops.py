@@ -93,6 +93,9 @@ class QueueStatus(msgspec.Struct):
 class IndexStatus(msgspec.Struct):
     active: str | None
     versions: int
+    # why an export (GET /index/versions/{id}/export, no key named) would be refused now, in its own words
+    # ("no signing key on this gateway: ..."); null: it would be signed (the admin page disables Export)
+    export_refusal: str | None = None
 
 
 class LogStatus(msgspec.Struct):

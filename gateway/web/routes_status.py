@@ -16,6 +16,7 @@ from litestar import Controller, get
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 
+from gateway.fleet.signing import export_refusal
 from gateway.records.db import opened
 from gateway.services import Services
 from gateway.stamps import utcnow
@@ -64,7 +65,8 @@ def system_status(state: State) -> SystemStatus:
                             machine_total_bytes=None if total_kib is None else total_kib * 1024),
         queue=QueueStatus(waiting=waiting, running=running, capacity=gw.queue.queue_size),
         runtime=gw.runtimes.status().to_dict(),
-        index=IndexStatus(active=store.active_id(), versions=len(store.list_versions())),
+        index=IndexStatus(active=store.active_id(), versions=len(store.list_versions()),
+                          export_refusal=export_refusal(Path(gw.settings.data_dir))),
         answer_log=log_status(gw), answers=answers)
 
 

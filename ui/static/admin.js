@@ -55,8 +55,8 @@ const drawn = {};
 function ticket(name) { const n = (drawn[name] || 0) + 1; drawn[name] = n; return () => drawn[name] === n; }
 
 async function refreshAll() {
-  await Promise.allSettled([loadManuals(), loadVersions(), loadDeployment(), loadLog(), loadKeys(), loadAudit(), loadRetention(),
-    loadManualFilter()]);
+  await Promise.allSettled([loadManuals(), loadVersions(), loadExportState(), loadDeployment(), loadLog(), loadKeys(), loadAudit(),
+    loadRetention(), loadManualFilter()]);
 }
 
 async function loadManuals() {

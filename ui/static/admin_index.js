@@ -3,16 +3,37 @@
 // (the function `manualqa index gc` runs: never the active version or the one a rollback returns to).
 // Each version row has an Export link (GET .../versions/{id}/export, a signed archive): it is fetched
 // first and saved only when the gateway answers 200; a refusal (no signing key on this gateway, a version
-// that fails verification) is said in words below the list, never saved as a file. Import uploads such
-// an archive to POST /api/v1/index/import, and the version lands in the list inactive.
+// that fails verification) is said in words below the list, never saved as a file. When the gateway says
+// beforehand that it would refuse every export (GET /api/v1/admin/status: index.export_refusal, e.g. no
+// signing key), each Export is a disabled button with the reason beside it, before anyone taps it.
+// Import uploads such an archive to POST /api/v1/index/import, and the version lands in the list inactive.
 // Uses $, esc, api, csrf, loadVersions, refreshAll from admin.js, bytesText from admin_status.js, t() from i18n.js.
 "use strict";
 let importedVersion = null; // the version the last import landed: marked in the list until the next import
+let exportRefusal = null; // why the gateway would refuse any export (admin status), null: it would sign one
 
 function exportLink(id) {
   const mark = id === importedVersion ? ` <em class="muted imported">${esc(t("admin.imported_badge"))}</em>` : "";
+  if (exportRefusal) {
+    const why = t("admin.export_off", {message: exportRefusal});
+    return `<button type="button" class="secondary" data-export="${esc(id)}" disabled title="${esc(why)}">${esc(t("admin.export"))}</button>
+    <small class="muted export-why">${esc(why)}</small>${mark}`;
+  }
   return `<a class="button secondary" download data-export="${esc(id)}" href="/api/v1/index/versions/${encodeURIComponent(id)}/export"
     title="${esc(t("admin.export_title", {id}))}">${esc(t("admin.export"))}</a>${mark}`;
+}
+
+// Whether exports would be refused, from the admin status (asked with the rest of the page, and again
+// with each status refresh); the rows are redrawn when that changes (a key made in a shell meanwhile).
+function exportStateFrom(status) {
+  const refusal = status?.index?.export_refusal || null;
+  if (refusal === exportRefusal) return;
+  exportRefusal = refusal;
+  loadVersions();
+}
+
+async function loadExportState() {
+  try { exportStateFrom(await api("GET", "/api/v1/admin/status")); } catch { /* the Export links stay as they are */ }
 }
 
 // Archives up to this size are saved from memory. A larger one (a gateway of many manuals) may not fit a
@@ -29,7 +50,7 @@ function saveAs(href, file) {
 // The archive, fetched before it is saved: the link's own download would save the error's JSON body as
 // the archive. It is built and signed on the gateway (seconds), then saved.
 async function exportVersion(e) {
-  const link = e.target.closest("a[data-export]");
+  const link = e.target.closest("a[data-export]");  // a disabled Export is a button: nothing to do
   if (!link) return;
   e.preventDefault();
   if (link.getAttribute("aria-busy") === "true") return;  // one export of a version at a time

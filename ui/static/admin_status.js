@@ -2,7 +2,8 @@
 // disk free under the data directory, this process's memory, the generation queue, the runtime and its
 // worker, the active index version and the answer log's size. Loads when opened, then every 10 s while
 // it stays open. States and modes are the gateway's codes (as /health says them).
-// Uses $, esc, api, ticket from admin.js, timeHtml from admin_time.js and t() / tHtml() from i18n.js.
+// Uses $, esc, api, ticket from admin.js, exportStateFrom from admin_index.js, timeHtml from admin_time.js and
+// t() / tHtml() from i18n.js.
 "use strict";
 let statusTimer = null;
 
@@ -47,6 +48,7 @@ async function loadStatus() {
     return;
   }
   if (!latest()) return;
+  exportStateFrom(s);  // admin_index.js: Export enabled or not, as the gateway says now
   $("status-msg").textContent = "";
   $("status-table").querySelector("tbody").innerHTML = statusRows(s).filter((r) => r[1])
     .map(([key, value]) => `<tr data-key="${esc(key)}"><th>${esc(t(`admin.status.${key}`))}</th><td>${esc(value)}</td></tr>`).join("")
