@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from gateway.answer_fields import CLIENTS, OUTCOMES, Client, Outcome
-from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
+from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx
 
 EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 
@@ -134,7 +134,7 @@ def ask(obj: Ctx, question: str, manuals: tuple[str, ...], as_json: bool, mode: 
 @click.pass_context
 def log_group(ctx: click.Context, since: str | None, outcome: str | None, client: Client | None,
               limit: int, offset: int, as_json: bool) -> None:
-    """The answer log, newest first. Subcommands: show ID, export."""
+    """The answer log, newest first. Subcommands: show ID, export, retention."""
     if ctx.invoked_subcommand is not None:
         return
     obj: Ctx = ctx.obj
@@ -221,3 +221,39 @@ def log_export(obj: Ctx, fmt: str, output: Path | None, since: str | None, outco
         n = obj.services.log.export(fmt, fh, since=since, outcome=outcome)
     tmp.replace(output)
     click.echo(f"{n} answers written to {output}", err=True)
+
+
+@log_group.command("retention")
+@click.option("--days", type=click.IntRange(0), default=None,
+              help="Delete answers (and their feedback) older than N days now; 0 keeps every answer. "
+                   "Without it, show the setting.")
+@json_option()
+@pass_ctx
+def log_retention(obj: Ctx, days: int | None, as_json: bool) -> None:
+    """The answer log's retention: show it, or apply N days now (as the admin page's setting does).
+
+    A running server keeps its own setting: this shell deletes what is older now, once; to keep N days
+    from now on, set [log] retention_days in manualqa.toml (every start, then hourly) or change it on
+    the server (admin page, PUT /api/v1/answers/retention)."""
+    if days is None:
+        configured = obj.settings.log.retention_days
+        if as_json:
+            emit_json({"days": configured, "configured": configured})
+            return
+        click.echo(f"answers older than {configured} days are deleted ([log] retention_days)" if configured
+                   else "every answer is kept ([log] retention_days = 0)")
+        return
+    from gateway.records.retention import set_retention
+
+    gw = obj.services
+    with audited(obj, "retention.set", str(days)) as note:
+        change = set_retention(gw.settings, gw.log, days)
+        note.detail = f"was {change.previous_days}"
+    if as_json:
+        emit_json({"days": change.days, "previous_days": change.previous_days, "deleted": change.deleted,
+                   "ran_at": change.ran_at})
+        return
+    click.echo(f"{change.deleted} answers older than {days} days deleted, with their feedback" if days
+               else "retention 0: every answer is kept, nothing deleted")
+    click.echo("a running server keeps its own setting: [log] retention_days in manualqa.toml, or the admin "
+               "page, keeps it from now on", err=True)

@@ -8,6 +8,7 @@ gateway.db are deleted: export files an admin downloaded or `manualqa log export
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from gateway.records.db import iso_utc, opened
 
 if TYPE_CHECKING:
+    from gateway.config import Settings
     from gateway.records.answers import AnswerLog
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,32 @@ def apply_retention(answers: AnswerLog, days: int) -> int:
     return prune_answers(answers.path, days)
 
 
+@dataclasses.dataclass(frozen=True)
+class RetentionChange:
+    """What set_retention did: the new and the previous days, the answers it deleted, when it ran."""
+
+    days: int
+    previous_days: int
+    deleted: int
+    ran_at: str
+
+
+def set_retention(settings: Settings, answers: AnswerLog, days: int) -> RetentionChange:
+    """Set the answer log's retention to `days` for this process (settings.log.retention_days; 0: keep every
+    answer) and apply it at once: answers older than that go now, with their feedback.
+
+    The one setter: PUT /api/v1/answers/retention (a running server, which then applies it hourly) and
+    `manualqa log retention --days N` (a shell, which applies it once) both call it. Neither writes
+    manualqa.toml, whose [log] retention_days decides again at a process's next start."""
+    if days < 0:
+        raise ValueError("retention days must be 0 (keep every answer) or more")
+    previous = settings.log.retention_days
+    settings.log = dataclasses.replace(settings.log, retention_days=days)
+    deleted = apply_retention(answers, days) if days > 0 else 0
+    return RetentionChange(days=days, previous_days=previous, deleted=deleted,
+                           ran_at=iso_utc(datetime.now(timezone.utc)))
+
+
 class RetentionTask:
     """Applies the setting at start and then every `interval_s` while the server runs.
 
@@ -78,6 +106,10 @@ class RetentionTask:
         self._thread: threading.Thread | None = None
         self.last_deleted = 0
         self.last_run: str | None = None
+
+    def ran(self, change: RetentionChange) -> None:
+        """Note a run made outside this task (set_retention): what GET /api/v1/answers/retention reports."""
+        self.last_deleted, self.last_run = change.deleted, change.ran_at
 
     def run_once(self) -> int:
         days = self._days()

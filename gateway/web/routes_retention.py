@@ -7,13 +7,12 @@ response's `configured` says.
 
 from __future__ import annotations
 
-import dataclasses
-
 from litestar import Controller, get, put
 from litestar.concurrency import sync_to_thread
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
+from gateway.records.retention import set_retention
 from gateway.web.responses_log import RetentionOut, RetentionRequest
 from gateway.web.security import admin_guard
 
@@ -41,7 +40,7 @@ class RetentionController(Controller):
     async def change(self, state: State, data: JSONBody[RetentionRequest]) -> RetentionOut:
         """Deletes answers (and their feedback) older than the new `days` now; export files are never touched."""
         gw = state.gw
-        previous = gw.settings.log.retention_days
-        gw.settings.log = dataclasses.replace(gw.settings.log, retention_days=data.days)
-        await sync_to_thread(state.retention.run_once)
-        return _out(state, previous)
+        # the setter `manualqa log retention --days N` calls too; the hourly task reads the new setting
+        change = await sync_to_thread(set_retention, gw.settings, gw.log, data.days)
+        state.retention.ran(change)
+        return _out(state, change.previous_days)
