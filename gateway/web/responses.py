@@ -10,8 +10,9 @@ are not written out field by field: they are derived from the one declaration of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast, get_args, get_origin, get_type_hints
 
 import msgspec
 
@@ -65,8 +66,6 @@ class FlagOut(msgspec.Struct):
 # -- the answer's wire types, derived ------------------------------------------------------------
 # How the web writes what the answer core holds: a citation as CitationOut, a flag as its text, the
 # flags' structured form as FlagOut. Any other field goes out in the type it is declared with.
-# (AnswerOut and AnswerRow stay class statements that set their fields' annotations, rather than
-# msgspec.defstruct results, so that routes and other Structs can name them as types.)
 _WIRE: dict[object, object] = {CitationT: CitationOut, FlagT: str, FlagDetails: list[FlagOut]}
 # Where a logged row is looser than a fresh answer, as the log has always typed it: rows written by
 # older versions may lack citation fields added since (citations stay open) or a generation config,
@@ -99,31 +98,52 @@ def answer_row_fields(fields_of: type[DataclassInstance] = AnswerFields,
     return {**row, "flag_details": wire["flag_details"], "feedback": list[dict[str, object]]}
 
 
-class AnswerOut(msgspec.Struct):
-    """One answer as POST /api/v1/ask returns it: gateway.answer.pipeline.AnswerResult.to_dict()."""
-
-    __annotations__ = answer_fields()  # AnswerFields' fields: gateway.answer_fields declares them
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> AnswerOut:
-        """From AnswerResult.to_dict(); the values are kept as they are (no copy, no conversion)."""
-        return cls(**{**data, "citations": [CitationOut(**c) for c in data["citations"]],
-                      "flag_details": [FlagOut(**f) for f in data["flag_details"]]})
+_Row = TypeVar("_Row", bound="AnswerRow")
 
 
-class AnswerRow(msgspec.Struct):
-    """One row of the answer log as AnswerLog.query() gives it: the `answers` columns in table order
+class _FlagParts(TypedDict):
+    """gateway.answer_fields.flag_parts(flag): FlagOut's fields."""
+
+    name: Flag
+    detail: str
+
+
+def _answer_out_of(cls: type[AnswerOut], data: Mapping[str, object]) -> AnswerOut:
+    """From AnswerResult.to_dict(); the values are kept as they are (no copy, no conversion)."""
+    citations = cast("list[dict[str, Any]]", data["citations"])  # Citation.to_dict(): CitationOut's fields
+    details = cast("list[_FlagParts]", data["flag_details"])  # flag_parts()
+    return cls(**{**data, "citations": [CitationOut(**c) for c in citations],
+                  "flag_details": [FlagOut(**f) for f in details]})
+
+
+def _answer_row_of(cls: type[_Row], row: Mapping[str, object]) -> _Row:
+    """From AnswerLog.query() / get() (AnswerDetail: with its chain)."""
+    details = cast("list[_FlagParts]", row["flag_details"])  # flag_parts()
+    return cls(**{**row, "flag_details": [FlagOut(**f) for f in details]})
+
+
+# AnswerOut and AnswerRow get their fields at run time, from the declaration (answer_fields(),
+# answer_row_fields()), through msgspec.defstruct: the documented way to give a Struct fields that are
+# not written out (assigning __annotations__ in a class body is not one: Python 3.14 stores a class's
+# annotations lazily, PEP 649/749). mypy reads the class statements below instead: the same names,
+# bases and `of`, so that routes and other Structs (AnswerDetail, AnswerPage, TrialOut) name them as types.
+_ANSWER_OUT_DOC = "One answer as POST /api/v1/ask returns it: gateway.answer.pipeline.AnswerResult.to_dict()."
+_ANSWER_ROW_DOC = """One row of the answer log as AnswerLog.query() gives it: the `answers` columns in table order
     (JSON columns decoded), then its flags structured and its feedback."""
 
-    __annotations__ = answer_row_fields()  # from AnswerFields and the migrations' columns
+if TYPE_CHECKING:
+    class AnswerOut(msgspec.Struct):
+        @classmethod
+        def of(cls, data: Mapping[str, object]) -> AnswerOut: ...
 
-    @classmethod
-    def of(cls: type[_Row], row: dict[str, Any]) -> _Row:
-        """From AnswerLog.query() / get() (AnswerDetail: with its chain)."""
-        return cls(**{**row, "flag_details": [FlagOut(**f) for f in row["flag_details"]]})
-
-
-_Row = TypeVar("_Row", bound=AnswerRow)
+    class AnswerRow(msgspec.Struct):
+        @classmethod
+        def of(cls: type[_Row], row: Mapping[str, object]) -> _Row: ...
+else:
+    AnswerOut = msgspec.defstruct("AnswerOut", list(answer_fields().items()), module=__name__, namespace={
+        "__doc__": _ANSWER_OUT_DOC, "of": classmethod(_answer_out_of)})
+    AnswerRow = msgspec.defstruct("AnswerRow", list(answer_row_fields().items()), module=__name__, namespace={
+        "__doc__": _ANSWER_ROW_DOC, "of": classmethod(_answer_row_of)})
 
 
 class AnswerDetail(AnswerRow):
