@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from gateway.answer_fields import CLIENTS, OUTCOMES, Client, Outcome
 from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx
 
+if TYPE_CHECKING:
+    from gateway.answer.result import AnswerResult
+    from gateway.records.answers import LogRow
+    from gateway.services import Services
+
 EXIT_BY_OUTCOME: dict[Outcome, int] = {"answered": 0, "evidence_only": 0, "not_found": 0, "error": 1, "cancelled": 130}
 
 
-def _print_citations(result: Any) -> None:
+def _print_citations(result: AnswerResult) -> None:
     for c in result.citations:
         label = f"[{c.n}] {c.title or c.manual} p.{c.page}" + (f" (printed {c.page_label})" if c.page_label else "")
         if c.source == "ocr":  # read from a scanned page image: a digit may be misread
@@ -32,27 +38,37 @@ def _print_citations(result: Any) -> None:
                        f"(similarity {p['dense_score']:.2f})")
 
 
-def _row_line(r: dict[str, Any]) -> str:
-    q = r["question"].replace("\n", " ")
+def _dicts(value: object) -> list[Mapping[str, object]]:
+    """A JSON column that holds a list of objects (citations, passages, feedback), as read from the log."""
+    return [x for x in value if isinstance(x, Mapping)] if isinstance(value, list) else []
+
+
+def _strs(value: object) -> list[str]:
+    """A JSON column that holds a list of strings (scope, flags)."""
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def _row_line(r: LogRow) -> str:
+    q = str(r["question"]).replace("\n", " ")
     q = q if len(q) <= 60 else q[:57] + "..."
     ttft = r.get("ttft_ms")
-    cites = ", ".join(f"p.{c['page']}" for c in r["citations"] if not c.get("supporting")) or "-"
-    return (f"{r['id']}  {r['time'][:19]}  {r['outcome']:<9}  {r['mode']:<19}  {r['client']:<6}  "
+    cites = ", ".join(f"p.{c['page']}" for c in _dicts(r["citations"]) if not c.get("supporting")) or "-"
+    return (f"{r['id']}  {str(r['time'])[:19]}  {r['outcome']:<9}  {r['mode']:<19}  {r['client']:<6}  "
             f"ttft {'-' if ttft is None else f'{ttft:.0f} ms':>9}  {cites:<14}  {q}")
 
 
-def _manifest_summary(gw: Any, version: str | None) -> dict[str, Any] | None:
+def _manifest_summary(gw: Services, version: object) -> dict[str, object] | None:
     if not version:
         return None
     try:
-        m = gw.store.open(version).manifest
+        m = gw.store.open(str(version)).manifest
     except Exception as exc:  # noqa: BLE001 - a gc'd version is reported, not fatal
         return {"id": version, "available": False, "detail": str(exc)}
     return {"id": version, "available": True, "created_at": m.get("created_at"), "parent": m.get("parent"),
             "embedding": m.get("embedding"), "chunker": m.get("chunker"), "chunk_count": m.get("chunk_count"),
             "digest": m.get("digest"), "tool": m.get("tool"),
             "manuals": [{k: x.get(k) for k in ("file_name", "title", "sha256", "page_count", "chunks")}
-                        for x in m.get("manuals", [])]}
+                        for x in _dicts(m.get("manuals", []))]}
 
 
 @main.command("ask")
@@ -159,8 +175,9 @@ def log_show(obj: Ctx, answer_id: str, as_json: bool) -> None:
     row = gw.log.get(answer_id)
     if row is None:
         raise click.ClickException(f"no answer with id {answer_id!r} (see `manualqa log`)")
-    row["chain"] = gw.log.chain(row["chain_id"]) if row.get("chain_id") else None
-    row["index"] = _manifest_summary(gw, row.get("index_version"))
+    chain_id = row.get("chain_id")
+    row["chain"] = gw.log.chain(str(chain_id)) if chain_id else None
+    row["index"] = idx = _manifest_summary(gw, row.get("index_version"))
     if as_json:
         emit_json(row)
         return
@@ -168,30 +185,29 @@ def log_show(obj: Ctx, answer_id: str, as_json: bool) -> None:
     out(f"answer     {row['id']}  ({row['time']}, client {row['client']}"
         + (f", key {row['key_name']}" if row.get("key_name") else "") + ")")
     out(f"question   {row['question']}")
-    out(f"scope      {', '.join(row['scope']) or 'all manuals'}")
+    out(f"scope      {', '.join(_strs(row['scope'])) or 'all manuals'}")
     error = f"; error: {row['error']}" if row["error"] else ""
     out(f"outcome    {row['outcome']} ({row['mode']}){error}")
-    out(f"flags      {'; '.join(row['flags']) or '-'}")
+    out(f"flags      {'; '.join(_strs(row['flags'])) or '-'}")
     out(f"\n{row['answer']}\n")
     out("citations")
-    for c in row["citations"]:
+    for c in _dicts(row["citations"]):
         out(f"  [{c['n']}] {c['title'] or c['manual']} p.{c['page']}  {c['pdf_url']}"
             + ("  (supporting)" if c.get("supporting") else ""))
-        for s in c.get("sentences") or []:
+        for s in _strs(c.get("sentences")):
             out(f"       “{' '.join(s.split())}”")
     out("retrieved")
-    for p in row["passages"]:
+    for p in _dicts(row["passages"]):
         out(f"  {p.get('chunk_id')}  {p.get('manual')} p.{p.get('page')}  fused {p.get('score', 0):.4f}  "
             f"cos {p.get('dense_score') or 0:.3f}  ranks d{p.get('dense_rank')}/l{p.get('lexical_rank')}"
             + ("  (given)" if p.get("given") else ""))
-    idx = row["index"]
     out(f"\nindex      {row['index_version']}" + ("" if not idx else
         f"  created {idx.get('created_at')}, parent {idx.get('parent')}, {idx.get('chunk_count')} chunks"
         if idx.get("available") else f"  (not on this gateway any more: {idx.get('detail')})"))
     if idx and idx.get("available"):
-        for m in idx["manuals"]:
+        for m in _dicts(idx["manuals"]):
             out(f"             {m['file_name']}  {m['title']}  {m['page_count']} pages  "
-                f"{m['sha256'][:12]}")
+                f"{str(m['sha256'])[:12]}")
     out(f"profile    {row.get('profile') or '-'}")
     out(f"chain      {row.get('chain_id') or '- (no model took part)'}")
     if row["chain"]:
@@ -199,9 +215,10 @@ def log_show(obj: Ctx, answer_id: str, as_json: bool) -> None:
     out(f"generation {row['generation_config'] or '-'}")
     t = row["timings"]
     out("timings    " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
-                                  for k, v in t.items()))
-    for f in row.get("feedback") or []:
-        out(f"feedback   {'+1' if f['thumbs'] > 0 else '-1'} {f['time']} {f['comment']}")
+                                  for k, v in (t.items() if isinstance(t, Mapping) else ())))
+    for f in _dicts(row.get("feedback")):
+        thumbs = f["thumbs"]
+        out(f"feedback   {'+1' if isinstance(thumbs, int) and thumbs > 0 else '-1'} {f['time']} {f['comment']}")
 
 
 @log_group.command("export")

@@ -12,8 +12,9 @@ import dataclasses
 import json
 import re
 import typing
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 # OUTCOMES, CLIENTS and flag_parts: also read from here by older callers (tests)
 from gateway.answer_fields import CLIENTS as CLIENTS
@@ -62,18 +63,28 @@ def answer_columns(fields_of: type[DataclassInstance] = AnswerFields,
 COLUMNS, JSON_COLUMNS, TIMING_COLUMNS = answer_columns()
 
 
-def _compact_passage(p: dict[str, Any]) -> dict[str, Any]:
+class _AsDict(Protocol):
+    """An answer (gateway.answer.result.AnswerResult; the records never import the answer core)."""
+
+    def to_dict(self) -> Mapping[str, object]: ...
+
+
+AnswerLike = _AsDict | Mapping[str, object]  # what the log records: an AnswerResult, or its dict
+
+
+def _compact_passage(p: Mapping[str, object]) -> dict[str, object]:
     keep = ("chunk_id", "manual", "manual_sha256", "page", "score", "dense_score", "dense_rank",
             "lexical_rank", "given")
     return {k: p.get(k) for k in keep if k in p}
 
 
-def to_row(result: Any) -> dict[str, Any]:
+def to_row(result: AnswerLike) -> dict[str, object]:
     """An AnswerResult (or its dict) as an `answers` row: JSON columns encoded, passages compacted."""
-    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-    timings = dict(data.get("timings") or {})
-    row: dict[str, Any] = {c: data.get(c) for c in COLUMNS if c not in TIMING_COLUMNS}
-    row["passages"] = [_compact_passage(p) for p in data.get("passages") or []]
+    data = result if isinstance(result, Mapping) else result.to_dict()
+    timings = dict(cast("Mapping[str, object]", data.get("timings") or {}))
+    passages = cast("list[Mapping[str, object]]", data.get("passages") or [])  # Hit.to_dict() (+ n, given)
+    row: dict[str, object] = {c: data.get(c) for c in COLUMNS if c not in TIMING_COLUMNS}
+    row["passages"] = [_compact_passage(p) for p in passages]
     row["timings"] = timings
     for c in TIMING_COLUMNS:
         row[c] = timings.get(c)
@@ -86,11 +97,12 @@ def to_row(result: Any) -> dict[str, Any]:
     return row
 
 
-def from_row(row: dict[str, Any]) -> dict[str, Any]:
+def from_row(row: Mapping[str, object]) -> dict[str, object]:
     out = dict(row)
     for c in JSON_COLUMNS:
-        if isinstance(out.get(c), str):
-            out[c] = json.loads(out[c])
+        value = out.get(c)
+        if isinstance(value, str):
+            out[c] = json.loads(value)
     return out
 
 

@@ -18,18 +18,33 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TypedDict, cast
 
 from gateway.answer_fields import CLIENTS, OUTCOMES, flag_parts
 from gateway.records.answer_filters import LogFilter
-from gateway.records.answer_rows import COLUMNS, LogError, from_row, to_row
+from gateway.records.answer_rows import COLUMNS, AnswerLike, LogError, from_row, to_row
 from gateway.records.db import opened, utcnow
 
 log = logging.getLogger(__name__)
 
+# An answer as the log gives it back: its columns (JSON columns decoded), its flags structured and its
+# feedback; opaque here: gateway.web.responses.AnswerRow types it for the API.
+LogRow = dict[str, object]
+
+
+class Vote(TypedDict):
+    """One technician's vote on an answer, as stored in `feedback`."""
+
+    answer_id: str
+    thumbs: int
+    comment: str
+    time: str
+    key_name: str | None
+
+
 class _Item(NamedTuple):
-    row: dict[str, Any]
-    chain: dict[str, Any] | None
+    row: dict[str, object]
+    chain: dict[str, object] | None
     done: threading.Event | None  # set once the row is committed, for record(durable=True)
 
 
@@ -45,7 +60,7 @@ class AnswerLog:
         atexit.register(self.close)
 
     # -- writing -------------------------------------------------------------------------------
-    def record(self, result: Any, chain: dict[str, Any] | None = None, durable: bool = False,
+    def record(self, result: AnswerLike, chain: dict[str, object] | None = None, durable: bool = False,
                timeout_s: float = 30.0) -> str:
         """Queue one answer (and its artifact chain JSON, stored once per chain id); returns its id.
 
@@ -93,7 +108,7 @@ class AnswerLog:
             if any(b is None for b in batch):
                 return
 
-    def _write(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
+    def _write(self, rows: list[tuple[dict[str, object], dict[str, object] | None]]) -> None:
         for attempt in range(5):
             try:
                 with opened(self.path) as db:
@@ -151,22 +166,23 @@ class AnswerLog:
 
     # -- reading -------------------------------------------------------------------------------
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
+        """Rows as SQLite gives them (log_export pages the table with it): the column types are the schema's."""
         self.flush()
         with opened(self.path) as db:
             cur = db.conn.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def get(self, answer_id: str) -> dict[str, Any] | None:
+    def get(self, answer_id: str) -> LogRow | None:
         rows = self._read("SELECT * FROM answers WHERE id = ?", (answer_id,))
         if not rows:
             return None
         return self._with_feedback([from_row(rows[0])])[0]
 
-    def _with_feedback(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _with_feedback(self, rows: list[LogRow]) -> list[LogRow]:
         """Each row gains its flags as {"name", "detail"} (flag_details, as the API answers them) and its
         technicians' feedback, oldest first (what an admin reviews the log for)."""
-        by_id: dict[str, list[dict[str, Any]]] = {r["id"]: [] for r in rows}
+        by_id: dict[object, list[dict[str, object]]] = {r["id"]: [] for r in rows}
         ids = list(by_id)
         for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
             part = ids[start:start + 500]
@@ -175,11 +191,11 @@ class AnswerLog:
                                 f" WHERE answer_id IN ({marks}) ORDER BY id", part):
                 by_id[f.pop("answer_id")].append(f)
         for r in rows:
-            r["flag_details"] = [flag_parts(f) for f in r.get("flags") or []]
+            r["flag_details"] = [flag_parts(f) for f in cast("list[str]", r.get("flags") or [])]
             r["feedback"] = by_id[r["id"]]
         return rows
 
-    def chain(self, chain_id: str) -> dict[str, Any] | None:
+    def chain(self, chain_id: str) -> dict[str, object] | None:
         rows = self._read("SELECT json, first_seen FROM chains WHERE chain_id = ?", (chain_id,))
         if not rows:
             return None
@@ -191,7 +207,7 @@ class AnswerLog:
 
     def query(self, since: str | datetime | None = None, outcome: str | None = None,
               client: str | None = None, limit: int = 50, offset: int = 0,
-              until: str | datetime | None = None, manual: str | None = None) -> list[dict[str, Any]]:
+              until: str | datetime | None = None, manual: str | None = None) -> list[LogRow]:
         """Newest first; the filters are gateway.records.answer_filters.LogFilter's."""
         if not (0 <= limit <= 2**62 and 0 <= offset <= 2**62):  # SQLite integers are 64-bit
             raise LogError("limit and offset must be between 0 and 2^62")
@@ -206,35 +222,37 @@ class AnswerLog:
         return int(self._read(f"SELECT count(*) AS n FROM answers{where}", params)[0]["n"])
 
     def export(self, fmt: str, out: IO[str], since: str | datetime | None = None,
-               outcome: str | None = None, client: str | None = None, **more: Any) -> int:
-        """Every matching row, oldest first, as JSON lines or CSV (gateway.records.log_export);
-        `more`: the other LogFilter fields (until, manual)."""
+               outcome: str | None = None, client: str | None = None, until: str | datetime | None = None,
+               manual: str | None = None) -> int:
+        """Every matching row, oldest first, as JSON lines or CSV (gateway.records.log_export); the filters
+        are LogFilter's."""
         from gateway.records.log_export import write_export
 
-        return write_export(self, fmt, out, since=since, outcome=outcome, client=client, **more)
+        return write_export(self, fmt, out, since=since, outcome=outcome, client=client, until=until, manual=manual)
 
-    def export_text(self, fmt: str, **filters: Any) -> str:
+    def export_text(self, fmt: str, since: str | datetime | None = None, outcome: str | None = None,
+                    client: str | None = None, until: str | datetime | None = None, manual: str | None = None) -> str:
         buf = io.StringIO()
-        self.export(fmt, buf, **filters)
+        self.export(fmt, buf, since=since, outcome=outcome, client=client, until=until, manual=manual)
         return buf.getvalue()
 
     # -- feedback ------------------------------------------------------------------------------
     def add_feedback(self, answer_id: str, thumbs: int, comment: str = "",
-                     key_name: str | None = None) -> dict[str, Any]:
+                     key_name: str | None = None) -> Vote:
         comment = _checked_vote(thumbs, comment or "") or ""
         self.flush()
         with opened(self.path) as db:
             if db.conn.execute("SELECT 1 FROM answers WHERE id = ?", (answer_id,)).fetchone() is None:
                 raise LogError(f"no answer with id {answer_id!r}")
-            entry = {"answer_id": answer_id, "thumbs": thumbs, "comment": comment, "time": utcnow(),
-                     "key_name": key_name}
+            entry: Vote = {"answer_id": answer_id, "thumbs": thumbs, "comment": comment, "time": utcnow(),
+                           "key_name": key_name}
             with db.conn:
                 db.conn.execute("INSERT INTO feedback (answer_id, thumbs, comment, time, key_name)"
                                 " VALUES (:answer_id, :thumbs, :comment, :time, :key_name)", entry)
             return entry
 
     def set_vote(self, answer_id: str, thumbs: int, comment: str | None = None,
-                 key_name: str | None = None) -> dict[str, Any]:
+                 key_name: str | None = None) -> Vote:
         """One current vote per answer per client (API key name; None for an anonymous reader): a
         later vote replaces that client's earlier one (the latest vote counts), and a comment of None
         keeps the comment already given, so that changing the vote never loses it. Feedback rows written
@@ -247,7 +265,7 @@ class AnswerLog:
             with db.conn:
                 mine = db.conn.execute("SELECT id, comment FROM feedback WHERE answer_id = ? AND key_name IS ?"
                                        " ORDER BY id DESC LIMIT 1", (answer_id, key_name)).fetchone()
-                entry = {"answer_id": answer_id, "thumbs": thumbs,
+                entry: Vote = {"answer_id": answer_id, "thumbs": thumbs,
                          "comment": comment if comment is not None else (mine[1] if mine else ""),
                          "time": utcnow(), "key_name": key_name}
                 if mine is None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from gateway.records.answer_rows import parse_since
 from gateway.records.db import opened
@@ -32,6 +32,48 @@ MAX_SHOWN = 5  # passages listed per group
 PassageText = Callable[[str, list[str]], dict[str, tuple[str, str]]]
 
 
+class Shown(TypedDict):
+    """A passage the technicians were shown, with its text (gateway.web.responses_admin's UnansweredView)."""
+
+    chunk_id: object
+    manual: object
+    title: object
+    page: object
+    heading: object
+    text: object
+    pdf_url: object
+
+
+class ManualCount(TypedDict):
+    sha256: str | None
+    manual: str | None
+    title: str | None
+    count: int
+
+
+class GroupQuestion(TypedDict):
+    id: str
+    time: str
+    question: str
+    outcome: str
+    client: str
+    reasons: list[str]
+
+
+class Group(TypedDict):
+    """Questions alike in meaning (or text), latest first, with what was shown for them."""
+
+    question: str
+    count: int
+    reasons: dict[str, int]
+    first: str
+    last: str
+    manuals: list[ManualCount]
+    weeks: list[str]
+    questions: list[GroupQuestion]
+    passages: list[Shown]
+
+
 @dataclass
 class Asked:
     """One logged question of the view, with why it counts."""
@@ -43,8 +85,8 @@ class Asked:
     client: str
     key_name: str | None
     index_version: str | None
-    citations: list[dict[str, Any]]
-    passages: list[dict[str, Any]]
+    citations: list[dict[str, object]]  # as logged: gateway.answer.citations.Citation.to_dict()
+    passages: list[dict[str, object]]  # as logged: compacted hits
     unhelpful: bool
     reasons: list[str] = field(default_factory=list)
 
@@ -119,25 +161,29 @@ def mark_reasons(rows: list[Asked], vectors: QuestionVectors | None) -> None:
             rows[i].reasons.append("asked_again")
 
 
-def _shown(members: list[Asked], passage_text: PassageText | None, titles: dict[str, str]) -> list[dict[str, Any]]:
+def _strs(value: object) -> list[str]:
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def _shown(members: list[Asked], passage_text: PassageText | None, titles: dict[str, str]) -> list[Shown]:
     """The passages the technicians were shown: cited ones first (with their quoted sentences), then
     the nearest passages of not-found answers (their text read from the version that answered)."""
-    shown: dict[str, dict[str, Any]] = {}
+    shown: dict[object, Shown] = {}
     for r in members:
         for c in r.citations:
             if len(shown) < MAX_SHOWN and c.get("chunk_id") not in shown:
                 shown[c["chunk_id"]] = {"chunk_id": c["chunk_id"], "manual": c.get("manual"),
                                         "title": c.get("title") or c.get("manual"), "page": c.get("page"),
                                         "heading": c.get("heading") or "",
-                                        "text": " ".join(c.get("sentences") or []) or c.get("passage") or "",
+                                        "text": " ".join(_strs(c.get("sentences"))) or c.get("passage") or "",
                                         "pdf_url": c.get("pdf_url") or ""}
     for r in members:  # an answer without citations (not found) listed its closest passages instead
         near = [] if r.citations else [p for p in r.passages[:2] if p.get("chunk_id") not in shown]
         if not near or len(shown) >= MAX_SHOWN:
             continue
-        texts = passage_text(r.index_version or "", [p["chunk_id"] for p in near]) if passage_text else {}
+        texts = passage_text(r.index_version or "", [str(p["chunk_id"]) for p in near]) if passage_text else {}
         for p in near[: MAX_SHOWN - len(shown)]:
-            heading, text = texts.get(p["chunk_id"], ("", ""))
+            heading, text = texts.get(str(p["chunk_id"]), ("", ""))
             title = titles.get(str(p.get("manual_sha256"))) or p.get("manual")
             shown[p["chunk_id"]] = {"chunk_id": p["chunk_id"], "manual": p.get("manual"), "title": title,
                                     "page": p.get("page"), "heading": heading, "text": text,
@@ -149,7 +195,7 @@ def unanswered_view(db_path: str | Path, *, vectors: QuestionVectors | None, sin
                     manual: str | None = None, week: str | None = None,
                     clients: tuple[str, ...] = TECHNICIAN_CLIENTS, limit: int = 50,
                     passage_text: PassageText | None = None,
-                    titles: dict[str, str] | None = None) -> dict[str, Any]:
+                    titles: dict[str, str] | None = None) -> dict[str, object]:
     """The view: counts per manual and per ISO week, and the questions grouped by meaning (largest first).
 
     `manual` (a sha256 or its prefix, or a file name) and `week` ("2026-W49") narrow the groups; the
@@ -168,7 +214,7 @@ def unanswered_view(db_path: str | Path, *, vectors: QuestionVectors | None, sin
         indices = group_by_similarity(vectors.of(texts))
     else:
         indices = group_by_text(texts)
-    groups: list[dict[str, Any]] = []
+    groups: list[Group] = []
     for members in ([wanted[i] for i in g] for g in indices):
         latest = members[-1]
         reasons: Counter[str] = Counter(x for r in members for x in r.reasons)
@@ -181,7 +227,7 @@ def unanswered_view(db_path: str | Path, *, vectors: QuestionVectors | None, sin
             "questions": [{"id": r.id, "time": r.time, "question": r.question, "outcome": r.outcome,
                            "client": r.client, "reasons": r.reasons} for r in reversed(members)],
             "passages": _shown(list(reversed(members)), passage_text, titles)})
-    groups.sort(key=lambda g: (int(g["count"]), str(g["last"])), reverse=True)  # largest, then latest
+    groups.sort(key=lambda g: (g["count"], g["last"]), reverse=True)  # largest, then latest
     return {"since": parse_since(since), "questions": len(counted), "matching": len(wanted),
             "grouped_by": "embedding" if vectors is not None else "text", "similarity": SIMILAR,
             "reask_window_s": REASK_WINDOW_S, "clients": list(clients),
@@ -190,7 +236,7 @@ def unanswered_view(db_path: str | Path, *, vectors: QuestionVectors | None, sin
             "groups": groups[:limit], "more_groups": max(0, len(groups) - limit)}
 
 
-def _manual_row(manual: tuple[str, str], count: int, titles: dict[str, str]) -> dict[str, Any]:
+def _manual_row(manual: tuple[str, str], count: int, titles: dict[str, str]) -> ManualCount:
     sha, name = manual
     return {"sha256": sha or None, "manual": name or None, "title": titles.get(sha) or name or None, "count": count}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.concurrency import sync_to_thread
@@ -10,6 +10,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from gateway.answer_fields import OUTCOMES
+from gateway.records.answers import LogRow
 from gateway.services import Services
 from gateway.web.errors import ApiError
 from gateway.web.responses import AnswerDetail, AnswerPage, AnswerRow, FeedbackOut
@@ -44,7 +45,7 @@ class AnswersController(Controller):
         log = services.log
         filters = {"since": since, "until": until, "outcome": outcome, "client": client, "manual": manual}
 
-        def page() -> tuple[list[dict[str, Any]], int]:
+        def page() -> tuple[list[LogRow], int]:
             return log.query(**filters, limit=limit, offset=offset), log.count(**filters)
 
         rows, total = await sync_to_thread(page)
@@ -57,7 +58,8 @@ class AnswersController(Controller):
         if row is None:
             raise ApiError(404, "not_found", f"no answer {answer_id}")
         # provenance: the artifact chain itself, not only its id
-        row["chain"] = await sync_to_thread(log.chain, row["chain_id"]) if row.get("chain_id") else None
+        chain_id = row.get("chain_id")
+        row["chain"] = await sync_to_thread(log.chain, str(chain_id)) if chain_id else None
         return AnswerDetail.of(row)
 
     @post("/{answer_id:str}/feedback", guards=[reader_guard], status_code=201,
