@@ -17,8 +17,8 @@ the model it ships:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 
 class AnswerBarError(ValueError):
@@ -34,14 +34,14 @@ class AnswerBar:
     max_false_answer_rate: float = 0.05
     max_p95_total_s: float = 60.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
-    def shortfalls(self, metrics: dict[str, Any]) -> list[str]:
-        """What the replay's metrics miss of the bar, in words; [] when it is cleared."""
+    def shortfalls(self, metrics: Mapping[str, object]) -> list[str]:
+        """What the replay's metrics (gateway.qa.metrics) miss of the bar, in words; [] when it is cleared."""
         out = []
-        precision, green = metrics.get("answered_precision"), metrics.get("green_rate")
-        false_rate, p95 = metrics.get("false_answer_rate"), metrics.get("total_ms_p95")
+        precision, green = _figure(metrics, "answered_precision"), _figure(metrics, "green_rate")
+        false_rate, p95 = _figure(metrics, "false_answer_rate"), _figure(metrics, "total_ms_p95")
         if precision is None:
             out.append("no green answer at all (answered precision cannot be measured)")
         elif precision < self.min_answered_precision:
@@ -55,25 +55,34 @@ class AnswerBar:
         return out
 
 
-def parse_answer_bar(table: dict[str, Any]) -> AnswerBar:
+def _figure(metrics: Mapping[str, object], name: str) -> int | float | None:
+    """A replay figure; None where the replay could not measure it."""
+    value = metrics.get(name)
+    return value if isinstance(value, (int, float)) else None
+
+
+def parse_answer_bar(table: Mapping[str, object]) -> AnswerBar:
     """The [answers] table, every key typed and in range; unknown keys are refused."""
     known = {f.name: f for f in fields(AnswerBar)}
     unknown = sorted(set(table) - set(known))
     if unknown:
         raise AnswerBarError(f"unknown key(s) answers.{', answers.'.join(unknown)}")
-    values: dict[str, Any] = {}
+    default = AnswerBar()
+    questions, limit = default.questions, default.limit
+    bars: dict[str, float] = {}  # the four figures' bounds
     for key, value in table.items():
         if key == "questions":
             if not isinstance(value, str):
                 raise AnswerBarError(f"answers.questions must be a path string, not {value!r}")
+            questions = value
         elif key == "limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise AnswerBarError(f"answers.limit must be a whole number >= 0, not {value!r}")
+            limit = value
         else:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise AnswerBarError(f"answers.{key} must be a number >= 0, not {value!r}")
             if key.endswith(("_precision", "_rate")) and value > 1:
                 raise AnswerBarError(f"answers.{key} is a share between 0 and 1, not {value!r}")
-            value = float(value)
-        values[key] = value
-    return AnswerBar(**values)
+            bars[key] = float(value)
+    return AnswerBar(questions=questions, limit=limit, **bars)

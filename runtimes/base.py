@@ -12,9 +12,9 @@ import hashlib
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 
 class RuntimeUnavailable(Exception):
@@ -39,13 +39,22 @@ class GenerationConfig:
     # ends with a citation of a passage given"); only backends with accepts_grammar use it.
     grammar: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GenerationConfig:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+    def from_dict(cls, data: Mapping[str, object]) -> GenerationConfig:
+        """The defaults with the known keys of data set, values as given: a profile's [generation] table is
+        checked by runtimes.profiles, and the options a runtime is handed carry GenerationConfig.to_dict()."""
+        config = cls()
+        for key, value in data.items():
+            if key in cls.__dataclass_fields__:
+                setattr(config, key, value)
+        return config
+
+
+# A figure a backend reports about one generation: a count, a time, a flag or a name (backend_perf).
+PerfFigure = str | int | float | bool | None
 
 
 @dataclass
@@ -56,28 +65,29 @@ class GenerationStats:
     decode_tps: float | None = None  # output tokens per second after the first token
     total_ms: float = 0.0
     stop_reason: str = "stop"  # "stop" | "length" | "cancelled" | "timeout" | "error"
-    backend_perf: dict[str, Any] = field(default_factory=dict)  # figures the backend reports
+    backend_perf: dict[str, PerfFigure] = field(default_factory=dict)  # figures the backend reports
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def canonical_json(data: Any) -> str:
+def canonical_json(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 @dataclass
 class ArtifactChain:
     """source/version -> conversion -> quantization -> backend -> runtime/driver -> tokenizer/template
-    -> generation config, plus the artifact's sha256 and size. Its id is the hash of its JSON."""
+    -> generation config, plus the artifact's sha256 and size. Its id is the hash of its JSON.
+    The values are the backend's own record, written as JSON (canonical_json) and read by key."""
 
-    data: dict[str, Any]
+    data: dict[str, object]
 
     @property
     def chain_id(self) -> str:
         return hashlib.sha256(canonical_json(self.data).encode()).hexdigest()[:16]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"chain_id": self.chain_id, **self.data}
 
 
@@ -86,7 +96,7 @@ class GateCheck:
     gate: int  # 1: loads and answers; 2: the intended backend does the work; 3: rollback
     passed: bool
     detail: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,7 +105,57 @@ class Environment:
 
     versions: dict[str, str | None] = field(default_factory=dict)  # [runtime] lock key -> installed
     missing: list[str] = field(default_factory=list)  # reasons the backend cannot run here at all
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, object] = field(default_factory=dict)
+
+
+def as_int(value: object) -> int:
+    """int(value) for a setting read from a profile's options or a JSON file (numbers, numeric strings);
+    anything else raises the TypeError that int() raises."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"int() argument must be a string, a bytes-like object or a real number, "
+                    f"not '{type(value).__name__}'")
+
+
+def as_float(value: object) -> float:
+    """float(value) for a setting read from a profile's options or a JSON file, as as_int."""
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
+
+
+def json_table(value: object, what: str) -> dict[str, object]:
+    """A JSON object read from a file or a server: {} where it is absent (or null, or empty); a value of
+    another kind raises a TypeError that names `what`."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} is not a JSON object: {value!r:.200}")
+    return value
+
+
+def as_optional_str(value: object) -> str | None:
+    """A path or name setting: None when absent, a string as it is; anything else raises a TypeError."""
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"expected a string (a path or a name), not {type(value).__name__}: {value!r}")
+
+
+def options_generation(options: Mapping[str, object]) -> GenerationConfig | None:
+    """The generation config a runtime was handed in options["generation"] (Profile.runtime_options);
+    None when there is none."""
+    generation = options.get("generation")
+    if not generation:
+        return None
+    if not isinstance(generation, Mapping):
+        raise TypeError(f"options generation must be a table of GenerationConfig's keys, not {generation!r}")
+    return GenerationConfig.from_dict(generation)
+
+
+def recorded_generation(options: Mapping[str, object]) -> dict[str, object] | None:
+    """options_generation as an artifact chain records it (None when there is none)."""
+    config = options_generation(options)
+    return config.to_dict() if config is not None else None
 
 
 def distribution_version(name: str) -> str | None:
@@ -128,7 +188,7 @@ class Runtime(ABC):
     requires: ClassVar[str] = ""  # a key of distributions without which the backend cannot run at all
 
     @classmethod
-    def probe_environment(cls, options: dict[str, Any]) -> Environment:
+    def probe_environment(cls, options: Mapping[str, object]) -> Environment:
         """Versions and missing pieces readable without loading an artifact (no network)."""
         env = Environment(versions={key: distribution_version(dist) for key, dist in cls.distributions.items()})
         if cls.requires and env.versions.get(cls.requires) is None:
@@ -136,9 +196,9 @@ class Runtime(ABC):
             env.missing.append(f"{missing} is not installed; install it with: {cls.install_hint}")
         return env
 
-    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, artifact: str, options: Mapping[str, object] | None = None) -> None:
         self.artifact = artifact
-        self.options = dict(options or {})
+        self.options: dict[str, object] = dict(options or {})  # the profile's [options] (TOML values)
         self._cancel = threading.Event()
 
     @abstractmethod

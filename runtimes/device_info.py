@@ -6,7 +6,7 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from runtimes import machine
 from runtimes.base import Environment, RuntimeUnavailable, distribution_version
@@ -40,7 +40,21 @@ def nvidia_gpus() -> list[dict[str, str]] | str:
     return gpus or "none"
 
 
-def describe_device() -> dict[str, Any]:
+class DeviceDescription(TypedDict):
+    """This machine as doctor's record names it."""
+
+    machine: str
+    system: str
+    hostname: str
+    cpu: str
+    cpu_count: int
+    memory_mib: int | None
+    board: str | None
+    gpu: list[dict[str, str]] | str  # nvidia_gpus()
+    python: str
+
+
+def describe_device() -> DeviceDescription:
     mem_kib = machine.memory_total_kib()
     board = _read("/proc/device-tree/model").strip("\x00\n ")
     return {

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Literal
 
-from runtimes.base import GenerationConfig, GenerationError, GenerationStats, Runtime, RuntimeUnavailable
+from runtimes.base import GenerationError, GenerationStats, Runtime, RuntimeUnavailable
 from runtimes.device_info import describe_device, installed_versions
 from runtimes.profiles import Profile, ProfileError
 
@@ -39,13 +39,13 @@ class GateResult:
     gate: int
     status: GateStatus
     detail: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, object] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         return self.status == "pass"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"gate": self.gate, "title": TITLES[self.gate], "passed": self.passed, **asdict(self)}
 
 
@@ -53,14 +53,14 @@ class GateResult:
 class DoctorReport:
     """The responsibility record: what runs where, who owns it, the way back, which gate failed."""
 
-    profile: dict[str, Any]
-    device: dict[str, Any]
-    artifact: dict[str, Any]
+    profile: dict[str, object]
+    device: dict[str, object]  # runtimes.device_info.describe_device(), or why it could not be read
+    artifact: dict[str, object]
     backend: str
-    runtime: dict[str, Any]
+    runtime: dict[str, object]  # the locked and the installed versions
     chain_id: str
-    chain: dict[str, Any]
-    rollback_set: list[dict[str, Any]]
+    chain: dict[str, object]  # ArtifactChain.to_dict()
+    rollback_set: list[dict[str, object]]
     owners: dict[str, str]
     embedding_model: str
     gates: list[GateResult]
@@ -77,7 +77,7 @@ class DoctorReport:
     def failed_gates(self) -> list[int]:
         return [g.gate for g in self.gates if not g.passed and g.status != "skipped"]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["gates"] = [g.to_dict() for g in self.gates]
         data["passed"] = self.passed
@@ -86,7 +86,7 @@ class DoctorReport:
         return data
 
 
-def _create_runtime(backend: str, artifact: str, options: dict[str, Any]) -> Runtime:
+def _create_runtime(backend: str, artifact: str, options: Mapping[str, object]) -> Runtime:
     from runtimes.registry import create_runtime
 
     return create_runtime(backend, artifact, options)
@@ -107,16 +107,16 @@ def _short(text: str, limit: int = 200) -> str:
 class _Loaded:
     """What gate 1 found out, kept for gate 2 and for the record."""
 
-    artifact: dict[str, Any] = field(default_factory=dict)
-    versions: dict[str, Any] = field(default_factory=dict)
-    chain: dict[str, Any] = field(default_factory=dict)
+    artifact: dict[str, object] = field(default_factory=dict)
+    versions: dict[str, object] = field(default_factory=dict)
+    chain: dict[str, object] = field(default_factory=dict)
     runtime: Runtime | None = None
 
 
 def _check_artifact(profile: Profile, found: _Loaded, problems: list[str]) -> None:
     spec = profile.artifact
-    info: dict[str, Any] = {"declared": spec.path, "expected_sha256": spec.sha256, "source": spec.source,
-                            "conversion": spec.conversion, "quantization": spec.quantization}
+    info: dict[str, object] = {"declared": spec.path, "expected_sha256": spec.sha256, "source": spec.source,
+                               "conversion": spec.conversion, "quantization": spec.quantization}
     found.artifact = info
     if profile.is_remote:
         info.update(path=spec.path, note="held by the upstream server; no local file to check")
@@ -144,8 +144,8 @@ def _check_artifact(profile: Profile, found: _Loaded, problems: list[str]) -> No
         problems.append(f"artifact sha256 mismatch for {path}: expected {spec.sha256}, actual {actual}")
 
 
-def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _flatten(data: object, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
     if isinstance(data, dict):
         for key, value in data.items():
             out.update(_flatten(value, f"{prefix}{key}."))
@@ -154,7 +154,7 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _from_chain(chain: dict[str, Any], key: str) -> str | None:
+def _from_chain(chain: Mapping[str, object], key: str) -> str | None:
     for path, value in _flatten(chain).items():
         if path.rsplit(".", 1)[-1] == key and value not in (None, ""):
             return str(value)
@@ -177,8 +177,7 @@ def _compare_versions(locked: dict[str, str], installed: dict[str, str | None], 
 
 def _smoke(runtime: Runtime, profile: Profile, prompt: str) -> tuple[str, GenerationStats | None]:
     config = profile.generation_config()
-    config = GenerationConfig.from_dict({**config.to_dict(),
-                                         "max_tokens": min(config.max_tokens, SMOKE_MAX_TOKENS)})
+    config = replace(config, max_tokens=min(config.max_tokens, SMOKE_MAX_TOKENS))
     pieces: list[str] = []
     stats: GenerationStats | None = None
     for item in runtime.stream([{"role": "user", "content": prompt}], config, threading.Event()):
@@ -194,7 +193,8 @@ def gate_one(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, keep_loaded: bo
     """Gate 1; with keep_loaded the loaded runtime is handed on to gate 2 (caller unloads it)."""
     found = _Loaded()
     problems: list[str] = []
-    evidence: dict[str, Any] = {}
+    evidence: dict[str, object] = {}
+    answer = ""  # the smoke prompt's answer, shortened
     try:
         _check_artifact(profile, found, problems)
         env = installed_versions(profile)
@@ -218,7 +218,8 @@ def gate_one(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, keep_loaded: bo
         _compare_versions(profile.runtime, env.versions, problems, final=True)
         if not problems:
             text, stats = _smoke(runtime, profile, smoke_prompt)
-            evidence["smoke"] = {"prompt": smoke_prompt, "answer": _short(text),
+            answer = _short(text)
+            evidence["smoke"] = {"prompt": smoke_prompt, "answer": answer,
                                  "stats": stats.to_dict() if stats else None}
             if stats is None:
                 problems.append("the smoke generation ended without its GenerationStats record")
@@ -228,7 +229,6 @@ def gate_one(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, keep_loaded: bo
         problems.append(f"{'load' if found.runtime is None else 'smoke prompt'} failed: {_error(exc)}")
     if problems:
         return GateResult(1, "fail", "; ".join(problems), evidence), _release(found)
-    answer = evidence["smoke"]["answer"]
     result = GateResult(1, "pass", f"{profile.backend} loaded the artifact and answered: {answer!r}",
                         evidence)
     return result, (found if keep_loaded else _release(found))
@@ -252,10 +252,11 @@ def gate_two(profile: Profile, runtime: Runtime) -> GateResult:
     return GateResult(2, "pass" if check.passed else "fail", check.detail, dict(check.evidence))
 
 
-def gate_three(profile: Profile, smoke_prompt: str, load_rollback: bool) -> tuple[GateResult, dict[str, Any]]:
+def gate_three(profile: Profile, smoke_prompt: str, load_rollback: bool
+               ) -> tuple[GateResult, dict[str, object]]:
     where = profile.rollback_location()
-    entry: dict[str, Any] = {"role": "rollback", "declared": profile.rollback,
-                             "path": str(where) if where else ""}
+    entry: dict[str, object] = {"role": "rollback", "declared": profile.rollback,
+                                "path": str(where) if where else ""}
     if where is None:
         return GateResult(3, "fail", "the profile names no rollback profile (rollback = \"\"): "
                                      "there is no way back"), entry
@@ -294,11 +295,13 @@ def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback
         _release(found)
     gate3, rollback_entry = gate_three(profile, smoke_prompt, load_rollback)
     gate4 = _gate_four(profile, answers, gate1)
-    active = {"role": "active", "name": profile.name, "path": str(profile.path), "backend": profile.backend,
-              "artifact_path": found.artifact.get("path", ""), "sha256": found.artifact.get("sha256", ""),
-              "chain_id": found.chain.get("chain_id", "")}
+    active: dict[str, object] = {
+        "role": "active", "name": profile.name, "path": str(profile.path), "backend": profile.backend,
+        "artifact_path": found.artifact.get("path", ""), "sha256": found.artifact.get("sha256", ""),
+        "chain_id": found.chain.get("chain_id", "")}
+    device: dict[str, object]
     try:
-        device = describe_device()
+        device = dict(describe_device())
     except Exception as exc:  # noqa: BLE001 - the record says so instead of crashing
         device = {"error": _error(exc)}
     return DoctorReport(
@@ -308,7 +311,7 @@ def run_doctor(profile: Profile, smoke_prompt: str = SMOKE_PROMPT, load_rollback
         artifact=found.artifact,
         backend=profile.backend,
         runtime=found.versions,
-        chain_id=found.chain.get("chain_id", ""),
+        chain_id=str(found.chain.get("chain_id", "")),
         chain=found.chain,
         rollback_set=[active, rollback_entry],
         owners=dict(profile.owners),

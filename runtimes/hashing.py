@@ -11,7 +11,6 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 _CACHE_NAME = "sha256-cache.json"
 _lock = threading.Lock()
@@ -50,7 +49,8 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def _load(cache_file: Path) -> dict[str, dict[str, Any]]:
+def _load(cache_file: Path) -> dict[str, object]:
+    """path -> {"size", "mtime_ns", "sha256"}, as stored (a file written by another version may differ)."""
     try:
         data = json.loads(cache_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -58,7 +58,7 @@ def _load(cache_file: Path) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def _store(cache_file: Path, data: dict[str, dict[str, Any]]) -> None:
+def _store(cache_file: Path, data: dict[str, object]) -> None:
     """Write atomically; a cache that cannot be written is only a slower start, never an error."""
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)

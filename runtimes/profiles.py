@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from runtimes.answer_bar import AnswerBar, AnswerBarError, parse_answer_bar
 from runtimes.base import GenerationConfig
@@ -85,8 +85,8 @@ class Profile:
     path: Path
     description: str = ""
     runtime: dict[str, str] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    generation: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)  # [options]: the backend's, as TOML gives them
+    generation: dict[str, object] = field(default_factory=dict)  # [generation]: GenerationConfig's keys, checked
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     answers: AnswerBar = field(default_factory=AnswerBar)  # doctor's gate 4 (runtimes.answer_bar)
     text: str = ""  # the TOML as read: stored verbatim when activated
@@ -152,11 +152,11 @@ class Profile:
     def generation_config(self) -> GenerationConfig:
         return GenerationConfig.from_dict(self.generation)
 
-    def runtime_options(self) -> dict[str, Any]:
+    def runtime_options(self) -> dict[str, object]:
         """Backend options plus the generation config, so the artifact chain records it."""
         return {**self.options, "generation": self.generation_config().to_dict()}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         try:
             resolved = self.artifact_path()
         except ProfileError as exc:
@@ -186,7 +186,7 @@ def _known_backends() -> tuple[str, ...]:
     return tuple(BACKENDS)
 
 
-def _table(data: dict[str, Any], key: str, where: str, required: bool = False) -> dict[str, Any]:
+def _table(data: Mapping[str, object], key: str, where: str, required: bool = False) -> dict[str, object]:
     if key not in data:
         if required:
             raise ProfileError(f"{where}: missing table [{key}]")
@@ -197,7 +197,7 @@ def _table(data: dict[str, Any], key: str, where: str, required: bool = False) -
     return value
 
 
-def _string(data: dict[str, Any], key: str, where: str, required: bool = True, label: str = "") -> str:
+def _string(data: Mapping[str, object], key: str, where: str, required: bool = True, label: str = "") -> str:
     label = label or key
     if key not in data:
         if required:
@@ -209,7 +209,7 @@ def _string(data: dict[str, Any], key: str, where: str, required: bool = True, l
     return value
 
 
-def _check_generation(gen: dict[str, Any], where: str) -> None:
+def _check_generation(gen: Mapping[str, object], where: str) -> None:
     defaults = GenerationConfig()
     for key, value in gen.items():
         if key not in GenerationConfig.__dataclass_fields__:
@@ -254,10 +254,11 @@ def parse_profile(text: str, path: Path, base_dir: Path | None = None) -> Profil
     if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
         raise ProfileError(f"{where}: artifact.sha256 must be 64 hex digits, not {artifact.sha256!r}")
     artifact.sha256 = sha
-    runtime = _table(data, "runtime", where)
-    for key, value in runtime.items():
+    runtime: dict[str, str] = {}
+    for key, value in _table(data, "runtime", where).items():
         if not isinstance(value, str):
             raise ProfileError(f"{where}: runtime.{key} must be a version string, not {value!r}")
+        runtime[key] = value
     generation = _table(data, "generation", where)
     _check_generation(generation, where)
     owners_table = _table(data, "owners", where, required=True)

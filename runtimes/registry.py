@@ -9,7 +9,7 @@ those facts never needs the library.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Mapping
 
 from runtimes.base import Runtime, RuntimeUnavailable
 
@@ -44,7 +44,7 @@ def runtime_class(backend: str) -> type[Runtime]:
 ISOLATION_MODES = ("process", "in-process")
 
 
-def create_runtime(backend: str, artifact: str, options: dict[str, Any] | None = None) -> Runtime:
+def create_runtime(backend: str, artifact: str, options: Mapping[str, object] | None = None) -> Runtime:
     """A runtime ready to load(); nothing heavy happens until load().
 
     A backend that runs native code runs in a supervised worker process (runtimes.supervised), so

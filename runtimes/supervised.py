@@ -22,9 +22,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import IO, NoReturn, TypedDict
 
 from runtimes import worker_protocol as wp
 from runtimes.base import (
@@ -35,6 +35,7 @@ from runtimes.base import (
     GenerationStats,
     Runtime,
     RuntimeUnavailable,
+    as_int,
 )
 from runtimes.worker_protocol import exit_reason, rss_bytes
 
@@ -66,13 +67,29 @@ class CrashPolicy:
     call_timeout_s: float = 60.0  # count_tokens / describe / verify
 
 
+class Crash(TypedDict):
+    seconds_ago: float
+    reason: str
+
+
+class WorkerHealth(TypedDict):
+    """What the gateway's health and admin pages say about a supervised runtime (SupervisedRuntime.health)."""
+
+    state: str  # unloaded | loading | ready | restarting | failed
+    failure: str | None
+    pid: int | None
+    restarts: int
+    rss_bytes: int | None
+    recent_crashes: list[Crash]
+
+
 class SupervisedRuntime(Runtime):
     """The parent's side: spawns ``python -m runtimes.worker_main`` and relays the contract to it."""
 
     backend = "supervised"
 
     def __init__(self, backend: str, runtime_cls: type[Runtime], artifact: str,
-                 options: dict[str, Any] | None = None, policy: CrashPolicy | None = None) -> None:
+                 options: Mapping[str, object] | None = None, policy: CrashPolicy | None = None) -> None:
         super().__init__(artifact, options)
         self.backend_name = backend  # what the worker passes to the registry
         self.backend = runtime_cls.backend  # type: ignore[misc]  # the inner backend's facts, per instance
@@ -147,7 +164,7 @@ class SupervisedRuntime(Runtime):
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> WorkerHealth:
         """What the gateway's health and admin pages say about this runtime."""
         pid = self.pid
         return {"state": self.state, "failure": self.failure, "pid": pid, "restarts": self.restarts,
@@ -205,7 +222,8 @@ class SupervisedRuntime(Runtime):
         said = message.message if isinstance(message, (wp.LoadFailed, wp.Error)) else ""
         raise RuntimeUnavailable(said or "the worker could not load the artifact")
 
-    def _read_replies(self, proc: subprocess.Popen[bytes], reply: Any, inbox: queue.Queue[wp.AnyReply]) -> None:
+    def _read_replies(self, proc: subprocess.Popen[bytes], reply: IO[bytes],
+                      inbox: queue.Queue[wp.AnyReply]) -> None:
         try:
             while True:
                 message = wp.read_reply(reply)
@@ -373,7 +391,7 @@ class SupervisedRuntime(Runtime):
     def context_length(self) -> int:
         if self._ready is not None:
             return self._ready.context_length
-        return int(self.options.get("n_ctx") or 2048)
+        return as_int(self.options.get("n_ctx") or 2048)
 
     def describe(self) -> ArtifactChain:
         if self._chain is None:  # the same artifact after a restart: the first description holds
@@ -402,7 +420,7 @@ class SupervisedRuntime(Runtime):
         started = time.monotonic()
         deadline = started + max(config.timeout_s, 0.001)
         try:
-            self._send(wp.Stream(id=rid, messages=messages, config=config.to_dict()))
+            self._send(wp.Stream(id=rid, messages=messages, config=config))
         except OSError:  # it died between the readiness check and now: the reader says how
             last = self._next(time.monotonic() + 10, rid)
             reason = last.reason if isinstance(last, wp.Dead) else "the pipe broke"
@@ -439,7 +457,7 @@ class SupervisedRuntime(Runtime):
                     if stop_reason is None:
                         yield message.v
                 elif isinstance(message, wp.Stats):
-                    stats = GenerationStats(**message.v)
+                    stats = message.v
                     if stop_reason is not None and stats.stop_reason in ("stop", "cancelled"):
                         stats.stop_reason = stop_reason  # our cancel stopped it: for a timeout, say so
                     yield stats

@@ -17,11 +17,14 @@ import queue
 import signal
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
 from runtimes import worker_protocol as wp
+
+if TYPE_CHECKING:
+    from runtimes.base import Runtime
 
 
 def _detach_from_terminal() -> None:
@@ -38,7 +41,7 @@ def _detach_from_terminal() -> None:
 
 
 class Worker:
-    def __init__(self, runtime: Any, reply: IO[bytes]) -> None:
+    def __init__(self, runtime: Runtime, reply: IO[bytes]) -> None:
         self.runtime = runtime
         self.reply = reply
         self.write_lock = threading.Lock()
@@ -96,12 +99,11 @@ class Worker:
             self.send(wp.Error(id=None, kind="protocol", message=f"unexpected request {type(message).__name__}"))
 
     def stream(self, message: wp.Stream) -> None:
-        from runtimes.base import GenerationConfig, GenerationStats
+        from runtimes.base import GenerationStats
 
-        config = GenerationConfig.from_dict(message.config)
-        for item in self.runtime.stream(message.messages, config, self.stop):
+        for item in self.runtime.stream(message.messages, message.config, self.stop):
             if isinstance(item, GenerationStats):
-                self.send(wp.Stats(id=message.id, v=item.to_dict()))
+                self.send(wp.Stats(id=message.id, v=item))
             else:
                 self.send(wp.Text(id=message.id, v=item))
         self.send(wp.End(id=message.id))

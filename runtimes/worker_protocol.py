@@ -13,9 +13,11 @@ replies with the same id. Dead is never sent: the gateway's reader makes it when
 from __future__ import annotations
 
 import signal
-from typing import IO, Any
+from typing import IO
 
 import msgspec
+
+from runtimes.base import GenerationConfig, GenerationStats
 
 # A worker's CPU time and memory, as the gateway reports them (read from /proc by runtimes.machine).
 from runtimes.machine import cpu_seconds as cpu_seconds
@@ -36,7 +38,7 @@ class Init(Request, frozen=True, tag="init"):
 
     backend: str
     artifact: str
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}  # Profile.runtime_options(): the profile's [options] and its generation
 
 
 class Count(Request, frozen=True, tag="count"):
@@ -47,7 +49,7 @@ class Count(Request, frozen=True, tag="count"):
 class Stream(Request, frozen=True, tag="stream"):
     id: int
     messages: list[dict[str, str]]
-    config: dict[str, Any]  # GenerationConfig.to_dict()
+    config: GenerationConfig  # on the wire as its fields (GenerationConfig.to_dict())
 
 
 class Cancel(Request, frozen=True, tag="cancel"):
@@ -90,7 +92,7 @@ class Text(Reply, frozen=True, tag="text"):
 
 class Stats(Reply, frozen=True, tag="stats"):
     id: int
-    v: dict[str, Any]  # GenerationStats.to_dict()
+    v: GenerationStats  # on the wire as its fields (GenerationStats.to_dict())
 
 
 class End(Reply, frozen=True, tag="end"):
@@ -113,12 +115,12 @@ class Verified(Reply, frozen=True, tag="verify"):
     gate: int
     passed: bool
     detail: str
-    evidence: dict[str, Any]
+    evidence: dict[str, object]  # GateCheck.evidence
 
 
 class Described(Reply, frozen=True, tag="describe"):
     id: int
-    v: dict[str, Any]  # ArtifactChain.data
+    v: dict[str, object]  # ArtifactChain.data
 
 
 class Unloaded(Reply, frozen=True, tag="unloaded"):

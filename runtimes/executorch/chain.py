@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TypedDict
 
-from runtimes.base import RuntimeUnavailable
+from runtimes.base import RuntimeUnavailable, json_table
 from runtimes.hashing import file_sha256
 
 PTE = "model.pte"
@@ -30,7 +31,7 @@ def resolve_folder(artifact: str) -> Path:
     return path.parent if path.suffix == ".pte" else path
 
 
-def check_folder(folder: Path, cache_dir: str | None = None) -> tuple[dict[str, str], dict[str, Any] | None]:
+def check_folder(folder: Path, cache_dir: str | None = None) -> tuple[dict[str, str], dict[str, object] | None]:
     """sha256 of every file; refused when one is missing or differs from what PROVENANCE recorded."""
     if not folder.is_dir():
         raise RuntimeUnavailable(f"ExecuTorch artifact folder not found: {folder}")
@@ -40,13 +41,13 @@ def check_folder(folder: Path, cache_dir: str | None = None) -> tuple[dict[str, 
                                  "(write it with deploy/export_executorch.py)")
     names = [*REQUIRED, *(n for n in (SPECIAL, PROVENANCE) if (folder / n).is_file())]
     hashes = {name: file_sha256(folder / name, cache_dir) for name in names}
-    provenance: dict[str, Any] | None = None
+    provenance: dict[str, object] | None = None
     if (folder / PROVENANCE).is_file():
         try:
             provenance = json.loads((folder / PROVENANCE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise RuntimeUnavailable(f"{folder / PROVENANCE} is not readable JSON: {exc}") from exc
-        recorded = (provenance or {}).get("outputs") or {}
+        recorded = json_table((provenance or {}).get("outputs"), f"{folder / PROVENANCE}: outputs")
         changed = [name for name, info in recorded.items()
                    if name in hashes and isinstance(info, dict) and info.get("sha256") != hashes[name]]
         if changed:
@@ -56,7 +57,7 @@ def check_folder(folder: Path, cache_dir: str | None = None) -> tuple[dict[str, 
     return hashes, provenance
 
 
-def special_tokens(folder: Path) -> dict[str, Any]:
+def special_tokens(folder: Path) -> dict[str, object]:
     """bos/eos written beside the tokenizer by the export (empty when absent)."""
     path = folder / SPECIAL
     if not path.is_file():
@@ -68,13 +69,33 @@ def special_tokens(folder: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def program_delegates(pte: Path) -> dict[str, Any]:
+class MethodPlan(TypedDict):
+    """One method of a program: who runs its instructions."""
+
+    delegates: list[str]  # backend ids
+    delegate_blobs: int
+    delegate_calls: int
+    kernel_calls: int  # instructions run by a portable kernel
+    operators: list[str]
+
+
+class Trace(TypedDict, total=False):
+    """What one traced forward's event trace says (etdump_evidence), or why it could not be read (error)."""
+
+    delegate_calls: int
+    portable_kernel_calls: int
+    delegate_operators: dict[str, int]  # the busiest XNNPACK operators, events each
+    delegate_operator_events: int
+    error: str
+
+
+def program_delegates(pte: Path) -> dict[str, MethodPlan]:
     """Per method: delegate backend ids and how many instructions call a delegate vs a portable kernel."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     program = deserialize_pte_binary(pte.read_bytes())
     program = getattr(program, "program", program)  # newer executorch wraps it with its named data
-    plans: dict[str, Any] = {}
+    plans: dict[str, MethodPlan] = {}
     for plan in program.execution_plan:
         delegate_calls = kernel_calls = 0
         for chain in plan.chains:
@@ -92,9 +113,9 @@ def program_delegates(pte: Path) -> dict[str, Any]:
     return plans
 
 
-def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] | None,
-               runtime: dict[str, Any], delegates: dict[str, Any], generation: dict[str, Any] | None,
-               context: int, vocab_size: int | None = None) -> dict[str, Any]:
+def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, object] | None,
+               runtime: dict[str, object], delegates: dict[str, MethodPlan], generation: dict[str, object] | None,
+               context: int, vocab_size: int | None = None) -> dict[str, object]:
     """source -> conversion -> quantization -> backend -> runtime -> tokenizer/template -> generation.
 
     The tokenizer record names its vocabulary size and chat template hash as the other backends' do,
@@ -108,9 +129,11 @@ def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] 
         "quantization": prov.get("quantization") or "unknown (no PROVENANCE.json)",
         "backend": "executorch",
         "delegate": {"expected": XNNPACK, "program": delegates},
-        "tokenizer": {"file": TOKENIZER, "sha256": hashes.get(TOKENIZER), **(prov.get("tokenizer") or {}),
+        "tokenizer": {"file": TOKENIZER, "sha256": hashes.get(TOKENIZER),
+                      **json_table(prov.get("tokenizer"), "PROVENANCE.json's tokenizer"),
                       "vocab_size": vocab_size, "chat_template_sha256": hashes.get(TEMPLATE)},
-        "chat_template": {"file": TEMPLATE, "sha256": hashes.get(TEMPLATE), **(prov.get("chat_template") or {})},
+        "chat_template": {"file": TEMPLATE, "sha256": hashes.get(TEMPLATE),
+                          **json_table(prov.get("chat_template"), "PROVENANCE.json's chat_template")},
         "program": prov.get("program") or {},
         "context": {"n_ctx": context},
         "generation": generation,
@@ -119,7 +142,7 @@ def chain_data(folder: Path, hashes: dict[str, str], provenance: dict[str, Any] 
     }
 
 
-def etdump_evidence(et_runtime: Any, torch: Any, pte: Path, workdir: Path) -> dict[str, Any]:
+def etdump_evidence(et_runtime: ModuleType, torch: ModuleType, pte: Path, workdir: Path) -> Trace:
     """One profiled forward of the program: what ExecuTorch's own event trace says ran where.
 
     The program is loaded a second time with ETDump on (the serving copy stays unprofiled), one
@@ -153,7 +176,7 @@ def etdump_evidence(et_runtime: Any, torch: Any, pte: Path, workdir: Path) -> di
             "delegate_operator_events": sum(delegate_ops.values())}
 
 
-def traced_forward(et_runtime: Any, torch: Any, pte: Path) -> dict[str, Any]:
+def traced_forward(et_runtime: ModuleType, torch: ModuleType, pte: Path) -> Trace:
     """etdump_evidence in a scratch folder; a build without ETDump support is evidence too (an error)."""
     import tempfile
 

@@ -11,11 +11,13 @@ program ran (the runtime refuses to load a program whose delegate is missing).
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from runtimes.base import (
     ArtifactChain,
@@ -25,20 +27,29 @@ from runtimes.base import (
     GenerationStats,
     Runtime,
     RuntimeUnavailable,
+    as_int,
+    as_optional_str,
     distribution_version,
+    json_table,
+    recorded_generation,
 )
 from runtimes.defaults import physical_cores
 from runtimes.executorch import chain
 from runtimes.executorch.sampling import Sampler, TextStream
 
+if TYPE_CHECKING:
+    from executorch.runtime import Method
+    from jinja2 import Template
+    from tokenizers import Tokenizer
+
 ET_INSTALL_HINT = "pip install 'manualqa[executorch]' (executorch 1.5.1 with XNNPACK, beside the CPU torch)"
 
 
-def import_executorch() -> tuple[Any, Any]:
+def import_executorch() -> tuple[ModuleType, ModuleType]:
     """executorch.runtime and torch, imported only when a program is loaded."""
     try:
-        import torch
-        from executorch import runtime as et_runtime
+        torch = importlib.import_module("torch")
+        et_runtime = importlib.import_module("executorch.runtime")
     except ImportError as exc:  # also a broken native extension
         raise RuntimeUnavailable(
             f"the executorch backend needs executorch ({exc}); install it with: {ET_INSTALL_HINT}") from exc
@@ -53,24 +64,24 @@ class ExecuTorchRuntime(Runtime):
     distributions = {"executorch": "executorch", "torch": "torch"}
 
 
-    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, artifact: str, options: Mapping[str, object] | None = None) -> None:
         super().__init__(artifact, options)
-        self.n_threads = int(self.options.get("n_threads") or physical_cores())
-        self.cache_dir = self.options.get("cache_dir")
+        self.n_threads = as_int(self.options.get("n_threads") or physical_cores())
+        self.cache_dir = as_optional_str(self.options.get("cache_dir"))
         self.folder: Path | None = None
         self.hashes: dict[str, str] = {}
-        self.provenance: dict[str, Any] | None = None
-        self.delegates: dict[str, Any] = {}
+        self.provenance: dict[str, object] | None = None
+        self.delegates: dict[str, chain.MethodPlan] = {}
         self.max_seq_len = 0
         self.prefill_whole = False
         self.load_ms = 0.0
         self.forward_calls = 0
-        self._torch: Any = None
-        self._et: Any = None
-        self._method: Any = None
-        self._tokenizer: Any = None
-        self._template: Any = None
-        self._special: dict[str, Any] = {}
+        self._torch: ModuleType | None = None
+        self._et: ModuleType | None = None  # executorch.runtime
+        self._method: Method | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._template: Template | None = None
+        self._special: dict[str, object] = {}
         self._eos: set[int] = set()
         self._chain: ArtifactChain | None = None
         self._gen_lock = threading.Lock()
@@ -80,7 +91,7 @@ class ExecuTorchRuntime(Runtime):
         et_runtime, torch = import_executorch()
         folder = chain.resolve_folder(self.artifact)
         self.hashes, self.provenance = chain.check_folder(folder, self.cache_dir)
-        self._load_tokenizer(folder)
+        tokenizer = self._load_tokenizer(folder)
         started = time.perf_counter()
         # Before the program loads: the XNNPACK delegate keeps the pool it finds at init, and a reset
         # under a loaded method freed that pool beneath it (bench: "malloc(): mismatching next->prev_size",
@@ -92,34 +103,37 @@ class ExecuTorchRuntime(Runtime):
             method = program.load_method("forward")
         except Exception as exc:  # a corrupt program, or one needing a backend this build lacks
             raise RuntimeUnavailable(f"ExecuTorch could not load {folder / chain.PTE}: {exc}") from exc
-        program_facts = (self.provenance or {}).get("program") or {}
-        self.max_seq_len = int(program_facts.get("max_seq_len") or self.options.get("n_ctx") or 2048)
+        program_facts = json_table((self.provenance or {}).get("program"), "PROVENANCE.json's program")
+        self.max_seq_len = as_int(program_facts.get("max_seq_len") or self.options.get("n_ctx") or 2048)
         self.prefill_whole = str(program_facts.get("prefill", "")).startswith("dynamic")
         self.folder, self._et, self._torch, self._method = folder, et_runtime, torch, method
         vocab = self._vocab_of_program()
-        if self._tokenizer.get_vocab_size(with_added_tokens=True) > vocab:
+        if tokenizer.get_vocab_size(with_added_tokens=True) > vocab:
             raise RuntimeUnavailable(
-                f"tokenizer {folder / chain.TOKENIZER} has {self._tokenizer.get_vocab_size()} tokens but the "
+                f"tokenizer {folder / chain.TOKENIZER} has {tokenizer.get_vocab_size()} tokens but the "
                 f"program's logits cover {vocab}: this tokenizer does not belong to this model")
         self.load_ms = (time.perf_counter() - started) * 1000
         self._chain = None
 
-    def _load_tokenizer(self, folder: Path) -> None:
+    def _load_tokenizer(self, folder: Path) -> Tokenizer:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
         from tokenizers import Tokenizer
 
         try:
-            self._tokenizer = Tokenizer.from_file(str(folder / chain.TOKENIZER))
+            tokenizer = self._tokenizer = Tokenizer.from_file(str(folder / chain.TOKENIZER))
         except Exception as exc:  # tokenizers raises its own Exception type for a bad file
             raise RuntimeUnavailable(f"{folder / chain.TOKENIZER} is not a usable tokenizer: {exc}") from exc
         self._special = chain.special_tokens(folder)
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         self._template = env.from_string((folder / chain.TEMPLATE).read_text(encoding="utf-8"))
         eos_text = self._special.get("eos_token") or "<|im_end|>"
-        self._eos = {i for i in (self._special.get("eos_token_id"), self._tokenizer.token_to_id(eos_text))
+        if not isinstance(eos_text, str):
+            raise TypeError(f"{folder / chain.SPECIAL}: eos_token must be a string, not {eos_text!r}")
+        self._eos = {i for i in (self._special.get("eos_token_id"), tokenizer.token_to_id(eos_text))
                      if isinstance(i, int)}
         if not self._eos:
             raise RuntimeUnavailable(f"{folder}: the tokenizer has no end-of-sequence token {eos_text!r}")
+        return tokenizer
 
     def _set_threads(self) -> None:
         try:
@@ -144,9 +158,9 @@ class ExecuTorchRuntime(Runtime):
                 self._gen_lock.release()
 
     # -- generation ----------------------------------------------------------------------------
-    def _forward(self, ids: list[int], start: int) -> Any:
+    def _forward(self, ids: list[int], start: int) -> Any:  # the logits: a torch.Tensor
         torch = self._torch
-        if self._method is None:
+        if self._method is None or torch is None:
             raise GenerationError("the executorch runtime is not loaded; call load() first")
         tokens = torch.tensor([ids], dtype=torch.long)
         positions = torch.arange(start, start + len(ids), dtype=torch.long)
@@ -166,6 +180,9 @@ class ExecuTorchRuntime(Runtime):
 
     def _generate(self, messages: list[dict[str, str]], config: GenerationConfig,
                   cancel: threading.Event | None) -> Iterator[str | GenerationStats]:
+        if self._torch is None or self._tokenizer is None:
+            raise GenerationError("the executorch runtime is not loaded; call load() first")
+        torch, tokenizer = self._torch, self._tokenizer
         self._cancel.clear()
         started = time.perf_counter()
         deadline = started + config.timeout_s
@@ -187,8 +204,8 @@ class ExecuTorchRuntime(Runtime):
                 logits = self._forward([token], pos)
                 if (reason := stopped()):
                     break
-        sampler = Sampler(self._torch, config, list(ids))
-        text = TextStream(self._tokenizer, config.stop)
+        sampler = Sampler(torch, config, list(ids))
+        text = TextStream(tokenizer, config.stop)
         budget = min(config.max_tokens, self.max_seq_len - len(ids))
         output = 0
         first = last = None
@@ -221,6 +238,8 @@ class ExecuTorchRuntime(Runtime):
             backend_perf={"forward_calls": self.forward_calls, "prefill_whole": self.prefill_whole})
 
     def _prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        if self._template is None or self._tokenizer is None:
+            raise GenerationError("the executorch runtime is not loaded; call load() first")
         try:
             rendered = self._template.render(messages=messages, add_generation_prompt=True,
                                              bos_token=self._special.get("bos_token") or "",
@@ -236,10 +255,10 @@ class ExecuTorchRuntime(Runtime):
 
     @property
     def context_length(self) -> int:
-        return self.max_seq_len or int(self.options.get("n_ctx") or 2048)
+        return self.max_seq_len or as_int(self.options.get("n_ctx") or 2048)
 
     # -- description and gate 2 ----------------------------------------------------------------
-    def _runtime_facts(self) -> dict[str, Any]:
+    def _runtime_facts(self) -> dict[str, object]:
         registry = self._et.Runtime.get().backend_registry if self._et is not None else None
         return {"library": "executorch", "executorch": distribution_version("executorch"),
                 "torch": distribution_version("torch"), "n_threads": self.n_threads,
@@ -248,12 +267,10 @@ class ExecuTorchRuntime(Runtime):
     def describe(self) -> ArtifactChain:
         if self._chain is not None:
             return self._chain
-        if self.folder is None:
+        if self.folder is None or self._tokenizer is None:
             raise RuntimeUnavailable("the executorch runtime is not loaded; call load() first")
-        generation = self.options.get("generation")
         data = chain.chain_data(self.folder, self.hashes, self.provenance, self._runtime_facts(),
-                                self.delegates, GenerationConfig.from_dict(generation).to_dict()
-                                if generation else None, self.context_length,
+                                self.delegates, recorded_generation(self.options), self.context_length,
                                 vocab_size=self._tokenizer.get_vocab_size(with_added_tokens=True))
         self._chain = ArtifactChain(data)
         return self._chain
@@ -261,15 +278,18 @@ class ExecuTorchRuntime(Runtime):
     def verify_backend(self) -> GateCheck:
         if self._method is None or self._et is None:
             return GateCheck(2, False, "the executorch runtime is not loaded")
-        forward = self.delegates.get("forward", {})
+        forward = self.delegates.get("forward")
         available = bool(self._et.Runtime.get().backend_registry.is_available(chain.XNNPACK))
-        evidence: dict[str, Any] = {"program": self.delegates, "xnnpack_registered": available,
+        evidence: dict[str, object] = {"program": self.delegates, "xnnpack_registered": available,
                                     "forward_calls_since_load": self.forward_calls, "runtime": self._runtime_facts()}
-        traced = chain.traced_forward(self._et, self._torch, self.folder / chain.PTE) if self.folder else {}
+        traced: chain.Trace = {}
+        if self.folder and self._torch is not None:
+            traced = chain.traced_forward(self._et, self._torch, self.folder / chain.PTE)
         evidence["etdump"] = traced
-        if chain.XNNPACK not in forward.get("delegates", []) or not forward.get("delegate_calls"):
+        if forward is None or chain.XNNPACK not in forward["delegates"] or not forward["delegate_calls"]:
+            kernel_calls = forward["kernel_calls"] if forward is not None else 0
             return GateCheck(2, False, "the program delegates nothing to XNNPACK: every operator runs on "
-                             f"ExecuTorch's portable kernels ({forward.get('kernel_calls', 0)} kernel calls)",
+                             f"ExecuTorch's portable kernels ({kernel_calls} kernel calls)",
                              evidence)
         if not available:
             return GateCheck(2, False, "this executorch build has no XnnpackBackend registered", evidence)

@@ -8,9 +8,13 @@ string.
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from runtimes.base import GenerationConfig
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 PENALTY_LAST_N = 64  # llama.cpp's default repeat_last_n
 
@@ -18,13 +22,13 @@ PENALTY_LAST_N = 64  # llama.cpp's default repeat_last_n
 class Sampler:
     """Chooses the next token from one row of logits under a GenerationConfig."""
 
-    def __init__(self, torch: Any, config: GenerationConfig, history: list[int]) -> None:
+    def __init__(self, torch: ModuleType, config: GenerationConfig, history: list[int]) -> None:
         self.torch = torch
         self.config = config
         self.history = history
         self.generator = torch.Generator().manual_seed(int(config.seed))
 
-    def next(self, logits: Any) -> int:
+    def next(self, logits: Any) -> int:  # a torch.Tensor (torch is installed apart: not read by mypy)
         torch, config = self.torch, self.config
         scores = logits.to(torch.float32).clone()
         if config.repeat_penalty and config.repeat_penalty != 1.0 and self.history:
@@ -52,7 +56,7 @@ class Sampler:
 class TextStream:
     """Output tokens -> text pieces; holds back an unfinished character and a possible stop string."""
 
-    def __init__(self, tokenizer: Any, stop: list[str]) -> None:
+    def __init__(self, tokenizer: Tokenizer, stop: list[str]) -> None:
         self.tokenizer = tokenizer
         self.stop = [s for s in stop if s]
         self.ids: list[int] = []

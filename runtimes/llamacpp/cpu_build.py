@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import platform
 import re
+from typing import TypedDict
 
 # Instruction sets of the portable builds (what `make` compiles); features llama.cpp reports that
 # are not instruction sets (LLAMAFILE, OPENMP, REPACK...) are not compared.
@@ -28,7 +29,16 @@ def compiled_features(system_info: str) -> list[str]:
     return sorted({m for m in _FEATURE.findall(cpu) if m not in NOT_ISA})
 
 
-def classify(system_info: str, machine: str | None = None) -> dict[str, object]:
+class CpuBuild(TypedDict):
+    """What a build was compiled for, against this machine's stated baseline."""
+
+    features: list[str]  # the instruction sets switched on
+    build: str  # "portable" | "beyond-baseline" | "unknown" (no baseline stated for the architecture)
+    beyond: list[str]  # the features beyond the baseline
+    arch: str
+
+
+def classify(system_info: str, machine: str | None = None) -> CpuBuild:
     """{"features": [...], "build": "portable" | "beyond-baseline" | "unknown", "beyond": [...]}."""
     arch = (machine or platform.machine()).lower()
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
@@ -41,11 +51,11 @@ def classify(system_info: str, machine: str | None = None) -> dict[str, object]:
             "arch": arch}
 
 
-def describe(info: dict[str, object]) -> str:
+def describe(info: CpuBuild) -> str:
     """One line for doctor's record."""
     if info["build"] == "portable":
-        return f"CPU build: portable {info['arch']} baseline ({', '.join(info['features'])})"  # type: ignore[arg-type]
+        return f"CPU build: portable {info['arch']} baseline ({', '.join(info['features'])})"
     if info["build"] == "beyond-baseline":
-        return (f"CPU build beyond the portable baseline: {', '.join(info['beyond'])} "  # type: ignore[arg-type]
+        return (f"CPU build beyond the portable baseline: {', '.join(info['beyond'])} "
                 "(a native build: valid only on a CPU that passed doctor)")
     return f"CPU build: no stated baseline for {info['arch']}"

@@ -10,8 +10,11 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
+
+from runtimes.base import as_int
 
 # llama.cpp's enum llama_ftype (include/llama.h); gaps are types llama.cpp has removed.
 FILE_TYPES: dict[int, str] = {
@@ -42,24 +45,28 @@ class ArraySummary:
     length: int
 
 
+# A metadata value: a number, a flag, a string, a small array of them, or a large array's summary.
+GGUFValue = int | float | bool | str | list["GGUFValue"] | ArraySummary
+
+
 @dataclass
 class GGUFInfo:
     version: int
     tensor_count: int
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, GGUFValue] = field(default_factory=dict)
 
     @property
     def architecture(self) -> str:
         return str(self.metadata.get("general.architecture", ""))
 
-    def arch_value(self, suffix: str) -> Any:
+    def arch_value(self, suffix: str) -> GGUFValue | None:
         return self.metadata.get(f"{self.architecture}.{suffix}")
 
 
-def quantization_name(file_type: int | None) -> str:
+def quantization_name(file_type: GGUFValue | None) -> str:
     if file_type is None:
         return "unknown"
-    return FILE_TYPES.get(int(file_type), f"unknown({file_type})")
+    return FILE_TYPES.get(as_int(file_type), f"unknown({file_type})")
 
 
 class _Reader:
@@ -74,25 +81,31 @@ class _Reader:
         self.pos = end
         return chunk
 
-    def scalar(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+    def scalar(self, fmt: str) -> int | float | bool:
+        value: int | float | bool = struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        return value
+
+    def count(self, fmt: str) -> int:
+        """An unsigned integer field (a length, a count, a type)."""
+        value: int = struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        return value
 
     def string(self) -> str:
-        return self.take(self.scalar("<Q")).decode("utf-8", errors="replace")
+        return self.take(self.count("<Q")).decode("utf-8", errors="replace")
 
     def skip_string(self) -> None:
-        length = self.scalar("<Q")
+        length = self.count("<Q")
         self.pos += length
         if self.pos > len(self.buf):
             raise GGUFError(f"{self.path}: truncated GGUF header (string runs past end of file)")
 
-    def value(self, vtype: int) -> Any:
+    def value(self, vtype: int) -> GGUFValue:
         if vtype in _SCALARS:
             return self.scalar(_SCALARS[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
-            item_type, length = self.scalar("<I"), self.scalar("<Q")
+            item_type, length = self.count("<I"), self.count("<Q")
             if length <= _SMALL_ARRAY:
                 return [self.value(item_type) for _ in range(length)]
             self.skip_array(item_type, length)
@@ -126,23 +139,33 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
             magic = r.take(4)
             if magic != b"GGUF":
                 raise GGUFError(f"{path}: not a GGUF file (magic {magic!r}, expected b'GGUF')")
-            version = r.scalar("<I")
+            version = r.count("<I")
             if version not in (1, 2, 3):
                 raise GGUFError(f"{path}: unsupported GGUF version {version}")
             count_fmt = "<I" if version == 1 else "<Q"
-            tensor_count, kv_count = r.scalar(count_fmt), r.scalar(count_fmt)
+            tensor_count, kv_count = r.count(count_fmt), r.count(count_fmt)
             info = GGUFInfo(version=version, tensor_count=tensor_count)
             for _ in range(kv_count):
                 key = r.string()
-                info.metadata[key] = r.value(r.scalar("<I"))
+                info.metadata[key] = r.value(r.count("<I"))
     return info
 
 
-def _present(meta: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+def _present(meta: Mapping[str, GGUFValue], mapping: dict[str, str]) -> dict[str, object]:
     return {name: meta[key] for name, key in mapping.items() if key in meta and meta[key] not in ("", None)}
 
 
-def chain_sections(info: GGUFInfo) -> dict[str, Any]:
+class ChainSections(TypedDict):
+    """The sections of an artifact chain that a GGUF header records (the backend adds the others)."""
+
+    source: dict[str, object]
+    conversion: dict[str, object]
+    quantization: dict[str, object]
+    tokenizer: dict[str, object]
+    context: dict[str, object]
+
+
+def chain_sections(info: GGUFInfo) -> ChainSections:
     """The parts of an artifact chain that the GGUF itself records."""
     import hashlib
 
@@ -159,12 +182,12 @@ def chain_sections(info: GGUFInfo) -> dict[str, Any]:
     )
     source["architecture"] = info.architecture
     bases = []
-    for i in range(int(meta.get("general.base_model.count", 0) or 0)):
+    for i in range(as_int(meta.get("general.base_model.count", 0) or 0)):
         prefix = f"general.base_model.{i}."
         bases.append({k[len(prefix):]: v for k, v in meta.items() if k.startswith(prefix)})
     if bases:
         source["base_model"] = bases
-    conversion = {"tool": "llama.cpp convert/gguf", "gguf_version": info.version}
+    conversion: dict[str, object] = {"tool": "llama.cpp convert/gguf", "gguf_version": info.version}
     if "general.quantized_by" in meta:
         conversion["quantized_by"] = meta["general.quantized_by"]
     file_type = meta.get("general.file_type")

@@ -13,12 +13,13 @@ import logging
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import TypedDict
 
 _lock = threading.Lock()  # one capture at a time: the callback is process-wide
 _sink: list[str] | None = None
-_callback: Any = None  # the ctypes callback object, kept alive for as long as llama.cpp may call it
-_installed_with: Any = None
+_callback: object = None  # the ctypes callback object, kept alive for as long as llama.cpp may call it
+_installed_with: ModuleType | None = None
 
 _MODEL_BUF = re.compile(r"(\S+) model buffer size\s*=\s*([\d.]+) MiB")
 _KV_BUF = re.compile(r"(\S+) KV buffer size\s*=\s*([\d.]+) MiB")
@@ -32,7 +33,7 @@ log = logging.getLogger("llama.cpp")
 _WARN, _ERROR = 3, 4  # ggml_log_level: NONE, DEBUG, INFO, WARN, ERROR, CONT
 
 
-def _on_log(level: int, text: bytes, user_data: Any) -> None:
+def _on_log(level: int, text: bytes, user_data: object) -> None:
     sink = _sink
     if sink is not None and text:
         sink.append(text.decode("utf-8", errors="replace"))
@@ -41,7 +42,7 @@ def _on_log(level: int, text: bytes, user_data: Any) -> None:
         log.log(logging.ERROR if level == _ERROR else logging.WARNING, "%s", message)
 
 
-def install(llama_cpp: Any) -> None:
+def install(llama_cpp: ModuleType) -> None:
     """Route llama.cpp's log to our callback (others, e.g. `llm`, may have replaced it)."""
     global _callback, _installed_with
     if _callback is None:
@@ -51,7 +52,7 @@ def install(llama_cpp: Any) -> None:
 
 
 @contextlib.contextmanager
-def capture(llama_cpp: Any) -> Iterator[list[str]]:
+def capture(llama_cpp: ModuleType) -> Iterator[list[str]]:
     """Collect llama.cpp's log lines while the block runs (e.g. a model load)."""
     global _sink
     with _lock:
@@ -69,7 +70,18 @@ def join_lines(chunks: list[str]) -> list[str]:
     return "".join(chunks).splitlines()
 
 
-def placement(lines: list[str]) -> dict[str, Any]:
+class Placement(TypedDict):
+    """Where llama.cpp's load log says the model went."""
+
+    devices: list[str]
+    buffers: dict[str, float]  # model buffers, MiB by buffer name
+    kv_buffers: dict[str, float]
+    compute_buffers: dict[str, float]
+    layers_by_device: dict[str, int]
+    offloaded_layers: dict[str, int] | None  # {"layers": n, "of": m}
+
+
+def placement(lines: list[str]) -> Placement:
     """Devices, buffers (MiB) and layer placement found in a load log."""
     buffers: dict[str, float] = {}
     kv: dict[str, float] = {}
@@ -105,7 +117,7 @@ def is_cpu(name: str) -> bool:
     return name.upper().startswith("CPU")
 
 
-def gpu_evidence(place: dict[str, Any]) -> tuple[bool, str]:
+def gpu_evidence(place: Placement) -> tuple[bool, str]:
     """(layers really on a non-CPU device, a one-line account of where they went)."""
     gpu_buffers = {k: v for k, v in place["buffers"].items() if not is_cpu(k) and v > 0}
     gpu_layers = sum(n for dev, n in place["layers_by_device"].items() if not is_cpu(dev))

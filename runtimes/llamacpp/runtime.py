@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from types import ModuleType
+from typing import TYPE_CHECKING, TypedDict
 
 from runtimes.base import (
     ArtifactChain,
@@ -23,8 +24,12 @@ from runtimes.base import (
     GenerationConfig,
     GenerationError,
     GenerationStats,
+    PerfFigure,
     Runtime,
     RuntimeUnavailable,
+    as_int,
+    as_optional_str,
+    recorded_generation,
 )
 from runtimes.defaults import LLM_INSTALL_HINT, default_gguf_path, physical_cores
 from runtimes.hashing import file_sha256
@@ -32,9 +37,17 @@ from runtimes.llamacpp import cpu_build
 from runtimes.llamacpp import log as llamacpp_log
 from runtimes.llamacpp import sampler as llamacpp_sampler
 from runtimes.llamacpp.gguf import GGUFError, GGUFInfo, chain_sections, read_gguf
+from runtimes.llamacpp.log import Placement
+
+if TYPE_CHECKING:  # llama-cpp-python's own annotations (py.typed); imported for real only in load()
+    import numpy as np
+    import numpy.typing as npt
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import ChatFormatterResponse, Jinja2ChatFormatter
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 
-def import_llama_cpp() -> Any:
+def import_llama_cpp() -> ModuleType:
     try:
         import llama_cpp
     except ImportError as exc:  # also covers a missing/broken shared library
@@ -67,38 +80,38 @@ class LlamaCppRuntime(Runtime):
     install_hint = LLM_INSTALL_HINT
     distributions = {"llama_cpp_python": "llama_cpp_python"}
 
-    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, artifact: str, options: Mapping[str, object] | None = None) -> None:
         super().__init__(artifact, options)
-        self.n_ctx = int(self.options.get("n_ctx", 2048))
-        self.n_threads = int(self.options.get("n_threads") or physical_cores())
+        self.n_ctx = as_int(self.options.get("n_ctx", 2048))
+        self.n_threads = as_int(self.options.get("n_threads") or physical_cores())
         # llama-cpp-python would use every logical CPU for prompt batches; oversubscribed OpenMP
         # threads spin against each other, so prompts default to the same thread count as decode.
-        self.n_threads_batch = int(self.options.get("n_threads_batch") or self.n_threads)
-        self.n_batch = int(self.options.get("n_batch", 512))
-        self.n_gpu_layers = int(self.options.get("n_gpu_layers", 0))
+        self.n_threads_batch = as_int(self.options.get("n_threads_batch") or self.n_threads)
+        self.n_batch = as_int(self.options.get("n_batch", 512))
+        self.n_gpu_layers = as_int(self.options.get("n_gpu_layers", 0))
         self.use_mmap = bool(self.options.get("use_mmap", True))
         # True: llama-cpp-python's own order, the grammar over the whole vocabulary at every token (for
         # comparison); False: the token drawn first, then checked (runtimes.llamacpp.sampler)
         self.grammar_first = bool(self.options.get("grammar_first", False))
         self.grammar_sampling = ""
         self.seed = self.options.get("seed")
-        self.cache_dir = self.options.get("cache_dir")
+        self.cache_dir = as_optional_str(self.options.get("cache_dir"))
         self.path: Path | None = None
         self.gguf: GGUFInfo | None = None
         self.sha256 = ""
         self.load_log: list[str] = []
-        self.placement: dict[str, Any] = {}
+        self.placement: Placement | None = None
         self.load_ms = 0.0
-        self._llm: Any = None
-        self._lib: Any = None
+        self._llm: Llama | None = None
+        self._lib: ModuleType | None = None  # the llama_cpp module
         self._chain: ArtifactChain | None = None
         self._gen_lock = threading.Lock()
-        self._last_perf: dict[str, Any] = {}
-        self._formatter: Any = None
+        self._last_perf: dict[str, PerfFigure] = {}
+        self._formatter: Callable[..., ChatFormatterResponse] | None = None
         self.chat_template = ""
         # read by llama.cpp's abort callback during every native computation; a generation sets it
         self._abort_check: Callable[[], bool] = _never
-        self._abort_callback: Any = None  # the ctypes function, kept alive as long as the context
+        self._abort_callback: object = None  # the ctypes function, kept alive as long as the context
 
     # -- loading -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -110,13 +123,13 @@ class LlamaCppRuntime(Runtime):
             info = read_gguf(path)
         except GGUFError as exc:
             raise RuntimeUnavailable(f"model file is not a usable GGUF: {exc}") from exc
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch,
             "n_batch": min(self.n_batch, self.n_ctx),
             "n_gpu_layers": self.n_gpu_layers, "use_mmap": self.use_mmap, "verbose": False,
         }
         if self.seed is not None:
-            kwargs["seed"] = int(self.seed)
+            kwargs["seed"] = as_int(self.seed)
         template = self.options.get("chat_template") or info.metadata.get("tokenizer.chat_template")
         if not isinstance(template, str) or not template.strip():
             raise RuntimeUnavailable(
@@ -142,10 +155,10 @@ class LlamaCppRuntime(Runtime):
         self._chain = None
         self._install_abort(llm, lib)
 
-    def _install_abort(self, llm: Any, lib: Any) -> None:
+    def _install_abort(self, llm: Llama, lib: ModuleType) -> None:
         """Prepare llama.cpp's abort callback; it is set only while a prompt is read (_listen_for_abort)."""
 
-        def ask(_data: Any) -> bool:
+        def ask(_data: object) -> bool:
             try:
                 return bool(self._abort_check())
             except Exception:  # noqa: BLE001 - an exception must never cross into C
@@ -157,7 +170,7 @@ class LlamaCppRuntime(Runtime):
         """llama.cpp calls the callback between graph nodes, hundreds of times per token: worth it while
         a prompt is read (one long call nothing else can interrupt), not while decoding, where the
         stopping criterion already checks between tokens."""
-        if self._abort_callback is None or self._llm is None:
+        if self._abort_callback is None or self._llm is None or self._lib is None:
             return
         callback = self._abort_callback if on else self._lib.ggml_abort_callback()  # () is NULL
         self._lib.llama_set_abort_callback(self._llm.ctx, callback, None)
@@ -174,10 +187,11 @@ class LlamaCppRuntime(Runtime):
                 if got:
                     self._gen_lock.release()
 
-    def _require(self) -> Any:
-        if self._llm is None:
+    def _require(self) -> tuple[Llama, ModuleType]:
+        """The loaded model and the llama_cpp module (load() sets both)."""
+        if self._llm is None or self._lib is None:
             raise GenerationError("the llamacpp runtime is not loaded; call load() first")
-        return self._llm
+        return self._llm, self._lib
 
     # -- generation ----------------------------------------------------------------------------
     def stream(
@@ -186,17 +200,18 @@ class LlamaCppRuntime(Runtime):
         config: GenerationConfig,
         cancel: threading.Event | None = None,
     ) -> Iterator[str | GenerationStats]:
-        llm = self._require()
+        llm, lib = self._require()
         if not self._gen_lock.acquire(timeout=max(config.timeout_s, 0.001)):
             raise GenerationError("the llamacpp runtime is busy with another generation")
         try:
-            yield from self._generate(llm, messages, config, cancel)
+            yield from self._generate(llm, lib, messages, config, cancel)
         finally:
             self._gen_lock.release()
 
     def _generate(
         self,
-        llm: Any,
+        llm: Llama,
+        lib: ModuleType,
         messages: list[dict[str, str]],
         config: GenerationConfig,
         cancel: threading.Event | None,
@@ -216,7 +231,7 @@ class LlamaCppRuntime(Runtime):
                 state["reason"] = "timeout"
             return bool(state["reason"])
 
-        def check(input_ids: Any, _logits: Any) -> bool:
+        def check(input_ids: npt.NDArray[np.intc], _logits: npt.NDArray[np.single]) -> bool:
             # Called once per sampled token (and once more at the end, at the same length).
             n = len(input_ids)
             if n != state["last_len"]:
@@ -225,6 +240,7 @@ class LlamaCppRuntime(Runtime):
             return stop_now()
 
         try:
+            assert self._formatter is not None  # set by load() with the model
             rendered = self._formatter(messages=messages)
             prompt_ids = llm.tokenize(
                 rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
@@ -234,9 +250,9 @@ class LlamaCppRuntime(Runtime):
         stop = list(config.stop)
         if rendered.stop:
             stop += [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop)
-        criteria = self._lib.StoppingCriteriaList([check, *(rendered.stopping_criteria or [])])
+        criteria = lib.StoppingCriteriaList([check, *(rendered.stopping_criteria or [])])
         ctx = llm.ctx
-        self._lib.llama_perf_context_reset(ctx)
+        lib.llama_perf_context_reset(ctx)
         llm.__dict__.pop("grammar_sampler", None)
         first = last = None
         finish = "stop"
@@ -244,13 +260,15 @@ class LlamaCppRuntime(Runtime):
         self._abort_check = stop_now
         self._listen_for_abort(True)
         try:
-            grammar = self._grammar(config.grammar) if config.grammar else None
+            grammar = self._grammar(lib, config.grammar) if config.grammar else None
             chunks = llm.create_completion(
                 prompt=prompt_ids, stream=True, max_tokens=config.max_tokens,
                 temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
                 repeat_penalty=config.repeat_penalty, seed=config.seed, stop=stop or None,
                 stopping_criteria=criteria, grammar=grammar,
             )
+            if not isinstance(chunks, Iterator):  # stream=True: llama-cpp-python returns a generator
+                raise GenerationError("llama-cpp-python did not stream the completion")
             for chunk in chunks:
                 choice = chunk["choices"][0]
                 piece = choice.get("text")
@@ -260,8 +278,8 @@ class LlamaCppRuntime(Runtime):
                         first = last
                         self._listen_for_abort(False)  # the prompt is read: decoding from here
                     yield piece
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
+                if finished := choice.get("finish_reason"):
+                    finish = finished
         except (ValueError, RuntimeError) as exc:
             if not state["reason"]:
                 raise GenerationError(f"llama.cpp generation failed: {exc}") from exc
@@ -276,7 +294,7 @@ class LlamaCppRuntime(Runtime):
         output = state["sampled"] - (0 if reason == "length" or aborted else 1)
         output = max(output, 0)
         prompt = len(prompt_ids)
-        perf = self._lib.llama_perf_context(ctx)
+        perf = lib.llama_perf_context(ctx)
         self._last_perf = {
             "prompt_eval_tokens": perf.n_p_eval, "prompt_eval_ms": round(perf.t_p_eval_ms, 3),
             "eval_tokens": perf.n_eval, "eval_ms": round(perf.t_eval_ms, 3),
@@ -295,19 +313,20 @@ class LlamaCppRuntime(Runtime):
             decode_tps=tps, total_ms=total * 1000, stop_reason=reason, backend_perf=dict(self._last_perf),
         )
 
-    def _grammar(self, source: str) -> Any:
+    def _grammar(self, lib: ModuleType, source: str) -> LlamaGrammar:
         """The compiled grammar; the few distinct ones (one per passage count) are kept."""
-        cache = self.__dict__.setdefault("_grammars", {})
+        cache: dict[str, LlamaGrammar] = self.__dict__.setdefault("_grammars", {})
         if source not in cache:
             try:
-                with llamacpp_log.capture(self._lib):
-                    cache[source] = self._lib.LlamaGrammar.from_string(source, verbose=False)
+                with llamacpp_log.capture(lib):
+                    cache[source] = lib.LlamaGrammar.from_string(source, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise GenerationError(f"llama.cpp could not parse the output grammar: {exc}") from exc
         return cache[source]
 
     def count_tokens(self, text: str) -> int:
-        return len(self._require().tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        llm, _ = self._require()
+        return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     @property
     def context_length(self) -> int:
@@ -324,10 +343,9 @@ class LlamaCppRuntime(Runtime):
             return self._chain
         if self.gguf is None or self.path is None or self._lib is None:
             raise RuntimeUnavailable("the llamacpp runtime is not loaded; call load() first")
-        data = chain_sections(self.gguf)
-        data["backend"] = self.backend
+        sections = chain_sections(self.gguf)
         info = self.system_info()
-        data["runtime"] = {
+        runtime = {
             "library": "llama-cpp-python",
             "version": getattr(self._lib, "__version__", "unknown"),
             "llama_cpp_system_info": info,
@@ -336,23 +354,25 @@ class LlamaCppRuntime(Runtime):
             "n_gpu_layers": self.n_gpu_layers,
             "grammar_sampling": self.grammar_sampling,
         }
-        data["context"]["n_ctx"] = self.context_length
-        generation = self.options.get("generation")
-        data["generation"] = GenerationConfig.from_dict(generation).to_dict() if generation else None
-        data["artifact"] = {
-            "path": str(self.path), "sha256": self.sha256, "size_bytes": self.path.stat().st_size,
+        sections["context"]["n_ctx"] = self.context_length
+        data: dict[str, object] = {
+            **sections, "backend": self.backend, "runtime": runtime,
+            "generation": recorded_generation(self.options),
+            "artifact": {"path": str(self.path), "sha256": self.sha256, "size_bytes": self.path.stat().st_size},
         }
         self._chain = ArtifactChain(data)
         return self._chain
 
     def verify_backend(self) -> GateCheck:
-        if self._llm is None:
+        if self._llm is None or self._lib is None or self.placement is None:
             return GateCheck(2, False, "the llamacpp runtime is not loaded")
         supports = bool(self._lib.llama_supports_gpu_offload())
-        evidence = {**self.placement, "gpu_offload_supported": supports, "system_info": self.system_info(),
-                    "n_gpu_layers": self.n_gpu_layers, "last_generation": dict(self._last_perf)}
+        info = self.system_info()
+        evidence: dict[str, object] = {
+            **self.placement, "gpu_offload_supported": supports, "system_info": info,
+            "n_gpu_layers": self.n_gpu_layers, "last_generation": dict(self._last_perf)}
         on_gpu, summary = llamacpp_log.gpu_evidence(self.placement)
-        build = cpu_build.classify(evidence["system_info"])
+        build = cpu_build.classify(info)
         evidence["cpu_build"] = build
         if self.n_gpu_layers == 0:  # -1 means "all layers" in llama.cpp
             detail = f"CPU backend as intended ({summary}); {cpu_build.describe(build)}"
@@ -373,7 +393,7 @@ def _never() -> bool:
     return False
 
 
-def _formatter(lib: Any, llm: Any, template: str) -> Any:
+def _formatter(lib: ModuleType, llm: Llama, template: str) -> Jinja2ChatFormatter:
     """The same Jinja formatter llama-cpp-python builds from a GGUF's template (with its BOS/EOS)."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 

@@ -18,20 +18,35 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+if TYPE_CHECKING:  # llama-cpp-python's own annotations (py.typed)
+    from llama_cpp import Llama
+    from llama_cpp._internals import LlamaContext
+    from llama_cpp.llama_cpp import llama_token_data_array
+    from llama_cpp.llama_grammar import LlamaGrammar
+
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+
+
+class SamplerChain(Protocol):
+    """What is used of llama-cpp-python's sampler chain (llama_cpp._internals.LlamaSampler)."""
+
+    sampler: object  # the llama_sampler* handed to llama_sampler_apply / _accept
+
+    def close(self) -> None: ...
 
 
 class GrammarCheckedSampler:
     """The object `Llama.sample` calls `.sample(ctx, idx)` on: the chain without the grammar draws,
     the grammar checks the token drawn, and constrains the draw only when it refuses that token."""
 
-    def __init__(self, lib: Any, chain: Any, grammar: Any, n_vocab: int) -> None:
-        self._lib, self._chain = lib, chain  # chain: llama_cpp._internals.LlamaSampler, no grammar in it
-        self._grammar: Any = grammar  # a llama_sampler* from llama_sampler_init_grammar, owned here
+    def __init__(self, lib: ModuleType, chain: SamplerChain, grammar: object, n_vocab: int) -> None:
+        self._lib, self._chain = lib, chain  # the llama_cpp module; the chain has no grammar in it
+        self._grammar = grammar  # a llama_sampler* from llama_sampler_init_grammar, owned here
         self._n_vocab = n_vocab
         self._data = np.zeros(n_vocab, dtype=_TOKEN_DATA)
         self._ids = np.arange(n_vocab, dtype=np.intc)
@@ -39,7 +54,7 @@ class GrammarCheckedSampler:
         self.drawn = 0  # tokens drawn
         self.refused = 0  # of which the grammar refused the first draw (the whole vocabulary constrained)
 
-    def _candidates(self, ctx: Any, idx: int) -> Any:
+    def _candidates(self, ctx: LlamaContext, idx: int) -> llama_token_data_array:
         """All tokens with the logits at `idx`, as llama_sampler_sample builds them."""
         logits = self._lib.llama_get_logits_ith(ctx.ctx, idx)
         data = self._data
@@ -47,7 +62,9 @@ class GrammarCheckedSampler:
         data["logit"] = np.ctypeslib.as_array(logits, shape=(self._n_vocab,))
         data["p"] = 0.0
         pointer = data.ctypes.data_as(ctypes.POINTER(self._lib.llama_token_data))
-        return self._lib.llama_token_data_array(data=pointer, size=self._n_vocab, selected=-1, sorted=False)
+        candidates: llama_token_data_array = self._lib.llama_token_data_array(
+            data=pointer, size=self._n_vocab, selected=-1, sorted=False)
+        return candidates
 
     def _allows(self, token: int) -> bool:
         single = self._single
@@ -56,7 +73,7 @@ class GrammarCheckedSampler:
         self._lib.llama_sampler_apply(self._grammar, ctypes.byref(one))
         return not math.isinf(single.logit)
 
-    def sample(self, ctx: Any, idx: int = -1) -> int:
+    def sample(self, ctx: LlamaContext, idx: int = -1) -> int:
         lib, chain = self._lib, self._chain.sampler
         self.drawn += 1
         cur = self._candidates(ctx, idx)
@@ -86,7 +103,7 @@ DRAW_THEN_CHECK = "draw, then check the grammar (llama.cpp's common sampler orde
 WHOLE_VOCABULARY = "grammar over the whole vocabulary at every token (llama-cpp-python's chain)"
 
 
-def install(llm: Any, lib: Any) -> str:
+def install(llm: Llama, lib: ModuleType) -> str:
     """Make `llm` (a llama_cpp.Llama) draw first and check the grammar after, as llama.cpp does; which
     order it samples in now (a llama-cpp-python without the hooks this needs keeps its own)."""
     stock = getattr(llm, "_init_sampler", None)
@@ -95,10 +112,11 @@ def install(llm: Any, lib: Any) -> str:
     if stock is None or not all(hasattr(lib, name) for name in needed) or not hasattr(llm, "_model"):
         return WHOLE_VOCABULARY
 
-    def init_sampler(*args: Any, grammar: Any = None, **kwargs: Any) -> Any:
+    def init_sampler(*args: object, grammar: LlamaGrammar | None = None,
+                     **kwargs: object) -> SamplerChain | GrammarCheckedSampler:
+        chain: SamplerChain = stock(*args, grammar=None, **kwargs)
         if grammar is None:
-            return stock(*args, grammar=None, **kwargs)
-        chain = stock(*args, grammar=None, **kwargs)
+            return chain
         checker = lib.llama_sampler_init_grammar(
             llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
         if not checker:
@@ -108,5 +126,5 @@ def install(llm: Any, lib: Any) -> str:
         llm.__dict__["grammar_sampler"] = sampler  # the last one, for its counters
         return sampler
 
-    llm._init_sampler = init_sampler
+    llm.__dict__["_init_sampler"] = init_sampler  # this object's own, in place of the class's method
     return DRAW_THEN_CHECK

@@ -10,8 +10,9 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from runtimes.base import (
     ArtifactChain,
@@ -21,10 +22,17 @@ from runtimes.base import (
     GenerationStats,
     Runtime,
     RuntimeUnavailable,
+    as_float,
+    as_int,
+    json_table,
+    recorded_generation,
 )
 
+if TYPE_CHECKING:  # imported for real by _httpx(), when the backend is used
+    import httpx
 
-def _httpx() -> Any:
+
+def _httpx() -> ModuleType:
     try:
         import httpx
     except ImportError as exc:
@@ -53,44 +61,43 @@ class OpenAIRuntime(Runtime):
     install_hint = "pip install httpx"
     distributions = {"httpx": "httpx"}
 
-    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, artifact: str, options: Mapping[str, object] | None = None) -> None:
         super().__init__(artifact, options)
         self.base_url = str(self.options.get("base_url") or artifact or "http://127.0.0.1:8081/v1").rstrip("/")
         self.model = str(self.options.get("model") or "")
         self.api_key = self.options.get("api_key")
-        self.timeout_s = float(self.options.get("timeout_s", 120.0))
-        self.connect_timeout_s = float(self.options.get("connect_timeout_s", 3.0))
+        self.timeout_s = as_float(self.options.get("timeout_s", 120.0))
+        self.connect_timeout_s = as_float(self.options.get("connect_timeout_s", 3.0))
         self.server_root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        self.model_entry: dict[str, Any] = {}
+        self.model_entry: dict[str, object] = {}  # the served model's entry in GET /models
         self.models: list[str] = []
-        self.props: dict[str, Any] | None = None
-        self._client: Any = None
+        self.props: dict[str, object] | None = None  # llama-server's GET /props
+        self._client: httpx.Client | None = None
         self._chain: ArtifactChain | None = None
         self._tokenize_route: str | None = None  # "", "/extras/tokenize", "/tokenize" once probed
         self._gen_lock = threading.Lock()
 
     # -- HTTP plumbing -------------------------------------------------------------------------
-    def _timeout(self, read_s: float | None = None) -> Any:
-        httpx = _httpx()
+    def _timeout(self, read_s: float | None = None) -> httpx.Timeout:
         read = self.timeout_s if read_s is None else read_s
-        return httpx.Timeout(read, connect=self.connect_timeout_s)
+        timeout: httpx.Timeout = _httpx().Timeout(read, connect=self.connect_timeout_s)
+        return timeout
 
-    def _http(self) -> Any:
+    def _http(self) -> httpx.Client:
         if self._client is None:
-            httpx = _httpx()
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._client = httpx.Client(headers=headers, timeout=self._timeout(), trust_env=False)
+            self._client = _httpx().Client(headers=headers, timeout=self._timeout(), trust_env=False)
         return self._client
 
-    def _get(self, url: str) -> Any:
-        httpx = _httpx()
+    def _get(self, url: str) -> httpx.Response:
+        errors = _httpx().HTTPError
         try:
             return self._http().get(url)
-        except httpx.HTTPError as exc:
+        except errors as exc:
             raise RuntimeUnavailable(f"upstream {self.base_url} not reachable: {_why(exc)}") from exc
 
     # -- loading -------------------------------------------------------------------------------
-    def _list_models(self) -> list[dict[str, Any]]:
+    def _list_models(self) -> list[dict[str, object]]:
         resp = self._get(f"{self.base_url}/models")
         if resp.status_code != 200:
             raise RuntimeUnavailable(
@@ -142,9 +149,9 @@ class OpenAIRuntime(Runtime):
     def _generate(
         self, messages: list[dict[str, str]], config: GenerationConfig, cancel: threading.Event | None
     ) -> Iterator[str | GenerationStats]:
-        httpx = _httpx()
+        transport = _httpx()
         self._cancel.clear()
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.model, "messages": messages, "stream": True, "max_tokens": config.max_tokens,
             "temperature": config.temperature, "top_p": config.top_p, "top_k": config.top_k,
             "repeat_penalty": config.repeat_penalty, "seed": config.seed,
@@ -177,23 +184,24 @@ class OpenAIRuntime(Runtime):
                     if payload == "[DONE]":
                         break
                     event = _parse_event(payload)
-                    usage = event.get("usage") or usage
-                    for choice in event.get("choices") or []:
-                        piece = (choice.get("delta") or {}).get("content")
+                    usage = json_table(event.get("usage"), "a stream event's usage") or usage
+                    for choice in _list(event.get("choices")):
+                        choice = json_table(choice, "a stream event's choice")
+                        piece = json_table(choice.get("delta"), "a stream event's delta").get("content")
                         if piece:
                             last = time.perf_counter()
                             first = first or last
                             pieces += 1
-                            yield piece
+                            yield str(piece)
                         if choice.get("finish_reason") == "length":
                             reason = "length"
-        except httpx.TimeoutException:
+        except transport.TimeoutException:
             reason = "timeout"
-        except httpx.HTTPError as exc:
+        except transport.HTTPError as exc:
             raise GenerationError(f"upstream {self.base_url} failed mid-generation: {_why(exc)}") from exc
         end = time.perf_counter()
         if usage:
-            prompt, output = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", pieces))
+            prompt, output = as_int(usage.get("prompt_tokens", 0)), as_int(usage.get("completion_tokens", pieces))
         else:  # servers that do not report usage while streaming: one content chunk per token
             joined = "\n".join(m.get("content", "") for m in messages)
             prompt = self.count_tokens(joined) + 4 * len(messages)  # + role markers, roughly
@@ -226,12 +234,13 @@ class OpenAIRuntime(Runtime):
     @property
     def context_length(self) -> int:
         if self.options.get("context_length"):
-            return int(self.options["context_length"])
-        settings = (self.props or {}).get("default_generation_settings") or {}
-        for value in (settings.get("n_ctx"), (self.props or {}).get("n_ctx"),
-                      (self.model_entry.get("meta") or {}).get("n_ctx_train")):
+            return as_int(self.options["context_length"])
+        props = self.props or {}
+        settings = json_table(props.get("default_generation_settings"), "/props default_generation_settings")
+        for value in (settings.get("n_ctx"), props.get("n_ctx"),
+                      json_table(self.model_entry.get("meta"), "the model's meta").get("n_ctx_train")):
             if value:
-                return int(value)
+                return as_int(value)
         return 2048
 
     # -- description and gate 2 ----------------------------------------------------------------
@@ -241,11 +250,11 @@ class OpenAIRuntime(Runtime):
         if not self.model_entry:
             raise RuntimeUnavailable("the openai runtime is not loaded; call load() first")
         entry = self.model_entry
-        source: dict[str, Any] = {k: entry[k] for k in ("id", "owned_by", "created") if k in entry}
+        source: dict[str, object] = {k: entry[k] for k in ("id", "owned_by", "created") if k in entry}
         if entry.get("meta"):
             source["meta"] = entry["meta"]
-        server: dict[str, Any] = {"base_url": self.base_url, "props_endpoint": self.props is not None}
-        tokenizer: dict[str, Any] = {}
+        server: dict[str, object] = {"base_url": self.base_url, "props_endpoint": self.props is not None}
+        tokenizer: dict[str, object] = {}
         if self.props:
             for key in ("model_path", "build_info", "total_slots", "modalities"):
                 if key in self.props:
@@ -253,14 +262,13 @@ class OpenAIRuntime(Runtime):
             template = self.props.get("chat_template")
             if isinstance(template, str):
                 tokenizer["chat_template_sha256"] = hashlib.sha256(template.encode("utf-8")).hexdigest()
-        generation = self.options.get("generation")
         self._chain = ArtifactChain({
             "source": source,
             "backend": self.backend,
             "runtime": server,
             "tokenizer": tokenizer,
             "context": {"n_ctx": self.context_length},
-            "generation": GenerationConfig.from_dict(generation).to_dict() if generation else None,
+            "generation": recorded_generation(self.options),
             "artifact": {"model": self.model, "base_url": self.base_url},
         })
         return self._chain
@@ -271,14 +279,23 @@ class OpenAIRuntime(Runtime):
             models = [str(m["id"]) for m in self._list_models()]
         except RuntimeUnavailable as exc:
             return GateCheck(2, False, str(exc), {"base_url": self.base_url})
-        evidence = {"base_url": self.base_url, "models": models, "model": self.model,
+        evidence: dict[str, object] = {"base_url": self.base_url, "models": models, "model": self.model,
                     "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
         if self.model not in models:
             return GateCheck(2, False, f"upstream {self.base_url} no longer serves {self.model!r}", evidence)
         return GateCheck(2, True, f"upstream {self.base_url} reachable and serving {self.model!r}", evidence)
 
 
-def _parse_event(payload: str) -> dict[str, Any]:
+def _list(value: object) -> list[object]:
+    """A JSON array the server may leave out (or send as null): [] then."""
+    if not value:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"a stream event's choices are not a JSON array: {value!r:.200}")
+    return value
+
+
+def _parse_event(payload: str) -> dict[str, object]:
     try:
         event = json.loads(payload)
     except ValueError as exc:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
-from runtimes.base import RuntimeUnavailable
+from runtimes.base import RuntimeUnavailable, as_int, json_table
 
 CONVERT_HINT = "build it with deploy/convert_smollm2.py"
 
 
-def _json(path: Path, what: str) -> dict[str, Any]:
+def _json(path: Path, what: str) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -40,21 +39,27 @@ def chat_template(folder: Path) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _vocab(tokenizer: dict[str, Any]) -> dict[str, int]:
+def _vocab(tokenizer: dict[str, object]) -> dict[str, int]:
     model = tokenizer.get("model") or {}
     vocab = model.get("vocab") if isinstance(model, dict) else None
     tokens: dict[str, int] = {}
     if isinstance(vocab, dict):
-        tokens.update({str(k): int(v) for k, v in vocab.items()})
+        tokens.update({str(k): as_int(v) for k, v in vocab.items()})
     elif isinstance(vocab, list):  # unigram: [[piece, score], ...]
         tokens.update({str(item[0]): i for i, item in enumerate(vocab) if isinstance(item, list) and item})
-    for added in tokenizer.get("added_tokens") or []:
+    added_tokens = tokenizer.get("added_tokens")
+    for added in added_tokens if isinstance(added_tokens, list) else []:
         if isinstance(added, dict) and "content" in added and "id" in added:
-            tokens[str(added["content"])] = int(added["id"])
+            tokens[str(added["content"])] = as_int(added["id"])
     return tokens
 
 
-def check_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _model(config: dict[str, object]) -> dict[str, object]:
+    """genai_config.json's "model" object ({} where it has none)."""
+    return json_table(config.get("model"), "genai_config.json's model")
+
+
+def check_folder(folder: Path) -> tuple[dict[str, object], dict[str, object] | None]:
     """genai_config.json and PROVENANCE.json (None when absent) of a usable folder; RuntimeUnavailable else."""
     if not folder.exists():
         raise RuntimeUnavailable(f"model folder not found: {folder}; {CONVERT_HINT}")
@@ -62,13 +67,13 @@ def check_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
         raise RuntimeUnavailable(f"{folder} is a file; the ortgenai backend loads a model folder "
                                  "(genai_config.json, model.onnx, tokenizer.json)")
     config = _json(folder / "genai_config.json", "onnxruntime-genai's model config")
-    model = config.get("model") or {}
-    decoder = (model.get("decoder") or {}).get("filename") or "model.onnx"
+    model = _model(config)
+    decoder = str(json_table(model.get("decoder"), "genai_config.json's decoder").get("filename") or "model.onnx")
     if not (folder / decoder).is_file():
         raise RuntimeUnavailable(f"{folder}: the decoder {decoder} named by genai_config.json is missing")
     tokenizer = _json(folder / "tokenizer.json", "the tokenizer")
     vocab = _vocab(tokenizer)
-    size = int(model.get("vocab_size") or 0)
+    size = as_int(model.get("vocab_size") or 0)
     if size and vocab and max(vocab.values()) >= size:
         raise RuntimeUnavailable(f"{folder}: tokenizer.json is not this model's: its ids reach "
                                  f"{max(vocab.values())}, the model's vocabulary has {size}")
@@ -88,22 +93,23 @@ def check_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     return config, provenance
 
 
-def chain_data(folder: Path, config: dict[str, Any], provenance: dict[str, Any] | None,
-               files: dict[str, str]) -> dict[str, Any]:
+def chain_data(folder: Path, config: dict[str, object], provenance: dict[str, object] | None,
+               files: dict[str, str]) -> dict[str, object]:
     """source -> conversion -> quantization, and the tokenizer/template, as the chain records them."""
     template = chat_template(folder)
-    model = config.get("model") or {}
-    tokenizer = {"file": "tokenizer.json", "sha256": files.get("tokenizer.json"),
-                 "bos_token_id": model.get("bos_token_id"), "eos_token_id": model.get("eos_token_id"),
-                 "vocab_size": model.get("vocab_size"), "chat_template": template,
-                 "chat_template_sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
-    target = {"model_type": model.get("type"), "context_length": model.get("context_length"),
-              "config_providers": _config_providers(config)}
+    model = _model(config)
+    tokenizer: dict[str, object] = {
+        "file": "tokenizer.json", "sha256": files.get("tokenizer.json"),
+        "bos_token_id": model.get("bos_token_id"), "eos_token_id": model.get("eos_token_id"),
+        "vocab_size": model.get("vocab_size"), "chat_template": template,
+        "chat_template_sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
+    target: dict[str, object] = {"model_type": model.get("type"), "context_length": model.get("context_length"),
+                                 "config_providers": _config_providers(config)}
     if provenance is None:
         unknown = "unrecorded: the folder has no PROVENANCE.json"
         return {"source": {"origin": unknown}, "conversion": {"tool": unknown}, "quantization": {"weights": unknown},
                 "tokenizer": tokenizer, "target": target}
-    conversion = dict(provenance.get("conversion") or {})
+    conversion = dict(json_table(provenance.get("conversion"), "PROVENANCE.json's conversion"))
     conversion["tools"] = provenance.get("tools")
     conversion["seed"] = provenance.get("seed")
     conversion["build_key"] = provenance.get("build_key")
@@ -111,11 +117,13 @@ def chain_data(folder: Path, config: dict[str, Any], provenance: dict[str, Any] 
             "quantization": provenance.get("quantization"), "tokenizer": tokenizer, "target": target}
 
 
-def _config_providers(config: dict[str, Any]) -> list[str]:
+def _config_providers(config: dict[str, object]) -> list[str]:
     """The execution providers genai_config.json was built for ([] = the CPU)."""
-    options = ((config.get("model") or {}).get("decoder") or {}).get("session_options") or {}
+    decoder = json_table(_model(config).get("decoder"), "genai_config.json's decoder")
+    options = json_table(decoder.get("session_options"), "genai_config.json's session_options")
+    provider_options = options.get("provider_options")
     found: list[str] = []
-    for entry in options.get("provider_options") or []:
+    for entry in provider_options if isinstance(provider_options, list) else []:
         if isinstance(entry, dict):
             found.extend(str(k) for k in entry)
     return found

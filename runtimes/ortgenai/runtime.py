@@ -10,12 +10,14 @@ its session log (runtimes.ortgenai.log) and the device onnxruntime-genai reports
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from runtimes.base import (
     ArtifactChain,
@@ -25,23 +27,29 @@ from runtimes.base import (
     GenerationStats,
     Runtime,
     RuntimeUnavailable,
+    as_int,
+    as_optional_str,
+    json_table,
+    recorded_generation,
 )
 from runtimes.defaults import physical_cores
 from runtimes.hashing import tree_sha256, tree_size
 from runtimes.ortgenai import log as ortgenai_log
 from runtimes.ortgenai.chain import chain_data, check_folder
 
+if TYPE_CHECKING:  # onnxruntime-genai has no annotations: its classes name what a value is, unchecked
+    from onnxruntime_genai import Model, Tokenizer
+
 GENAI_INSTALL_HINT = "pip install 'manualqa[genai]' (onnxruntime-genai 0.18, CPython 3.11+)"
 
 
-def import_og() -> Any:
+def import_og() -> ModuleType:
     try:
-        import onnxruntime_genai as og
+        return importlib.import_module("onnxruntime_genai")
     except ImportError as exc:  # also a missing or broken shared library
         raise RuntimeUnavailable(
             f"the ortgenai backend needs onnxruntime-genai ({exc}); install it with: {GENAI_INSTALL_HINT}"
         ) from exc
-    return og
 
 
 class OrtGenAIRuntime(Runtime):
@@ -52,24 +60,24 @@ class OrtGenAIRuntime(Runtime):
     distributions = {"onnxruntime_genai": "onnxruntime-genai", "onnxruntime": "onnxruntime"}
 
 
-    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, artifact: str, options: Mapping[str, object] | None = None) -> None:
         super().__init__(artifact, options)
         self.execution_provider = str(self.options.get("execution_provider") or "cpu")
-        self.provider_options = dict(self.options.get("provider_options") or {})
-        self.n_threads = int(self.options.get("n_threads") or physical_cores())
-        self.n_ctx = int(self.options.get("n_ctx") or 0)  # 0: the model's own context length
-        self.cache_dir = self.options.get("cache_dir")
+        self.provider_options = dict(json_table(self.options.get("provider_options"), "options provider_options"))
+        self.n_threads = as_int(self.options.get("n_threads") or physical_cores())
+        self.n_ctx = as_int(self.options.get("n_ctx") or 0)  # 0: the model's own context length
+        self.cache_dir = as_optional_str(self.options.get("cache_dir"))
         self.folder: Path | None = None
-        self.genai_config: dict[str, Any] = {}
-        self.provenance: dict[str, Any] | None = None
+        self.genai_config: dict[str, object] = {}
+        self.provenance: dict[str, object] | None = None
         self.sha256 = ""
         self.files: dict[str, str] = {}
         self.nodes: dict[str, int] = {}
         self.device_type = ""
         self.load_ms = 0.0
-        self._og: Any = None
-        self._model: Any = None
-        self._tokenizer: Any = None
+        self._og: ModuleType | None = None  # the onnxruntime_genai module
+        self._model: Model | None = None
+        self._tokenizer: Tokenizer | None = None
         self._chain: ArtifactChain | None = None
         self._gen_lock = threading.Lock()
 
@@ -79,7 +87,8 @@ class OrtGenAIRuntime(Runtime):
         folder = Path(self.artifact).expanduser()
         self.genai_config, self.provenance = check_folder(folder)
         self.sha256, self.files = tree_sha256(folder, self.cache_dir)
-        recorded = (self.provenance or {}).get("artifact", {}).get("files")
+        artifact = json_table((self.provenance or {}).get("artifact", {}), "PROVENANCE.json's artifact")
+        recorded = artifact.get("files")
         if isinstance(recorded, dict):
             changed = sorted(n for n in set(recorded) | set(self.files) if recorded.get(n) != self.files.get(n))
             if changed:
@@ -127,25 +136,25 @@ class OrtGenAIRuntime(Runtime):
             if got:
                 self._gen_lock.release()
 
-    def _require(self) -> Any:
-        if self._model is None:
+    def _require(self) -> tuple[ModuleType, Model, Tokenizer]:
+        """The module, the model and its tokenizer (load() sets all three)."""
+        if self._model is None or self._og is None or self._tokenizer is None:
             raise GenerationError("the ortgenai runtime is not loaded; call load() first")
-        return self._model
+        return self._og, self._model, self._tokenizer
 
     # -- generation ----------------------------------------------------------------------------
     def stream(self, messages: list[dict[str, str]], config: GenerationConfig,
                cancel: threading.Event | None = None) -> Iterator[str | GenerationStats]:
-        model = self._require()
+        og, model, tokenizer = self._require()
         if not self._gen_lock.acquire(timeout=max(config.timeout_s, 0.001)):
             raise GenerationError("the ortgenai runtime is busy with another generation")
         try:
-            yield from self._generate(model, messages, config, cancel)
+            yield from self._generate(og, model, tokenizer, messages, config, cancel)
         finally:
             self._gen_lock.release()
 
-    def _generate(self, model: Any, messages: list[dict[str, str]], config: GenerationConfig,
-                  cancel: threading.Event | None) -> Iterator[str | GenerationStats]:
-        og, tokenizer = self._og, self._tokenizer
+    def _generate(self, og: ModuleType, model: Model, tokenizer: Tokenizer, messages: list[dict[str, str]],
+                  config: GenerationConfig, cancel: threading.Event | None) -> Iterator[str | GenerationStats]:
         self._cancel.clear()
         started = time.perf_counter()
         deadline = started + config.timeout_s
@@ -158,8 +167,8 @@ class OrtGenAIRuntime(Runtime):
         if n_prompt >= self.context_length:
             raise GenerationError(f"the prompt has {n_prompt} tokens; the context holds {self.context_length}")
         params = og.GeneratorParams(model)
-        search: dict[str, Any] = {"max_length": min(self.context_length, n_prompt + config.max_tokens),
-                                  "repetition_penalty": config.repeat_penalty}
+        max_length = min(self.context_length, n_prompt + config.max_tokens)
+        search: dict[str, int | float | bool] = {"max_length": max_length, "repetition_penalty": config.repeat_penalty}
         if config.temperature > 0:
             search.update(do_sample=True, temperature=config.temperature, top_p=config.top_p,
                           top_k=config.top_k, random_seed=config.seed)
@@ -195,7 +204,7 @@ class OrtGenAIRuntime(Runtime):
         # the sequence holds prompt + output; an end-of-sequence token is not appended to it
         output = max(int(generator.token_count()) - n_prompt, 0) if hasattr(generator, "token_count") else output
         if not reason:  # the generator finished: end-of-sequence, or the length limit
-            reason = "length" if n_prompt + output >= search["max_length"] else "stop"
+            reason = "length" if n_prompt + output >= max_length else "stop"
         if tail := stops.flush():
             yield tail
         total = time.perf_counter() - started
@@ -207,12 +216,13 @@ class OrtGenAIRuntime(Runtime):
                                             "device_type": self.device_type})
 
     def count_tokens(self, text: str) -> int:
-        self._require()
-        return len(self._tokenizer.encode(text))
+        _, _, tokenizer = self._require()
+        return len(tokenizer.encode(text))
 
     @property
     def context_length(self) -> int:
-        own = int(self.genai_config.get("model", {}).get("context_length") or 0)
+        model = json_table(self.genai_config.get("model", {}), "genai_config.json's model")
+        own = as_int(model.get("context_length") or 0)
         if own and self.n_ctx:
             return min(own, self.n_ctx)
         return own or self.n_ctx or 2048
@@ -223,7 +233,6 @@ class OrtGenAIRuntime(Runtime):
             return self._chain
         if self.folder is None or self._og is None:
             raise RuntimeUnavailable("the ortgenai runtime is not loaded; call load() first")
-        generation = self.options.get("generation")
         data = chain_data(self.folder, self.genai_config, self.provenance, files=self.files)
         data["backend"] = self.backend
         data["execution_provider"] = {"requested": self.execution_provider, "provider_options":
@@ -232,7 +241,7 @@ class OrtGenAIRuntime(Runtime):
         data["runtime"] = {"library": "onnxruntime-genai", "version": str(getattr(self._og, "__version__", "unknown")),
                            **{k: v for k, v in self.probe_environment(self.options).versions.items()}}
         data["context"] = {"n_ctx": self.context_length}
-        data["generation"] = GenerationConfig.from_dict(generation).to_dict() if generation else None
+        data["generation"] = recorded_generation(self.options)
         data["artifact"] = {"path": str(self.folder), "sha256": self.sha256, "size_bytes": tree_size(self.folder),
                             "files": dict(self.files)}
         self._chain = ArtifactChain(data)
@@ -242,7 +251,8 @@ class OrtGenAIRuntime(Runtime):
         if self._model is None:
             return GateCheck(2, False, "the ortgenai runtime is not loaded")
         wanted = self.execution_provider
-        evidence = {"requested": wanted, "device_type": self.device_type, "ort_node_placement": dict(self.nodes)}
+        evidence: dict[str, object] = {"requested": wanted, "device_type": self.device_type,
+                                       "ort_node_placement": dict(self.nodes)}
         if not self.nodes:
             return GateCheck(2, False, "cannot confirm the execution provider: ONNX Runtime's session log named "
                                        f"no node placement (model device {self.device_type or 'unknown'})", evidence)

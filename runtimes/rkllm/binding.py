@@ -31,7 +31,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from runtimes.base import GenerationError, RuntimeUnavailable
 from runtimes.rkllm import layouts as L
@@ -59,13 +58,17 @@ def unsupported_version_message(version: str) -> str:
             f"(supported: {L.SUPPORTED_TEXT})")
 
 
-def parse_init_log(text: str) -> dict[str, Any]:
+# What rkllm_init printed, by _LOG_PATTERNS key: a number where the text is all digits, else the text.
+InitInfo = dict[str, str | int]
+
+
+def parse_init_log(text: str) -> InitInfo:
     """The provenance fields rkllm_init prints (runtime/driver/platform, toolkit/dtype/cores/context)."""
-    out: dict[str, Any] = {}
+    out: InitInfo = {}
     for key, pattern in _LOG_PATTERNS.items():
         m = re.search(pattern, text)
         if m:
-            value: Any = m.group(1).rstrip(".,")
+            value = m.group(1).rstrip(".,")
             out[key] = int(value) if value.isdigit() else value
     return out
 
@@ -113,8 +116,9 @@ def _capture_fds() -> Iterator[dict[str, str]]:
 class RunOutcome:
     """What one rkllm_run left behind, filled from the callback thread."""
 
-    pieces: queue.Queue[Any] = field(default_factory=queue.Queue)  # text pieces, then the runtime's end marker
-    perf: dict[str, Any] = field(default_factory=dict)
+    # text pieces, then None when rkllm_run has returned (put by the runtime's thread that called it)
+    pieces: queue.Queue[str | None] = field(default_factory=queue.Queue)
+    perf: dict[str, float | int] = field(default_factory=dict)  # RKLLMPerfStat's fields at the end of the run
     error: str | None = None
     tokens: int = 0
     paused: bool = False
@@ -135,7 +139,7 @@ class _RunState:
         if tail:
             self.outcome.pieces.put(tail)
 
-    def on_event(self, result: Any, state: int) -> int:
+    def on_event(self, result: ctypes._Pointer[L.RKLLMResult], state: int) -> int:
         out = self.outcome
         if state in (L.RUN_NORMAL, L.RUN_WAITING):
             # WAITING carries the first bytes of an incomplete character; the decoder holds them.
@@ -195,7 +199,7 @@ class RKLLMBinding:
         self._state: _RunState | None = None
         self._lock = threading.Lock()
         self.init_log = ""
-        self.init_info: dict[str, Any] = {}
+        self.init_info: InitInfo = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -204,13 +208,13 @@ class RKLLMBinding:
         box: ctypes.Structure = self.lib.rkllm_createDefaultParam()
         return box
 
-    def init(self, box: ctypes.Structure) -> dict[str, Any]:
+    def init(self, box: ctypes.Structure) -> InitInfo:
         """rkllm_init with the log captured; checks the printed version against the declared one."""
         self._param_box = box  # the library may keep pointers into it (model_path)
         if self.layout.callback_struct:
             self._callbacks = L.RKLLMCallback()
             self._callbacks.result_callback = self._c_callback
-            cb_arg: Any = ctypes.byref(self._callbacks)
+            cb_arg: object = ctypes.byref(self._callbacks)
         else:
             cb_arg = self._c_callback
         with capture_process_output() as captured:
@@ -222,7 +226,8 @@ class RKLLMBinding:
             tail = " | ".join(line.strip() for line in self.init_log.strip().splitlines()[-4:])
             raise RuntimeUnavailable(f"rkllm_init failed (rc={rc}) for {box.param.model_path!r}: "
                                      f"{tail or 'the runtime printed nothing'}")
-        self.check_version(self.init_info.get("rkllm_runtime_version"))
+        printed = self.init_info.get("rkllm_runtime_version")
+        self.check_version(None if printed is None else str(printed))
         return self.init_info
 
     def check_version(self, printed: str | None) -> None:
@@ -307,7 +312,7 @@ class RKLLMBinding:
         finally:
             self._lock.release()
 
-    def _on_result(self, result: Any, userdata: Any, state: int) -> int:
+    def _on_result(self, result: ctypes._Pointer[L.RKLLMResult], userdata: object, state: int) -> int:
         try:
             st = self._state
             return st.on_event(result, state) if st is not None else 0
@@ -322,7 +327,7 @@ class RKLLMBinding:
 
 
 def preflight_in_subprocess(lib_path: str, version: str, model_path: str, max_context_len: int,
-                            timeout_s: float = 300.0) -> dict[str, Any]:
+                            timeout_s: float = 300.0) -> dict[str, object]:
     """Run rkllm_init in a child process and return what it printed, so a library whose ABI does not
     match the declared version crashes the child (reported clearly) instead of this process."""
     args = json.dumps({"lib": lib_path, "version": version, "model": model_path, "ctx": max_context_len})
@@ -343,7 +348,7 @@ def preflight_in_subprocess(lib_path: str, version: str, model_path: str, max_co
     if not lines:
         raise RuntimeUnavailable(f"RKLLM init check failed (exit {proc.returncode}): "
                                  f"{(proc.stderr or proc.stdout).strip()[-400:]}")
-    report: dict[str, Any] = json.loads(lines[-1])
+    report: dict[str, object] = json.loads(lines[-1])  # what _child_main printed
     if report.get("error"):
         kind = RuntimeVersionMismatch if report.get("mismatch") else RuntimeUnavailable
         raise kind(report["error"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any
 
 # LLMCallState (1.2.1+)
 RUN_NORMAL, RUN_WAITING, RUN_FINISH, RUN_ERROR = 0, 1, 2, 3
@@ -309,7 +308,7 @@ class Layout:
     per_run_sampling: bool  # 1.3: RKLLMInferParam carries sampling params and max_new_tokens
 
     def structs(self) -> dict[str, type[ctypes.Structure]]:
-        out: dict[str, Any] = {
+        out: dict[str, type[ctypes.Structure]] = {
             "RKLLMParam": self.Param, "RKLLMExtendParam": RKLLMExtendParam, "RKLLMInput": self.Input,
             "RKLLMInferParam": self.InferParam, "RKLLMResult": RKLLMResult,
         }
@@ -324,7 +323,7 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
-def prototypes(layout: Layout) -> dict[str, tuple[Any, list[Any]]]:
+def prototypes(layout: Layout) -> dict[str, tuple[type, list[type]]]:
     """(restype, argtypes) of each exported function for this family.
 
     rkllm_createDefaultParam returns the param struct by value; the binding uses a padded return
@@ -332,7 +331,7 @@ def prototypes(layout: Layout) -> dict[str, tuple[Any, list[Any]]]:
     """
     P = ctypes.POINTER
     cb_arg = P(RKLLMCallback) if layout.callback_struct else LLMResultCallback
-    protos: dict[str, tuple[Any, list[Any]]] = {
+    protos: dict[str, tuple[type, list[type]]] = {
         "rkllm_init": (ctypes.c_int, [P(c_handle), ctypes.c_void_p, cb_arg]),
         "rkllm_run": (ctypes.c_int, [c_handle, P(layout.Input), P(layout.InferParam), ctypes.c_void_p]),
         "rkllm_run_async": (ctypes.c_int, [c_handle, P(layout.Input), P(layout.InferParam),

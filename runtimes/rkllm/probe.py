@@ -10,7 +10,7 @@ import ctypes.util
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from runtimes.hashing import file_sha256
 
@@ -98,7 +98,20 @@ def read_npu_load(driver_root: str = "/") -> tuple[dict[str, int] | None, str]:
     return None, "no NPU load file (" + ", ".join("/" + r for r in NPU_LOAD_FILES) + ")"
 
 
-def probe_environment(lib_path: str | None = None, driver_root: str = "/") -> dict[str, Any]:
+class BoardReport(TypedDict):
+    """What probe_environment found on the board."""
+
+    library: str | None
+    library_sha256: str | None
+    library_looked_in: list[str]
+    driver_version: str | None
+    driver_version_file: str | None
+    npu_load_readable: bool
+    npu_load: dict[str, int] | None
+    missing: list[str]
+
+
+def probe_environment(lib_path: str | None = None, driver_root: str = "/") -> BoardReport:
     """What doctor prints for the rkllm backend: library, its sha256, driver, load file, what is missing."""
     lib, looked = find_library(lib_path)
     drv, drv_file = driver_version(driver_root)

@@ -16,13 +16,13 @@ Profile options (all optional except runtime_version):
 
 from __future__ import annotations
 
+import ctypes
 import math
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from runtimes.base import (
     ArtifactChain,
@@ -33,6 +33,10 @@ from runtimes.base import (
     GenerationStats,
     Runtime,
     RuntimeUnavailable,
+    as_float,
+    as_int,
+    as_optional_str,
+    options_generation,
 )
 from runtimes.hashing import file_sha256
 from runtimes.rkllm import layouts as L
@@ -45,7 +49,6 @@ from runtimes.rkllm.binding import (
 )
 
 BYTES_PER_TOKEN = 3  # conservative: real tokenizers average ~4 bytes of English per token
-_DONE = object()
 
 
 class RKLLMRuntime(Runtime):
@@ -54,9 +57,9 @@ class RKLLMRuntime(Runtime):
     install_hint = "install Rockchip's librkllmrt.so (RKLLM runtime) and the rknpu driver on the board"
 
     @classmethod
-    def probe_environment(cls, options: dict[str, Any]) -> Environment:
+    def probe_environment(cls, options: Mapping[str, object]) -> Environment:
         """Library and driver are needed to load; NPU load figures are gate 2's evidence."""
-        found = probe.probe_environment(lib_path=options.get("lib_path") or None)
+        found = probe.probe_environment(lib_path=as_optional_str(options.get("lib_path")) or None)
         declared = options.get("runtime_version")
         return Environment(
             versions={"rknpu_driver": found.get("driver_version"),
@@ -64,7 +67,7 @@ class RKLLMRuntime(Runtime):
             missing=[m for m in found["missing"] if not m.startswith("NPU load")],
             evidence={"rkllm": found})
 
-    def __init__(self, artifact: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, artifact: str, options: Mapping[str, object] | None = None) -> None:
         super().__init__(artifact, options)
         self.binding: RKLLMBinding | None = None
         self.lib_path: str | None = None
@@ -73,7 +76,7 @@ class RKLLMRuntime(Runtime):
         self._system_in_template: str | None = None
         self._load_samples: list[dict[str, int]] = []
         self._load_detail = ""
-        self._init_params: dict[str, Any] = {}
+        self._init_params: dict[str, int | float] = {}
         self._worker: threading.Thread | None = None
 
     # ------------------------------------------------------------ load / unload
@@ -90,13 +93,13 @@ class RKLLMRuntime(Runtime):
         version = self.declared_version
         if L.abi_family(version) is None:
             raise RuntimeUnavailable(unsupported_version_message(version))
-        lib, looked = probe.find_library(self.options.get("lib_path"))
+        lib, looked = probe.find_library(as_optional_str(self.options.get("lib_path")))
         if lib is None:
             raise RuntimeUnavailable(probe.library_missing_message(looked))
         if not Path(self.artifact).is_file():
             raise RuntimeUnavailable(f"RKLLM model {self.artifact} not found (convert one with "
                                      "rkllm-toolkit; see docs/rkllm.md)")
-        ctx = int(self.options.get("max_context_len", 4096))
+        ctx = as_int(self.options.get("max_context_len", 4096))
         if self.options.get("isolate_version_check", True):
             preflight_in_subprocess(lib, version, str(self.artifact), ctx)
         binding = RKLLMBinding(lib, version)
@@ -105,30 +108,32 @@ class RKLLMRuntime(Runtime):
         binding.init(box)  # raises on failure or on a printed version other than the declared one
         self.binding, self.lib_path = binding, lib
 
-    def _fill_param(self, p: Any, ctx: int) -> None:
+    def _fill_param(self, p: ctypes.Structure, ctx: int) -> None:
         o = self.options
-        gen = GenerationConfig.from_dict(o.get("generation") or {})  # the profile's [generation] table
+        gen = options_generation(o) or GenerationConfig()  # the profile's [generation] table
         self._model_b = str(self.artifact).encode()
         p.model_path = self._model_b
         p.max_context_len = ctx
-        p.max_new_tokens = int(o.get("max_new_tokens", -1))
-        p.top_k = int(o.get("top_k", gen.top_k))
-        p.top_p = float(o.get("top_p", gen.top_p))
-        p.temperature = float(o.get("temperature", gen.temperature))
-        p.repeat_penalty = float(o.get("repeat_penalty", gen.repeat_penalty))
+        p.max_new_tokens = as_int(o.get("max_new_tokens", -1))
+        p.top_k = as_int(o.get("top_k", gen.top_k))
+        p.top_p = as_float(o.get("top_p", gen.top_p))
+        p.temperature = as_float(o.get("temperature", gen.temperature))
+        p.repeat_penalty = as_float(o.get("repeat_penalty", gen.repeat_penalty))
         if "n_keep" in o:
-            p.n_keep = int(o["n_keep"])
+            p.n_keep = as_int(o["n_keep"])
         p.skip_special_token = True
         p.is_async = False
         ext = p.extend_param
         if "base_domain_id" in o:
-            ext.base_domain_id = int(o["base_domain_id"])
+            ext.base_domain_id = as_int(o["base_domain_id"])
         if "embed_flash" in o:
             ext.embed_flash = int(bool(o["embed_flash"]))
         cpus = o.get("enabled_cpus")
         if cpus:
+            if not isinstance(cpus, (list, tuple, str)):
+                raise TypeError(f"options enabled_cpus must be a list of CPU ids, not {cpus!r}")
             ext.enabled_cpus_num = len(cpus)
-            ext.enabled_cpus_mask = sum(1 << int(c) for c in cpus)
+            ext.enabled_cpus_mask = sum(1 << as_int(c) for c in cpus)
         self._init_params = {name: getattr(p, name) for name in
                              ("max_context_len", "max_new_tokens", "top_k", "n_keep", "repeat_penalty")}
         self._init_params.update(top_p=round(p.top_p, 4), temperature=round(p.temperature, 4),
@@ -157,13 +162,22 @@ class RKLLMRuntime(Runtime):
 
     @property
     def context_length(self) -> int:
-        ctx = int(self.options.get("max_context_len", 4096))
+        ctx = as_int(self.options.get("max_context_len", 4096))
         limit = self.binding.init_info.get("max_context_limit") if self.binding else None
         return min(ctx, int(limit)) if limit else ctx
 
     @property
     def busy(self) -> bool:
         return self._busy.locked()
+
+    def _chat_template(self) -> Mapping[str, object] | None:
+        """options chat_template: {"system": ..., "prefix": ..., "postfix": ...}; None when not set."""
+        tpl = self.options.get("chat_template")
+        if not tpl:
+            return None
+        if not isinstance(tpl, Mapping):
+            raise TypeError(f"options chat_template must be a table (system, prefix, postfix), not {tpl!r}")
+        return tpl
 
     def _prompt(self, messages: list[dict[str, str]]) -> tuple[str, str]:
         """(system text, user prompt). The runtime applies the model's own chat template around the
@@ -176,7 +190,7 @@ class RKLLMRuntime(Runtime):
         return system, history + turns[-1]["content"]
 
     def _apply_system(self, system: str, prompt: str) -> str:
-        tpl = self.options.get("chat_template")
+        tpl = self._chat_template()
         assert self.binding is not None
         if not tpl:
             return f"{system}\n\n{prompt}" if system else prompt
@@ -226,7 +240,7 @@ class RKLLMRuntime(Runtime):
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 failure.append(exc)
             finally:
-                outcome.pieces.put(_DONE)
+                outcome.pieces.put(None)
 
         t0 = time.perf_counter()
         deadline = t0 + config.timeout_s
@@ -253,7 +267,7 @@ class RKLLMRuntime(Runtime):
                     item = outcome.pieces.get(timeout=0.05)
                 except queue.Empty:
                     continue
-                if item is _DONE:
+                if item is None:
                     break
                 if aborted:
                     continue
@@ -320,11 +334,11 @@ class RKLLMRuntime(Runtime):
 
     def describe(self) -> ArtifactChain:
         info = self.binding.init_info if self.binding else {}
-        lib = self.lib_path or probe.find_library(self.options.get("lib_path"))[0]
+        lib = self.lib_path or probe.find_library(as_optional_str(self.options.get("lib_path")))[0]
         drv, _ = probe.driver_version(self.driver_root)
         art = Path(self.artifact)
-        tpl = self.options.get("chat_template")
-        data = {
+        tpl = self._chat_template()
+        data: dict[str, object] = {
             "source": self.options.get("model_source"),
             "conversion": {"tool": "rkllm-toolkit", "version": info.get("rkllm_toolkit_version")},
             "quantization": {"dtype": info.get("model_dtype"),
@@ -353,7 +367,7 @@ class RKLLMRuntime(Runtime):
 
     def verify_backend(self) -> GateCheck:
         drv, drv_file = probe.driver_version(self.driver_root)
-        evidence: dict[str, Any] = {"driver_version": drv, "driver_version_file": drv_file}
+        evidence: dict[str, object] = {"driver_version": drv, "driver_version_file": drv_file}
         if drv is None:
             return GateCheck(2, False, probe.driver_missing_message(self.driver_root), evidence)
         if self.binding is None:
