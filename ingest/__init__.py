@@ -7,7 +7,20 @@ parameter classes, and must not pay for the parser, the sandbox and the chunker 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names are, for the type checker
+    from ingest.chunker import chunk_manual as chunk_manual
+    from ingest.discover import find_pdfs as find_pdfs
+    from ingest.discover import sha256_file as sha256_file
+    from ingest.models import Chunk as Chunk
+    from ingest.models import ChunkParams as ChunkParams
+    from ingest.models import IngestError as IngestError
+    from ingest.models import PageText as PageText
+    from ingest.models import ParsedManual as ParsedManual
+    from ingest.models import ParseLimits as ParseLimits
+    from ingest.sandbox import parse_many as parse_many
+    from ingest.sandbox import parse_pdf as parse_pdf
 
 _HOME = {
     "chunk_manual": "ingest.chunker",
@@ -25,7 +38,7 @@ _HOME = {
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _HOME:
         return getattr(importlib.import_module(_HOME[name]), name)
     raise AttributeError(f"module 'ingest' has no attribute {name!r}")

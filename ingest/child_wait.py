@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from typing import Any
+from collections.abc import Collection, Mapping
 
 MAX_PERIODS = 5  # a starved child is waited for at most this many backstop periods
 MIN_PROGRESS_S = 0.05  # CPU seconds within one period that show the child is working, not stuck
@@ -33,11 +33,14 @@ def cpu_time_s(pid: int) -> float | None:
 
 
 def run_child(command: list[str], period_s: float, *, max_periods: int = MAX_PERIODS,
-              **popen: Any) -> subprocess.CompletedProcess[bytes]:
+              stdin: int | None = None, env: Mapping[str, str] | None = None, cwd: str | None = None,
+              pass_fds: Collection[int] = ()) -> subprocess.CompletedProcess[bytes]:
     """Like ``subprocess.run(command, capture_output=True, timeout=period_s)``, except that a child still
     using CPU at the end of a period gets another one (``max_periods`` x period_s at most). Raises
-    subprocess.TimeoutExpired, the child killed and reaped, when it is stuck or out of periods."""
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen) as proc:
+    subprocess.TimeoutExpired, the child killed and reaped, when it is stuck or out of periods.
+    stdin, env, cwd and pass_fds are subprocess.Popen's."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin, env=env,
+                          cwd=cwd, pass_fds=pass_fds) as proc:
         used = waited = 0.0
         for _ in range(max(1, max_periods)):
             try:

@@ -44,7 +44,10 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
     heading = ""
     headings = Headings.for_manual(parsed.outline)
     chunks: list[Chunk] = []
-    min_confidence = float(parsed.ocr_engine.get("min_confidence", DEFAULT_MIN_CONFIDENCE))  # type: ignore[arg-type]
+    stated = parsed.ocr_engine.get("min_confidence", DEFAULT_MIN_CONFIDENCE)  # ingest.ocr.read_pages's, a number
+    if not isinstance(stated, (int, float, str)):
+        raise TypeError(f"float() argument must be a string or a real number, not '{type(stated).__name__}'")
+    min_confidence = float(stated)
     manual_language = detect(" ".join(p.text[:2000] for p in parsed.pages[:50])) or "en"
     for page in sorted(parsed.pages, key=lambda p: p.number):
         if page.number in skip or not page.text.strip():

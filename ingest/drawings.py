@@ -16,7 +16,10 @@ bench/experiments/parse_cost.py checks that extraction gives the same text with 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 _WS = rb"[\x00\t\n\x0c\r ]"
 _END = rb"(?=[\x00\t\n\x0c\r \[\]()<>{}/%]|\Z)"  # a token ends at white space, a delimiter or the end
@@ -65,7 +68,7 @@ def drop_drawing(data: bytes) -> bytes | None:
     return out
 
 
-def strip_drawings(reader: Any) -> int:
+def strip_drawings(reader: PdfReader) -> int:
     """Replace each page's content stream by one without its drawing; returns pages changed.
 
     Only the in-memory page objects change (the file is never written). A page whose contents

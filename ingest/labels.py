@@ -12,7 +12,10 @@ they are tidied and capped before anything shows them.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 MAX_LABEL_CHARS = 32  # a printed page number is short; anything longer is not one
 
@@ -28,7 +31,7 @@ def clean_label(raw: object) -> str | None:
     return (one_line(raw, MAX_LABEL_CHARS) or None) if raw is not None else None
 
 
-def has_page_labels(reader: Any) -> bool:
+def has_page_labels(reader: PdfReader) -> bool:
     """Whether the catalog carries /PageLabels at all (pypdf makes labels up otherwise)."""
     try:
         return "/PageLabels" in reader.root_object
@@ -36,7 +39,7 @@ def has_page_labels(reader: Any) -> bool:
         return False
 
 
-def page_labels(reader: Any, page_count: int) -> list[str | None]:
+def page_labels(reader: PdfReader, page_count: int) -> list[str | None]:
     """One label per page (index order); all None when the PDF defines none or they cannot be read.
 
     A damaged /PageLabels tree never fails an ingest: the pages are still worth indexing, and the
@@ -45,7 +48,7 @@ def page_labels(reader: Any, page_count: int) -> list[str | None]:
     if not has_page_labels(reader):
         return [None] * page_count
     try:
-        labels = list(reader.page_labels)
+        labels: list[str | None] = list(reader.page_labels)
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - pypdf raises many types for broken number trees

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import unicodedata
 from pathlib import Path
+from typing import TypedDict
 
 from ingest.child_wait import run_child
 from ingest.models import OcrPage
@@ -54,6 +55,27 @@ _WORD_FLOOR = 20.0  # words Tesseract is less sure of than this are noise (photo
 _LANG_RE = re.compile(r"^[A-Za-z0-9_+-]{2,40}$")
 _CHAR_MAP = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                            "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+
+
+class OcrSettings(TypedDict):
+    """read_pages's settings (ingest.ocr and the ingest.ocr_* settings, ParseLimits')."""
+
+    mode: str  # MODES
+    languages: list[str]  # Tesseract's language names
+    dpi: int
+    timeout_s: float
+    max_pixels: int
+    min_confidence: float
+
+
+class OcrRead(TypedDict):
+    """What read_pages found: page -> OCR text that replaces the text layer's, page -> its words, page ->
+    why a page without text stayed unread, and what read them ({} when no page was read)."""
+
+    text: dict[int, str]
+    ocr: dict[int, OcrPage]
+    unread: dict[int, str]
+    engine: dict[str, object]
 
 
 class OcrError(Exception):
@@ -266,7 +288,7 @@ def chunk_confidence(page: OcrPage, start: int, end: int, min_confidence: float
 
 def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, float]], *, mode: str,
                languages: tuple[str, ...] | list[str], dpi: int, timeout_s: float, max_pixels: int,
-               min_confidence: float, min_chars: int) -> dict[str, object]:
+               min_confidence: float, min_chars: int) -> OcrRead:
     """OCR the pages of `path` that need it (see needs_ocr).
 
     texts: each page's text-layer text; sizes: each page's (width, height) in points. Returns
@@ -276,7 +298,7 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
     chars = {p: sum(not ch.isspace() for ch in t) for p, t in texts.items()}
     blank = [p for p in sorted(texts) if chars[p] < min_chars]
     unread: dict[int, str] = {}
-    out: dict[str, object] = {"text": {}, "ocr": {}, "unread": unread, "engine": {}}
+    out: OcrRead = {"text": {}, "ocr": {}, "unread": unread, "engine": {}}
     if mode not in MODES:
         raise OcrUnavailable(f"ingest.ocr must be one of {', '.join(MODES)}, not {mode!r}")
     if mode == "off":

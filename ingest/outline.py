@@ -9,9 +9,13 @@ the sandboxed parse worker (ingest.pdf); titles come from the file, so they are 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ingest.labels import one_line
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 MAX_ENTRIES = 2000  # a manual's outline is at most a few hundred entries; the rest is not kept
 MAX_TITLE_CHARS = 160
@@ -20,26 +24,33 @@ _NUMBER = re.compile(r"^(?:(?:chapter|section|part|appendix)\s+)?(?:\d{1,3}(?:\.
 _NON_WORD = re.compile(r"[\W_]+")
 
 
-def read_outline(reader: Any, page_count: int) -> list[tuple[int, str]]:
+def read_outline(reader: PdfReader, page_count: int) -> list[tuple[int, str]]:
     """(page, title) of every outline entry that names a page of this PDF, in outline order.
 
     A damaged outline never fails an ingest: whatever could be read is returned (often nothing).
     """
+    from pypdf.generic import Destination
+
     found: list[tuple[int, str]] = []
 
-    def walk(items: Any, depth: int) -> None:
+    def walk(items: Sequence[object], depth: int) -> None:
         for item in items:
             if len(found) >= MAX_ENTRIES or depth > 16:
                 return
             if isinstance(item, list):
                 walk(item, depth + 1)
                 continue
+            if not isinstance(item, Destination):  # not an entry: nothing it could point to
+                continue
             try:
-                page = reader.get_destination_page_number(item) + 1
+                number = reader.get_destination_page_number(item)
             except MemoryError:
                 raise
             except Exception:  # noqa: BLE001 - an entry pointing nowhere is skipped
                 continue
+            if number is None:
+                continue
+            page = number + 1
             title = one_line(getattr(item, "title", None) or "", MAX_TITLE_CHARS)
             if title and 1 <= page <= page_count:
                 found.append((page, title))

@@ -19,8 +19,9 @@ import os
 import re
 import sys
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ingest.drawings import strip_drawings
 from ingest.labels import page_labels
@@ -28,6 +29,40 @@ from ingest.models import IngestError
 from ingest.ocr import BLANK
 from ingest.outline import read_outline
 from ingest.worker_limits import die_with_parent, limit_memory, limit_time
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
+
+    from ingest.ocr import OcrRead, OcrSettings
+
+
+class OcrPageOut(TypedDict):
+    """One OCR'd page as the worker prints it (ingest.models.OcrPage's fields)."""
+
+    confidence: float
+    words: list[list[float]]
+
+
+class Parsed(TypedDict):
+    """What the worker prints for a parse (extract): the "ok" of its one JSON line. Pairs and triples are
+    JSON arrays, read back as lists by ingest.sandbox (which only unpacks them)."""
+
+    title: str
+    pdf_title: str
+    page_count: int
+    pages: Sequence[tuple[int, str, str | None]]  # (number, text, printed label)
+    pages_without_text: list[int]
+    outline: Sequence[tuple[int, str]]  # (page, title)
+    ocr: dict[str, OcrPageOut]  # by page number
+    unread: dict[str, str]  # page number -> why it stayed unread
+    ocr_engine: dict[str, object]
+
+
+class Labels(TypedDict):
+    """What the worker prints for `--labels-only` (extract_labels)."""
+
+    page_count: int
+    labels: list[str | None]
 
 MIN_TEXT_CHARS = 20  # a page with fewer non-space characters counts as having no text
 NO_TEXT_MESSAGE = "no text on any page"
@@ -192,7 +227,7 @@ def is_stale_title(title: str, front_text: str) -> bool:
     return bool(said and shown and not said & shown)
 
 
-def choose_title(meta_title: Any, big_text: str, page1_text: str, stem: str, front_text: str = "") -> str:
+def choose_title(meta_title: str | None, big_text: str, page1_text: str, stem: str, front_text: str = "") -> str:
     """Metadata title if it names the equipment and the front pages (`front_text`, pages 1-2) still
     carry it, else a title from page 1 (page_title), else the file name as words: a generic or stale
     metadata title ("User Manual", "... V1.0" on a V3.0 document) is never chosen."""
@@ -215,10 +250,11 @@ def _largest_text(runs: list[tuple[float, str]]) -> str:
     return " ".join(" ".join(text.split()) for size, text in runs if size >= 0.9 * top).strip()
 
 
-def _decrypt(reader: Any) -> None:
+def _decrypt(reader: PdfReader) -> None:
     """Open PDFs that only carry an owner password (print/copy restrictions); refuse real passwords."""
     from pypdf.errors import DependencyError
 
+    ok: int  # pypdf's PasswordType: 0 when the password did not open it
     try:
         ok = reader.decrypt("")
     except DependencyError:
@@ -230,7 +266,7 @@ def _decrypt(reader: Any) -> None:
         raise IngestError("PDF is password protected (encrypted); remove the password and ingest it again")
 
 
-def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
+def open_reader(path: Path, max_pages: int) -> tuple[PdfReader, int, str | None]:
     """(reader, page_count, metadata title) of a PDF that opens and whose page count is allowed."""
     from pypdf import PdfReader
     from pypdf.errors import LimitReachedError
@@ -240,7 +276,7 @@ def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
         if reader.is_encrypted:
             _decrypt(reader)
         page_count = len(reader.pages)
-        meta_title = reader.metadata.get("/Title") if reader.metadata else None
+        meta_title: str | None = reader.metadata.get("/Title") if reader.metadata else None
     except (IngestError, MemoryError):
         raise
     except LimitReachedError:
@@ -256,7 +292,7 @@ def open_reader(path: Path, max_pages: int) -> tuple[Any, int, Any]:
 
 
 def extract(path: Path, max_pages: int, drop_drawings: bool = True,
-            ocr: dict[str, Any] | None = None) -> dict[str, Any]:
+            ocr: OcrSettings | None = None) -> Parsed:
     """Parse the PDF: title, page_count, pages [(number, text, label)], pages_without_text, outline,
     and what OCR read: ocr {page: {confidence, words}}, unread {page: reason}, ocr_engine.
 
@@ -278,7 +314,7 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
 
     runs: list[tuple[float, str]] = []
 
-    def collect(text: str, cm: list[float], tm: list[float], _font: Any, size: float) -> None:
+    def collect(text: str, cm: list[float], tm: list[float], _font: object, size: float) -> None:
         scale = math.sqrt(abs(tm[0] * tm[3] - tm[1] * tm[2]) * abs(cm[0] * cm[3] - cm[1] * cm[2]))
         runs.append((round(float(size) * scale, 1), text))
 
@@ -316,16 +352,18 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
             "unread": {str(n): reason for n, reason in unread.items()}, "ocr_engine": read["engine"]}
 
 
-def _read_images(path: Path, reader: Any, pages: list[tuple[int, str]], ocr: dict[str, Any] | None) -> dict[str, Any]:
+def _read_images(path: Path, reader: PdfReader, pages: list[tuple[int, str]], ocr: OcrSettings | None) -> OcrRead:
     """ingest.ocr.read_pages over these pages (their sizes from the crop box, as pdftoppm renders);
     `ocr` None: no OCR. Settings it leaves out are ParseLimits' defaults."""
     from ingest.models import ParseLimits
     from ingest.ocr import OcrError, read_pages
 
     defaults = ParseLimits()
-    settings: dict[str, Any] = {"mode": "off", "languages": list(defaults.ocr_languages), "dpi": defaults.ocr_dpi,
-                                "timeout_s": defaults.ocr_page_timeout_s, "max_pixels": defaults.ocr_max_pixels,
-                                "min_confidence": defaults.ocr_min_confidence, **(ocr or {})}
+    settings: OcrSettings = {"mode": "off", "languages": list(defaults.ocr_languages), "dpi": defaults.ocr_dpi,
+                             "timeout_s": defaults.ocr_page_timeout_s, "max_pixels": defaults.ocr_max_pixels,
+                             "min_confidence": defaults.ocr_min_confidence}
+    if ocr:
+        settings.update(ocr)
 
     sizes: dict[int, tuple[float, float]] = {}
     for number, _text in pages:
@@ -340,7 +378,7 @@ def _read_images(path: Path, reader: Any, pages: list[tuple[int, str]], ocr: dic
         raise IngestError(str(exc)) from None
 
 
-def extract_labels(path: Path, max_pages: int) -> dict[str, Any]:
+def extract_labels(path: Path, max_pages: int) -> Labels:
     """Only the printed page labels (`--labels-only`): for manuals indexed before labels were kept."""
     reader, page_count, _title = open_reader(path, max_pages)
     return {"page_count": page_count, "labels": page_labels(reader, page_count)}
@@ -378,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ocr-min-confidence", type=float, default=80.0)
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
-    ocr = {"mode": args.ocr, "languages": [lang for lang in args.ocr_languages.split("+") if lang],
+    ocr: OcrSettings = {"mode": args.ocr, "languages": [lang for lang in args.ocr_languages.split("+") if lang],
            "dpi": args.ocr_dpi, "timeout_s": args.ocr_timeout_s, "max_pixels": args.ocr_max_pixels,
            "min_confidence": args.ocr_min_confidence}
     die_with_parent(args.parent_pid or os.getppid(), args.lifeline_fd)
@@ -397,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.memory_mb > 0:
             limit_memory(args.memory_mb)
         if args.labels_only:
-            result: dict[str, Any] = {"ok": extract_labels(args.path, args.max_pages)}
+            result: dict[str, Parsed | Labels | str] = {"ok": extract_labels(args.path, args.max_pages)}
         else:
             result = {"ok": extract(args.path, args.max_pages, drop_drawings=not args.keep_drawings, ocr=ocr)}
     except IngestError as exc:

@@ -28,12 +28,12 @@ import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Literal, overload
 
 from ingest.child_wait import MAX_PERIODS, run_child
 from ingest.discover import sha256_file
 from ingest.models import IngestError, OcrPage, PageText, ParsedManual, ParseLimits
-from ingest.pdf import check_file, memory_message
+from ingest.pdf import Labels, Parsed, check_file, memory_message
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 try:
@@ -82,7 +82,7 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
     )
 
 
-def _page(row: list[Any]) -> PageText:
+def _page(row: tuple[int, str, str | None]) -> PageText:
     """A worker's [number, text, label] row (label None when the PDF has no /PageLabels)."""
     number, text, *rest = row
     return PageText(number=int(number), text=text, label=rest[0] if rest else None)
@@ -141,7 +141,14 @@ def parse_many(
                 future.cancel()
 
 
-def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> dict[str, Any]:
+@overload
+def _run_worker(path: Path, limits: ParseLimits, labels_only: Literal[False] = False) -> Parsed: ...
+@overload
+def _run_worker(path: Path, limits: ParseLimits, labels_only: Literal[True]) -> Labels: ...
+
+
+def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> Parsed | Labels:
+    """The worker's answer ("ok" of its JSON line: ingest.pdf's Parsed, or Labels with labels_only)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONIOENCODING", "utf-8")
@@ -171,7 +178,7 @@ def _run_worker(path: Path, limits: ParseLimits, labels_only: bool = False) -> d
     except (UnicodeDecodeError, json.JSONDecodeError):
         reply = None
     if isinstance(reply, dict) and isinstance(reply.get("ok"), dict):
-        parsed: dict[str, Any] = reply["ok"]
+        parsed: Parsed | Labels = reply["ok"]  # what ingest.pdf.main printed, read back from JSON
         return parsed
     if isinstance(reply, dict) and "error" in reply:
         raise IngestError(str(reply["error"]))
