@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from gateway.answer.evidence_params import EVIDENCE, EvidenceParams
 from gateway.answer.flags import AnswerFlag
@@ -56,7 +55,7 @@ class Citation:
     language: str = ""  # the passage's language (Hit.language): the quote is in it, whatever the question's
     passage_n: int = 0  # the passage's number among those given (the prompt's [n], `passages[].n`, the draft's)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @property

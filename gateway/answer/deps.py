@@ -11,11 +11,12 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from retrieval.types import Hit
 
 if TYPE_CHECKING:
+    from gateway.answer.result import AnswerResult
     from gateway.config import AnswerSettings
     from runtimes.base import Runtime
     from runtimes.profiles import Profile
@@ -67,7 +68,7 @@ class Model(Protocol):
 
 
 class AnswerSink(Protocol):
-    def record(self, result: Any, chain: dict[str, Any] | None = None, durable: bool = False,
+    def record(self, result: AnswerResult, chain: dict[str, object] | None = None, durable: bool = False,
                timeout_s: float = 30.0) -> str:
         """Keep one answer (gateway.records.answers.AnswerLog); durable: return once it is committed."""
         ...

@@ -10,13 +10,21 @@ sent as `token`), so the wire keeps the names and keys it always had.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import msgspec
 
 from gateway.answer.result import AnswerResult
 
-__all__ = ["AnswerEvent", "Event", "Evidence", "Final", "Queue", "Retrieval", "Text", "kind"]
+__all__ = ["AnswerEvent", "Event", "Evidence", "Final", "Queue", "Retrieval", "Strength", "Text", "kind"]
+
+
+class Strength(TypedDict, total=False):
+    """How strong the passages are as evidence (gateway.answer.pipeline.evidence_is_strong)."""
+
+    best_similarity: float | None  # the best cosine of the question to a passage (None: no passage)
+    agree: bool  # dense and lexical search agree on a top passage
+    cross_language: bool  # only when true: the question and the first passage are in different languages
 
 
 class Event(msgspec.Struct, frozen=True, tag_field="type"):
@@ -28,15 +36,15 @@ class Retrieval(Event, frozen=True, tag="retrieval"):
 
     id: str  # the answer's id, known before anything else
     index_version: str | None
-    passages: list[dict[str, Any]]  # retrieval.types.Hit.to_dict()
-    evidence: dict[str, Any]  # best_similarity, agree (pipeline.evidence_is_strong)
+    passages: list[dict[str, object]]  # retrieval.types.Hit.to_dict()
+    evidence: Strength  # pipeline.evidence_is_strong
 
 
 class Evidence(Event, frozen=True, tag="evidence"):
     """The best cited sentences of the passages, shown before (or instead of) the model's answer."""
 
     text: str
-    citations: list[dict[str, Any]]  # gateway.answer.citations.Citation.to_dict()
+    citations: list[dict[str, object]]  # gateway.answer.citations.Citation.to_dict()
 
 
 class Text(Event, frozen=True, tag="text"):

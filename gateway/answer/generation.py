@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gateway.answer.events import Text
 from gateway.answer.flags import AnswerFlag
@@ -28,9 +28,13 @@ from retrieval.types import Hit
 if TYPE_CHECKING:
     from gateway.answer.deps import Model
     from gateway.config import AnswerSettings
-    from runtimes.base import GenerationConfig, Runtime
+    from runtimes.base import GenerationConfig, GenerationStats, Runtime
 
 log = logging.getLogger("gateway.answer.pipeline")
+
+# What the runtime's thread relays: ("text", str), ("stats", GenerationStats), ("error", message),
+# ("crash", reason), ("timeout", None) or ("end", None)
+Relayed = tuple[str, "str | GenerationStats | None"]
 
 CANCEL_GRACE_S = 5.0  # how long a cancelled or timed-out runtime gets to stop by itself
 
@@ -39,7 +43,7 @@ CANCEL_GRACE_S = 5.0  # how long a cancelled or timed-out runtime gets to stop b
 class Generation:
     """What the model did for one answer; gateway.answer.outcome decides what it comes to."""
 
-    chain: dict[str, Any] | None = None  # the artifact chain JSON (None: no runtime loaded)
+    chain: dict[str, object] | None = None  # the artifact chain JSON (None: no runtime loaded)
     unavailable: str | None = None  # the runtime could not load or the prompt not be built: nothing ran
     draft: str = ""  # the model's text as generated
     text: str = ""  # the draft without echoed <passage> fences
@@ -47,9 +51,10 @@ class Generation:
     crash: str | None = None  # the backend's worker process died
     cancelled: bool = False  # cancelled (not timed out) while it streamed
     hits: list[Hit] = field(default_factory=list)  # the passages the prompt gave: hits[0] is [1]
-    config: dict[str, Any] = field(default_factory=dict)  # the generation config used
+    config: dict[str, object] = field(default_factory=dict)  # the generation config used
     flags: list[AnswerFlag] = field(default_factory=list)
-    timings: dict[str, Any] = field(default_factory=dict)  # load, prompt, ttft, queue (the lock), decode
+    # load, prompt, ttft, queue (the lock), decode; tokens; stop_reason (a str)
+    timings: dict[str, float | str | None] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -57,10 +62,9 @@ class Generation:
         return self.unavailable is None and self.crash is None and self.failure is None and not self.cancelled
 
 
-def chain_of(runtime: Runtime) -> dict[str, Any] | None:
+def chain_of(runtime: Runtime) -> dict[str, object] | None:
     try:
-        chain: dict[str, Any] = runtime.describe().to_dict()
-        return chain
+        return runtime.describe().to_dict()
     except Exception as exc:  # noqa: BLE001 - an answer does not fail for want of a description
         log.warning("runtime.describe() failed: %s", exc)
         return None
@@ -113,24 +117,26 @@ def generate(model: Model, settings: AnswerSettings, question: str, given: list[
 def _stream(gen: Generation, model: Model, runtime: Runtime, messages: list[dict[str, str]],
             config: GenerationConfig, cancel: threading.Event, t0: float, name: str) -> Iterator[Text]:
     """The model's text as it streams, then what it said of itself into gen."""
+    from runtimes.base import GenerationStats
+
     pieces: list[str] = []
-    stats: Any = None
+    stats: GenerationStats | None = None
     timed_out = False
     deadline = time.monotonic() + config.timeout_s
     fences = FenceFilter()  # what streams is what is kept: no echoed <passage> tags, even briefly
     for kind, value in _pump(model.generation_lock, runtime, messages, config, cancel, deadline, gen, name):
-        if kind == "text":
+        if kind == "text" and isinstance(value, str):
             if not pieces:
                 gen.timings["ttft_ms"] = elapsed_ms(t0)
             pieces.append(value)
             shown = fences.feed(value)
             if shown:
                 yield Text(shown)
-        elif kind == "stats":
+        elif kind == "stats" and isinstance(value, GenerationStats):
             stats = value
-        elif kind == "error":
+        elif kind == "error" and isinstance(value, str):
             gen.failure = value
-        elif kind == "crash":
+        elif kind == "crash" and isinstance(value, str):
             gen.crash = value
         elif kind == "timeout":
             timed_out = True
@@ -155,7 +161,7 @@ def _stream(gen: Generation, model: Model, runtime: Runtime, messages: list[dict
 
 
 def _pump(lock: threading.Lock, runtime: Runtime, messages: list[dict[str, str]], config: GenerationConfig,
-          cancel: threading.Event, deadline: float, gen: Generation, name: str) -> Iterator[tuple[str, Any]]:
+          cancel: threading.Event, deadline: float, gen: Generation, name: str) -> Iterator[Relayed]:
     """Run runtime.stream in its own thread (holding the generation lock) and relay its items, so
     that a cancel or the deadline is noticed even while the runtime is silent.
 
@@ -175,7 +181,7 @@ def _pump(lock: threading.Lock, runtime: Runtime, messages: list[dict[str, str]]
             yield "timeout", None
             return
     gen.timings["queue_ms"] = elapsed_ms(tq)  # the wait for the lock (the pipeline adds the slot's)
-    items: queue.Queue[tuple[str, Any]] = queue.Queue()
+    items: queue.Queue[Relayed] = queue.Queue()
 
     def run() -> None:
         try:
@@ -206,8 +212,8 @@ def _cancel_runtime(runtime: Runtime) -> None:
         log.warning("runtime.cancel() failed: %s", exc)
 
 
-def _relay(items: queue.Queue[tuple[str, Any]], runtime: Runtime, stop: threading.Event,
-           cancel: threading.Event, deadline: float) -> Iterator[tuple[str, Any]]:
+def _relay(items: queue.Queue[Relayed], runtime: Runtime, stop: threading.Event,
+           cancel: threading.Event, deadline: float) -> Iterator[Relayed]:
     give_up: float | None = None
     while True:
         if give_up is None and (cancel.is_set() or time.monotonic() > deadline):

@@ -29,15 +29,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gateway.answer.citations import renumber, resolve
 from gateway.answer.cited_text import cited_text
 from gateway.answer.coverage import named_elsewhere, named_first, stated_apart, unstated_values
 from gateway.answer.deps import AnswerDeps, Model, Retrieved
-from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Text
+from gateway.answer.events import AnswerEvent, Evidence, Final, Retrieval, Strength, Text
 from gateway.answer.evidence_params import evidence_params
 from gateway.answer.extractive import pick_sentences, similarity_scorer
 from gateway.answer.flags import AnswerFlag
@@ -97,7 +97,7 @@ def value_apart_text(kinds: list[str], manual: str | None = None) -> str:
 
 
 def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: float | None = None,
-                       question_language: str | None = None) -> tuple[bool, dict[str, Any]]:
+                       question_language: str | None = None) -> tuple[bool, Strength]:
     """Strong when the best cosine reaches min_similarity, or nearly so with dense and lexical agreeing.
 
     Outside English (the question or the first passage in another language) the cosine of the built-in
@@ -122,7 +122,7 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: floa
     if question_language and passage_language and (cross or question_language != "en"):
         share = max((h.term_score or 0.0) for h in hits)
         strong = share >= (CROSS_MIN_TERMS if cross else OTHER_MIN_TERMS)
-    evidence: dict[str, Any] = {"best_similarity": round(best, 4), "agree": agree}
+    evidence: Strength = {"best_similarity": round(best, 4), "agree": agree}
     if cross:
         evidence["cross_language"] = True
     return strong, evidence
@@ -182,7 +182,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
     cancel = cancel or threading.Event()
     res = AnswerResult(id=new_id(), time=utcnow(), question=request.question, scope=list(request.scope),
                        mode=request.mode_or(settings.mode), client=request.client, key_name=request.key_name)
-    chain: dict[str, Any] | None = None
+    chain: dict[str, object] | None = None
     decision: Decision | None = None
     logged = False
     try:
@@ -212,7 +212,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         yield Retrieval(id=res.id, index_version=res.index_version,
                         passages=[h.to_dict() for h in given], evidence=ev)
         res.profile, chain = _profile_name(deps.model), _loaded_chain(deps.model)
-        res.chain_id = chain["chain_id"] if chain else None
+        res.chain_id = _chain_id(chain)
         # 2. cancelled, or weak evidence: say so, with the nearest passages; the model is not asked
         weak = _weakness(request.question, given, strong, ev, settings)
         if cancel.is_set() or weak is not None:
@@ -270,7 +270,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         raise
 
 
-def _weakness(question: str, given: list[Hit], strong: bool, ev: dict[str, Any],
+def _weakness(question: str, given: list[Hit], strong: bool, ev: Strength,
               settings: AnswerSettings) -> Weak | None:
     """Why the evidence cannot be shown as an answer (None: it can)."""
     if not strong:
@@ -311,13 +311,18 @@ def _profile_name(model: Model) -> str | None:
         return None
 
 
-def _loaded_chain(model: Model) -> dict[str, Any] | None:
+def _chain_id(chain: Mapping[str, object] | None) -> str | None:
+    """An artifact chain's id (runtimes.base.ArtifactChain.chain_id, a str), None without a chain."""
+    return str(chain["chain_id"]) if chain else None
+
+
+def _loaded_chain(model: Model) -> dict[str, object] | None:
     """The loaded runtime's artifact chain: recorded even when the model is not asked."""
     runtime = model.runtime_if_loaded()
     return chain_of(runtime) if runtime is not None else None
 
 
-def _take(res: AnswerResult, gen: Generation, chain: dict[str, Any] | None) -> dict[str, Any] | None:
+def _take(res: AnswerResult, gen: Generation, chain: dict[str, object] | None) -> dict[str, object] | None:
     """What generation measured and used, into the result; returns the chain to log."""
     waited = res.timings.get("queue_ms", 0.0) + gen.timings.pop("queue_ms", 0.0)  # the slot's and the lock's
     res.timings.update(gen.timings)
@@ -328,11 +333,11 @@ def _take(res: AnswerResult, gen: Generation, chain: dict[str, Any] | None) -> d
         p["given"] = True
     if gen.chain is None:
         return chain
-    res.chain_id = gen.chain["chain_id"]
+    res.chain_id = _chain_id(gen.chain)
     return gen.chain
 
 
-def _finish(deps: AnswerDeps, res: AnswerResult, chain: dict[str, Any] | None, t0: float,
+def _finish(deps: AnswerDeps, res: AnswerResult, chain: dict[str, object] | None, t0: float,
             durable: bool = True) -> AnswerResult:
     """Stamp the total time, log the answer and return it; the final event goes out only once the
     row is committed.

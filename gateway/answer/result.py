@@ -7,8 +7,8 @@ that none imports another for its types.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from gateway.answer.citations import Citation, resolve
 from gateway.answer.evidence_params import EVIDENCE, EvidenceParams
@@ -27,7 +27,7 @@ class AnswerResult(AnswerFields[Citation, AnswerFlag]):
     """One answer: the fields of gateway.answer_fields.AnswerFields (the one declaration the log's columns
     and the API's answer derive from: declare a new field there), with their citations and flags typed."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["citations"] = [c.to_dict() for c in self.citations]
         data["flags"] = [str(f) for f in self.flags]  # the text form, as plain str (msgspec encodes no subclass)
@@ -50,7 +50,7 @@ def use_evidence(res: AnswerResult, given: list[Hit], evidence: str, params: Evi
     res.flags.extend(f for f in flags if f.name != "no_valid_citation")
 
 
-def overhead_ms(timings: dict[str, Any]) -> float | None:
+def overhead_ms(timings: Mapping[str, float]) -> float | None:
     """Question to first token, less what is not the pipeline's own work (embedding the query and the
     evidence's candidate sentences, the model's own time to first token, the wait for the model, its
     load); None before a first token."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from gateway.answer.binding import same_polarity, unbound_numbers
 from gateway.answer.citations import CITATION_RE, parse_citation_groups
@@ -184,7 +183,7 @@ class SentenceCheck:
     def supported(self) -> bool:
         return bool(self.supported_by)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {**asdict(self), "supported": self.supported}
 
 
