@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ingest.text.sentences import sentence_spans
 from retrieval.embedders.base import Embedder, passage_text
+from retrieval.term_coverage import row_text
 
 MIN_WORDS = 3  # shorter pieces (a heading, "Note:", a part number) are not sentences to score
 CACHE_ENTRIES = 4096  # ~6 MiB of 384-d float32 vectors
@@ -73,7 +73,15 @@ def sentence_texts(title: str, heading: str, text: str) -> list[str]:
     return [passage_text(heading or "", p, title or "") for p in pieces]
 
 
-def best_sentence_similarity(embedder: Embedder, query_vector: np.ndarray, rows: Sequence[dict[str, Any]],
+def _row_sentences(row: Mapping[str, object]) -> list[str]:
+    """sentence_texts of a chunk row; a row without text is a KeyError, as before."""
+    text = row["text"]
+    if not isinstance(text, str):
+        raise TypeError(f"chunk row 'text' is {type(text).__name__}, not text")
+    return sentence_texts(row_text(row, "title"), row_text(row, "heading"), text)
+
+
+def best_sentence_similarity(embedder: Embedder, query_vector: np.ndarray, rows: Sequence[Mapping[str, object]],
                              cache: VectorCache | None = None,
                              stored: Sequence[np.ndarray | None] | None = None) -> list[float]:
     """For each chunk row (title, heading, text), the query's highest cosine to one of its sentences.
@@ -84,8 +92,7 @@ def best_sentence_similarity(embedder: Embedder, query_vector: np.ndarray, rows:
     cache = cache if cache is not None else VectorCache()
     q = np.asarray(query_vector, dtype=np.float32)
     kept = list(stored) if stored is not None else [None] * len(rows)
-    per_row = [None if vecs is not None and len(vecs) else
-               sentence_texts(r.get("title") or "", r.get("heading") or "", r["text"])
+    per_row = [None if vecs is not None and len(vecs) else _row_sentences(r)
                for r, vecs in zip(rows, kept, strict=True)]
     flat = [t for texts in per_row if texts for t in texts]
     sims = cache.encode(embedder, flat) @ q if flat else np.zeros(0, dtype=np.float32)

@@ -17,8 +17,7 @@ versions need nothing new.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from ingest.text.languages import detect_question
 from ingest.text.stopwords import search_stopwords
@@ -75,7 +74,16 @@ def passage_terms(title: str, heading: str, text: str) -> set[str]:
     return {w if cjk else stem(w) for t in tokens(f"{title} {heading} {text}") for w, cjk in _words(t)}
 
 
-def term_coverage(query: str, rows: Sequence[dict[str, Any]],
+def row_text(row: Mapping[str, object], key: str) -> str:
+    """A chunk row's text column (title, heading, text): "" where it is missing or empty; a value that is
+    not text is a TypeError (it was one before, where it was used as text)."""
+    value = row.get(key) or ""
+    if not isinstance(value, str):
+        raise TypeError(f"chunk row {key!r} is {type(value).__name__}, not text")
+    return value
+
+
+def term_coverage(query: str, rows: Sequence[Mapping[str, object]],
                   doc_freqs: Callable[[list[str]], dict[str, int]], total: int) -> list[float]:
     """For each chunk row (title, heading, text): the IDF-weighted share of the question's words it
     holds, in [0, 1]; all 0.0 when the question has no content word.
@@ -89,6 +97,6 @@ def term_coverage(query: str, rows: Sequence[dict[str, Any]],
     whole = sum(weight.values()) or 1.0
     out = []
     for r in rows:
-        have = passage_terms(r.get("title") or "", r.get("heading") or "", r.get("text") or "")
+        have = passage_terms(row_text(r, "title"), row_text(r, "heading"), row_text(r, "text"))
         out.append(sum(w for s, w in weight.items() if s in have) / whole)
     return out

@@ -11,13 +11,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from ingest.discover import sha256_file
 from retrieval.query_batch import QueryBatcher
 from retrieval.types import DEFAULT_EMBEDDING_MODEL, RetrievalError
+
+if TYPE_CHECKING:  # sentence_rank imports this module
+    from retrieval.sentence_rank import VectorCache
 
 DEFAULT_MODEL = DEFAULT_EMBEDDING_MODEL  # retrieval.types says why it is written there
 # The same model on sentence-transformers + torch: the default of older versions, an extra now.
@@ -95,7 +98,7 @@ def passage_text(heading: str, text: str, title: str = "") -> str:
 
 
 def similarity_to(embedder: Embedder, query: str, query_vector: np.ndarray | None = None,
-                  cache: Any = None) -> Callable[[list[str]], list[float]]:
+                  cache: VectorCache | None = None) -> Callable[[list[str]], list[float]]:
     """The query's cosine to each of some texts under this embedder (its vectors are unit length).
     The query is embedded on first use only, or not at all when the search's vector is handed over
     (the same embedder's encode_query of the same text: embedding it twice costs ~10 ms per answer).
