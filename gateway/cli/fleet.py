@@ -9,7 +9,6 @@ imports and the signing keys made or trusted here are in the audit trail (`audit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -147,7 +146,7 @@ def export_public_(ctx: Ctx, key: str, out: Path | None, as_json: bool) -> None:
     data = export_public(_data_dir(ctx), key)
     if out is not None:
         out.write_bytes(data)
-    doc: dict[str, Any] = json.loads(data)
+    doc: dict[str, object] = json.loads(data)
     if as_json:
         emit_json({"id": doc["id"], "name": doc["name"], **({"file": str(out)} if out else {"public_key": doc})})
     elif out is not None:

@@ -9,13 +9,16 @@ row in the audit trail (`audited`, under the action names the web's audit middle
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx
+
+if TYPE_CHECKING:
+    from retrieval.builder import IngestReport
 
 
 @contextmanager
@@ -25,7 +28,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
         yield None
         return
     state = {"parse": (0, 0), "embed": (0, 0)}
-    bar: Any
+    bar: Any  # click types a length-only bar's items as None; its current_item here is the stage (a str)
     with click.progressbar(length=1000, label="Ingesting", file=sys.stderr,
                            item_show_func=lambda _: _describe(state)) as bar:
         def update(stage: str, done: int, total: int) -> None:
@@ -46,7 +49,7 @@ def _describe(state: dict[str, tuple[int, int]]) -> str:
     return f"parsed {pd}/{pt} files, embedded {ed}/{et} chunks"
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: IngestReport) -> None:
     for label, names in (("added", report.added), ("changed", report.changed),
                          ("unchanged", report.unchanged), ("removed", report.removed)):
         if names:
@@ -66,7 +69,7 @@ def _print_report(report: Any) -> None:
         click.echo("no change: nothing could be ingested")
 
 
-def _changed(report: Any) -> str:
+def _changed(report: IngestReport) -> str:
     """An ingest or removal in the audit trail's words: the version it made, or none."""
     failed = f"; failed: {', '.join(f for f, _ in report.failed)}" if report.failed else ""
     return (f"new version {report.version}" if report.version else "no change") + failed
@@ -232,8 +235,8 @@ def diff(ctx: Ctx, a: str, b: str, as_json: bool) -> None:
         emit_json(d)
         return
 
-    def named(m: dict[str, Any]) -> str:
-        return f"{m['file_name']} {m['title']!r}" if m.get("title") else m["file_name"]
+    def named(m: Mapping[str, object]) -> str:
+        return f"{m['file_name']} {m['title']!r}" if m.get("title") else str(m["file_name"])
 
     click.echo(f"{a} -> {b}: chunks {d['chunks']['a']} -> {d['chunks']['b']}")
     for m in d["added"]:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from gateway.cli.root import Ctx, emit_json, json_option, main, pass_ctx
 
 if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
+
     from gateway.answer.request import Mode
 
 
@@ -38,7 +40,7 @@ def replay() -> None:
     """
 
 
-def _progress(total: int, quiet: bool) -> Any:
+def _progress(total: int, quiet: bool) -> ProgressBar[int] | None:
     if quiet or not sys.stderr.isatty():
         return None
     bar = click.progressbar(length=total, label="replay", file=sys.stderr)
@@ -72,7 +74,7 @@ def replay_run(ctx: Ctx, questions: str, url: str | None, key: str | None, label
         if profile or version:
             raise click.UsageError("--profile/--version apply in-process only, not with --url")
         answerer = remote_answerer(url, key, scope_by_manual)
-        deployment: dict[str, Any] = {"via": url}  # the identity comes from its answers (deployment_of)
+        deployment: dict[str, object] = {"via": url}  # the identity comes from its answers (deployment_of)
     else:
         if profile:
             settings.runtime.profile = profile
@@ -143,7 +145,7 @@ def replay_compare(ctx: Ctx, baseline: str, candidate: str, gate_path: str | Non
         sys.exit(1)
 
 
-def _f(v: Any) -> str:
+def _f(v: object) -> str:
     return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
 
 

@@ -33,7 +33,7 @@ from gateway.errors import is_user_error
 if TYPE_CHECKING:
     from gateway.services import Services
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 @contextmanager
 def user_errors(prefix: str = "", suffix: str = "",
@@ -60,7 +60,7 @@ class Root(click.Group):
             for extra in self.late.get(name or cmd.name or "", []):
                 cmd.add_command(extra)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         with user_errors():
             return super().invoke(ctx)
 
@@ -156,7 +156,7 @@ def json_option(help_text: str | None = None) -> Callable[[F], F]:
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
-def emit_json(data: Any) -> None:
+def emit_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 

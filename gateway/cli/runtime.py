@@ -8,14 +8,20 @@ The gates and the store are in runtimes/; this module is their terminal side.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import click
 
 from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx, user_errors
 
+if TYPE_CHECKING:
+    from gateway.records.active_profile import ActiveProfile
+    from runtimes.gates import DoctorReport
+    from runtimes.profiles import Profile
 
-def _lines(pairs: list[tuple[str, Any]], width: int = 16) -> None:
+
+def _lines(pairs: list[tuple[str, object]], width: int = 16) -> None:
     for key, value in pairs:
         text = str(value)
         first, *rest = text.splitlines() or [""]
@@ -24,14 +30,14 @@ def _lines(pairs: list[tuple[str, Any]], width: int = 16) -> None:
             click.echo(f"{'':<{width}}{line}")
 
 
-def _load(path: str) -> Any:
+def _load(path: str) -> Profile:
     from runtimes.profiles import load_profile
 
     with user_errors("profile: "):
         return load_profile(path)
 
 
-def _in_force(ctx: Ctx) -> tuple[Any, str]:
+def _in_force(ctx: Ctx) -> tuple[Profile, str]:
     """(profile, where it comes from): settings runtime.profile, the activated one, or built-in."""
     from gateway.records.active_profile import ActiveProfile
 
@@ -46,7 +52,7 @@ def _in_force(ctx: Ctx) -> tuple[Any, str]:
     return profile, "built-in default (no profile activated)"
 
 
-def _chain_lines(chain: dict[str, Any], prefix: str = "") -> list[str]:
+def _chain_lines(chain: Mapping[str, object], prefix: str = "") -> list[str]:
     out: list[str] = []
     for key, value in chain.items():
         if isinstance(value, dict):
@@ -57,52 +63,57 @@ def _chain_lines(chain: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
-def print_report(report: Any) -> None:
-    data = report.to_dict()
-    dev = data["device"]
+def _map(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def print_report(report: DoctorReport) -> None:
+    from runtimes.gates import TITLES
+
+    dev, art, prof = report.device, report.artifact, report.profile
     gpus = dev.get("gpu", "unknown")
     gpu = gpus if isinstance(gpus, str) else ", ".join(
-        f"{g.get('name')} (driver {g.get('driver_version')})" for g in gpus)
-    art = data["artifact"]
-    locked = data["runtime"].get("locked", {})
-    installed = data["runtime"].get("installed", {})
+        f"{g.get('name')} (driver {g.get('driver_version')})" for g in (gpus if isinstance(gpus, list) else [])
+        if isinstance(g, Mapping))
+    locked = _map(report.runtime.get("locked", {}))
+    installed = _map(report.runtime.get("installed", {}))
     runtime = "\n".join(f"{k} {installed.get(k) or 'not found'} (locked {v})" for k, v in locked.items())
     rollback = "\n".join(
         f"{e['role']}: {e.get('name', '?')} [{e.get('path') or 'none'}]"
-        + (f" sha256 {e['sha256'][:16]}…" if e.get("sha256") else "") for e in data["rollback_set"])
-    pairs: list[tuple[str, Any]] = [
-        ("profile", f"{data['profile']['name']} [{data['profile']['path']}]"),
-        ("target device", data["profile"]["target_device"]),
+        + (f" sha256 {str(e['sha256'])[:16]}…" if e.get("sha256") else "") for e in report.rollback_set)
+    pairs: list[tuple[str, object]] = [
+        ("profile", f"{prof['name']} [{prof['path']}]"),
+        ("target device", prof["target_device"]),
         ("device", dev["error"] if "error" in dev else
          f"{dev['machine']}, {dev['cpu']}, {dev['cpu_count']} CPUs, {dev['memory_mib']} MiB, {dev['system']}"
          + (f", board {dev['board']}" if dev.get("board") else "")),
         ("gpu", gpu),
-        ("backend", data["backend"]),
+        ("backend", report.backend),
         ("artifact", art.get("path") or art.get("declared") or "-"),
         ("  sha256", f"{art.get('sha256') or '-'} (expected {art.get('expected_sha256') or 'not set'})"),
         ("  size", f"{art['size_bytes']} bytes" if "size_bytes" in art else "-"),
-        ("  source", " -> ".join(x for x in (art.get("source"), art.get("conversion"),
-                                             art.get("quantization")) if x) or "-"),
+        ("  source", " -> ".join(str(x) for x in (art.get("source"), art.get("conversion"),
+                                                  art.get("quantization")) if x) or "-"),
         ("runtime", runtime or "(no versions locked)"),
-        ("chain id", data["chain_id"] or "- (not loaded)"),
+        ("chain id", report.chain_id or "- (not loaded)"),
     ]
-    if data["chain"]:
-        pairs.append(("chain", "\n".join(_chain_lines({k: v for k, v in data["chain"].items()
+    if report.chain:
+        pairs.append(("chain", "\n".join(_chain_lines({k: v for k, v in report.chain.items()
                                                         if k != "chain_id"}))))
     pairs += [
-        ("embedding", data["embedding_model"]),
+        ("embedding", report.embedding_model),
         ("rollback set", rollback),
-        ("owners", "\n".join(f"{k}: {v}" for k, v in data["owners"].items())),
+        ("owners", "\n".join(f"{k}: {v}" for k, v in report.owners.items())),
     ]
     _lines(pairs)
     click.echo("")
-    for gate in data["gates"]:
-        verdict = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIPPED"}.get(gate["status"], "NOT RUN")
-        click.echo(f"gate {gate['gate']}  {verdict:<7} {gate['title']}")
-        click.echo(f"        {gate['detail']}")
-    failed = ", ".join(str(g) for g in data["failed_gates"])
-    click.echo(f"overall {'PASS' if data['passed'] else 'FAIL (gate ' + failed + ')'}; "
-               + ("qualified for generate mode (gate 4)" if data["qualified"]
+    for gate in report.gates:
+        verdict = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIPPED"}.get(gate.status, "NOT RUN")
+        click.echo(f"gate {gate.gate}  {verdict:<7} {TITLES[gate.gate]}")
+        click.echo(f"        {gate.detail}")
+    failed = ", ".join(str(g) for g in report.failed_gates())
+    click.echo(f"overall {'PASS' if report.passed else 'FAIL (gate ' + failed + ')'}; "
+               + ("qualified for generate mode (gate 4)" if report.qualified
                   else "not qualified for generate mode: under answer.mode = \"auto\" its answers are extractive"))
 
 
@@ -172,18 +183,18 @@ def profile_show(ctx: Ctx, as_json: bool) -> None:
     if as_json:
         emit_json(data)
         return
-    art = data["artifact"]
+    art = _map(data["artifact"])
     _lines([
         ("profile", data["name"]), ("source", source), ("file", data["path"]),
         ("description", data["description"] or "-"), ("target device", data["target_device"]),
         ("backend", data["backend"]), ("artifact", art["resolved_path"]),
         ("  sha256", art["sha256"] or "not set"), ("  source", art["source"] or "-"),
         ("  quantization", art["quantization"] or "-"),
-        ("runtime", ", ".join(f"{k} {v}" for k, v in data["runtime"].items()) or "(none locked)"),
-        ("options", ", ".join(f"{k}={v}" for k, v in data["options"].items()) or "-"),
-        ("generation", ", ".join(f"{k}={v}" for k, v in data["generation"].items())),
-        ("embedding", data["embedding"]["model"]),
-        ("owners", "\n".join(f"{k}: {v}" for k, v in data["owners"].items())),
+        ("runtime", ", ".join(f"{k} {v}" for k, v in _map(data["runtime"]).items()) or "(none locked)"),
+        ("options", ", ".join(f"{k}={v}" for k, v in _map(data["options"]).items()) or "-"),
+        ("generation", ", ".join(f"{k}={v}" for k, v in _map(data["generation"]).items())),
+        ("embedding", _map(data["embedding"])["model"]),
+        ("owners", "\n".join(f"{k}: {v}" for k, v in _map(data["owners"]).items())),
         ("rollback", data["rollback_path"] or "none"),
     ])
 
@@ -194,7 +205,7 @@ def _override_warning(ctx: Ctx) -> None:
                    "activated profile until it is removed", err=True)
 
 
-def _store(ctx: Ctx) -> Any:
+def _store(ctx: Ctx) -> ActiveProfile:
     from gateway.records.active_profile import ActiveProfile
 
     return ActiveProfile(ctx.settings.data_dir)
@@ -208,7 +219,7 @@ def _store(ctx: Ctx) -> Any:
 def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> None:
     """Make PATH the active profile; refused when it fails gate 1 (unless --skip-doctor)."""
     prof = _load(path)
-    gate: dict[str, Any] | None = None
+    gate: dict[str, object] | None = None
     if not skip_doctor:
         from runtimes.gates import gate_one
 
