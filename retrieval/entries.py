@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ingest.models import Chunk, ChunkParams, IngestError, PageText, ParsedManual
+from retrieval.embedders.dual import companion_of
 from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ class Entry:
     # Per chunk, its sentences' vectors (retrieval.sentence_rank); None where not computed (a chunk
     # re-used from a version written before they were kept: embedded at query time instead).
     sentence_vectors: list[np.ndarray | None] | None = None
+    # (len(chunks), companion dim) float32: the companion embedder's vectors (retrieval.companion); None in a
+    # version built without one.
+    companion_vectors: np.ndarray | None = None
 
 
 def embedding_info(embedder: Embedder) -> dict[str, Any]:
@@ -72,8 +76,11 @@ def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] |
     if vectors is None:
         vectors = np.zeros((0, base.vectors.dim), dtype=np.float32)
     stored = store.sentence_vectors(rows)
+    companion = getattr(base, "companion", None)  # the companion's vectors, where the version holds them
+    companion_vectors = (np.asarray(companion.reconstruct(np.asarray(rows, dtype=np.int64)), dtype=np.float32)
+                         if companion is not None else None)
     return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32),
-                 sentence_vectors=[stored.get(r) for r in rows])
+                 sentence_vectors=[stored.get(r) for r in rows], companion_vectors=companion_vectors)
 
 
 def reuse_manuals(base: Any, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
@@ -124,7 +131,9 @@ class Embedding:
             results.append(Entry(parsed, chunks, np.zeros((0, 0), dtype=np.float32), source))
             title = params.title_for(parsed.title)
             texts += [passage_text(c.heading, c.text, title) for c in chunks]
-        self.total += len(texts)
+        companion = companion_of(self.embedder)
+        passes = 1 if companion is None else 2  # a companion embeds every text once more
+        self.total += passes * len(texts)
         before = self.done
 
         def tick(n: int) -> None:
@@ -133,17 +142,48 @@ class Embedding:
 
         started = time.perf_counter()
         vectors = np.asarray(self.embedder.encode(texts, progress=tick), dtype=np.float32)
+        second = (None if companion is None else
+                  np.asarray(companion.encode(texts, progress=lambda n: tick(len(texts) + n)), dtype=np.float32))
         self.seconds += time.perf_counter() - started
-        self.done += len(texts)
+        self.done += passes * len(texts)
         offset = 0
         for entry in results:
             if isinstance(entry, Entry):
                 entry.vectors = vectors[offset : offset + len(entry.chunks)]
+                if second is not None:
+                    entry.companion_vectors = second[offset : offset + len(entry.chunks)]
                 offset += len(entry.chunks)
         started = time.perf_counter()
         self.sentences([e for e in results if isinstance(e, Entry)])
         self.seconds += time.perf_counter() - started
         return results
+
+    def companion(self, entries: Sequence[Entry], params: ChunkParams) -> None:
+        """Kept manuals embedded with the companion only (their chunks, primary and sentence vectors stay):
+        the companion changed, nothing else did."""
+        from retrieval.embedders.base import passage_text
+
+        companion = companion_of(self.embedder)
+        if companion is None or not entries:
+            for entry in entries:
+                entry.companion_vectors = None
+            return
+        texts = [passage_text(c.heading, c.text, params.title_for(e.parsed.title)) for e in entries for c in e.chunks]
+        self.total += len(texts)
+        before = self.done
+
+        def tick(n: int) -> None:
+            if self.progress:
+                self.progress("embed", before + n, self.total)
+
+        started = time.perf_counter()
+        vectors = np.asarray(companion.encode(texts, progress=tick), dtype=np.float32)
+        self.seconds += time.perf_counter() - started
+        self.done += len(texts)
+        offset = 0
+        for entry in entries:
+            entry.companion_vectors = vectors[offset : offset + len(entry.chunks)]
+            offset += len(entry.chunks)
 
     def sentences(self, entries: Sequence[Entry]) -> None:
         """Each chunk's sentence vectors, embedded once per distinct sentence (chunks overlap)."""

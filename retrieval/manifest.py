@@ -79,6 +79,8 @@ class Manifest(msgspec.Struct, kw_only=True, frozen=True):
     chunk_count: int = 0
     files: dict[str, ManifestFile] = msgspec.field(default_factory=dict)
     ocr: dict[str, Any] | None = None  # the OCR settings and Tesseract version of the ingest (ingest.ocr)
+    # the companion embedder whose vectors chunks.db holds (retrieval.companion); None: built without one
+    companion: ManifestEmbedding | None = None
     digest: str = ""
 
 
@@ -133,8 +135,12 @@ def build_manifest(
     manuals: Sequence[dict[str, Any]],
     chunk_count: int,
     ocr: dict[str, Any] | None = None,
+    companion: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest for a fully written version directory (its files are hashed here).
+
+    companion: the companion embedder's record (retrieval.companion), whose vectors chunks.db holds;
+    None writes no `companion` key (a version without one is written as before).
 
     ocr: the OCR settings and Tesseract version of the ingest that built it (ingest.ocr); each
     manual's entry says which of its pages were read by OCR and with what."""
@@ -155,6 +161,7 @@ def build_manifest(
         "chunk_count": chunk_count,
         "files": files,
         **({"ocr": dict(ocr)} if ocr is not None else {}),
+        **({"companion": dict(companion)} if companion is not None else {}),
     }
     manifest["digest"] = _digest(manifest)
     return manifest
@@ -184,6 +191,22 @@ def _sqlite_problems(db: Path) -> list[str]:
     result = [r[0] for r in rows]
     if result != ["ok"]:
         return [f"{CHUNKS_DB}: integrity_check: {'; '.join(result[:5])}"]
+    return []
+
+
+def _companion_problems(db: Path, companion: object) -> list[str]:
+    """A manifest that records a companion embedder needs its vectors for every chunk in chunks.db."""
+    from retrieval.chunkstore import ChunkStore
+
+    dim = companion.get("dim") if isinstance(companion, dict) else None
+    if not isinstance(dim, int) or dim < 1:
+        return [f"{MANIFEST}: companion has no dimension"]
+    store = ChunkStore(db, readonly=True)
+    try:
+        if store.companion_vectors(dim) is None:
+            return [f"{CHUNKS_DB}: the companion's vectors do not cover every chunk with {dim} dimensions"]
+    finally:
+        store.close()
     return []
 
 
@@ -240,6 +263,9 @@ def verify_version_dir(version_dir: Path, version_id: str | None = None) -> list
                 store.close()
             if db_chunks != expected_chunks:
                 problems.append(f"{CHUNKS_DB}: {db_chunks} chunks, manifest says {expected_chunks}")
+            companion = manifest.get("companion")
+            if companion is not None:
+                problems += _companion_problems(version_dir / CHUNKS_DB, companion)
             listed = {m.get("sha256") for m in manifest.get("manuals") or []}
             if db_manuals != listed:
                 problems.append(f"{CHUNKS_DB}: manuals differ from the manifest's list")

@@ -43,6 +43,10 @@ class ChunkReader(Protocol):
 
     def row_total(self) -> int: ...
 
+    def rows_in_language(self, lang: str, *, other: bool = False) -> np.ndarray:
+        """Rows whose chunk is in `lang` (other=True: in any other language), ascending (retrieval.companion)."""
+        ...
+
 
 class VectorReader(Protocol):
     """The dense index of a version (retrieval.vectors.VectorIndex)."""

@@ -15,7 +15,10 @@ from typing import Any, get_args
 
 import numpy as np
 
+from ingest.text.languages import detect_question
+from retrieval.companion import companion_ranking
 from retrieval.embedders.base import Embedder
+from retrieval.embedders.dual import companion_of
 from retrieval.reader import IndexReader, IndexSource
 from retrieval.rerank import Reranker, passage_for_rerank, rerank_order
 from retrieval.sentence_rank import VectorCache, best_sentence_similarity, sentence_order
@@ -141,7 +144,7 @@ def search_with_timings(
     gateway's Services owns one); None: a cache of this search only.
     """
     k, candidates, rrf_k, mode = params.k, params.candidates, params.rrf_k, params.mode
-    weights = (params.dense_weight, params.lexical_weight)
+    weights: tuple[float, ...] = (params.dense_weight, params.lexical_weight)
     page_share, ocr_doubt = params.page_share, params.ocr_doubt
     rerank_pool, rerank_weight = params.rerank_pool, params.rerank_weight
     sentence_weight, sentence_pool, term_weight = params.sentence_weight, params.sentence_pool, params.term_weight
@@ -168,16 +171,23 @@ def search_with_timings(
     t = time.perf_counter()
     dense = ver.vectors.search(qvec, candidates, allowed) if mode != "lexical" else []
     dense_ms = (time.perf_counter() - t) * 1000
+    side = None  # a third ranking, the companion embedder's (retrieval.companion), where there is one
+    if companion_of(embedder) is not None and mode == "hybrid":
+        side = companion_ranking(ver, embedder, query, params, candidates, allowed, detect_question(query))
+        if side is not None:  # its question embedding counts in dense_ms (a caller may replace embed_ms)
+            dense_ms += side.embed_ms + side.search_ms
+            weights = (side.dense_weight, params.lexical_weight, side.weight)
 
     t = time.perf_counter()
     lexical = ver.chunks.lexical(query, candidates, shas) if mode != "dense" else []
     lexical_ms = (time.perf_counter() - t) * 1000
+    rankings = [dense, lexical] if side is None else [dense, lexical, side.ranking]
 
     t = time.perf_counter()
     dense_rank = {row: i for i, (row, _s) in enumerate(dense, start=1)}
     lexical_rank = {row: i for i, (row, _s) in enumerate(lexical, start=1)}
     cos = {row: s for row, s in dense}
-    fused = fuse([dense, lexical], rrf_k, weights)
+    fused = fuse(rankings, rrf_k, weights)
     missing = np.array([r for r in fused if r not in cos], dtype=np.int64)
     if missing.size:  # lexical-only candidates: their cosine is needed for ordering ties and Hit
         cos.update(zip(missing.tolist(), ver.vectors.cosine(qvec, missing).tolist(), strict=True))

@@ -76,6 +76,8 @@ def shown_label(label: str | None, page: int) -> str | None:
 
 # Which rankings a search fuses: both (the product), or one side alone (experiments and tests).
 SearchMode = Literal["hybrid", "dense", "lexical"]
+# Which chunks a companion embedder ranks for an English question: those not in English, or all.
+CompanionScope = Literal["other", "all"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,16 @@ class SearchParams:
     # "hybrid" fuses the dense and the lexical ranking; "dense" or "lexical" ranks by one side alone
     # (experiments and tests compare the sides; the sentence step runs in hybrid only).
     mode: SearchMode = "hybrid"
+    # With a companion embedder (embedding.companion; retrieval.companion), a third ranking beside the two:
+    # the companion's, fused with companion_weight for a question not in English (then the primary's
+    # ranking keeps companion_dense_weight of dense_weight) and companion_weight_en for an English one,
+    # which it ranks among the chunks not in English only when companion_scope_en is "other" (English
+    # manuals are then searched as without a companion), among all when "all". Chosen on the development
+    # halves (docs/bench/experiments/dual_dense.md). Without a companion these change nothing.
+    companion_weight: float = 2.0
+    companion_dense_weight: float = 1.0
+    companion_weight_en: float = 1.0
+    companion_scope_en: CompanionScope = "other"
 
 
 # Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in

@@ -33,6 +33,7 @@ from retrieval.types import NoIndexError, RetrievalError
 
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
+    from retrieval.vectors import VectorIndex
 
 __all__ = ["GcReport", "IndexBusyError", "IndexStore", "IndexVersion", "IngestReport"]
 
@@ -96,6 +97,25 @@ class IndexVersion:
                                  "run `manualqa index verify` and roll back") from exc
 
         self._info: Manifest | None = None
+        self._companion: VectorIndex | None = None
+        self._companion_read = False
+        self._companion_lock = threading.Lock()
+
+    @property
+    def companion(self) -> VectorIndex | None:
+        """The companion embedder's vectors of every chunk (retrieval.companion), read from chunks.db on
+        first use; None for a version built without a companion."""
+        with self._companion_lock:
+            if not self._companion_read:
+                recorded = self.manifest.get("companion") or {}
+                dim = recorded.get("dim") if isinstance(recorded, dict) else None
+                matrix = self.chunks.companion_vectors(int(dim)) if dim else None
+                if matrix is not None:
+                    from retrieval.vectors import VectorIndex
+
+                    self._companion = VectorIndex.build(matrix, kind="flat")
+                self._companion_read = True
+            return self._companion
 
     @property
     def info(self) -> Manifest:
@@ -355,11 +375,12 @@ class IndexStore:
             return None
 
     def _publish(self, report: IngestReport, parent: str | None, embedding: dict[str, Any],
-                 chunk_params: ChunkParams, entries: Sequence[Any], ocr: dict[str, Any] | None = None) -> IngestReport:
+                 chunk_params: ChunkParams, entries: Sequence[Any], ocr: dict[str, Any] | None = None,
+                 companion: dict[str, Any] | None = None) -> IngestReport:
         self.indexes_dir.mkdir(parents=True, exist_ok=True)
         version = self._new_version_id(*(e.parsed.sha256 for e in entries))
         started = time.perf_counter()
-        manifest = write_version(self.indexes_dir, version, parent, embedding, chunk_params, entries, ocr)
+        manifest = write_version(self.indexes_dir, version, parent, embedding, chunk_params, entries, ocr, companion)
         written = time.perf_counter()
         self._activate(version)
         report.timings["write"] = written - started
@@ -380,6 +401,7 @@ class IndexStore:
     ) -> IngestReport:
         """Add or replace manuals; builds and activates a new version only when something changed."""
         from retrieval.builder import embedding_info
+        from retrieval.companion import companion_info
 
         started = time.perf_counter()
         with self._locked():
@@ -393,7 +415,7 @@ class IndexStore:
                 report.chunks = int(base.manifest.get("chunk_count", 0)) if base else 0
             else:
                 self._publish(report, active, embedding_info(embedder), chunk_params, entries,
-                              ocr_record(parse_limits))
+                              ocr_record(parse_limits), companion_info(embedder))
         report.seconds = time.perf_counter() - started
         return report
 
@@ -421,7 +443,12 @@ class IndexStore:
                                            if m["sha256"] != target["sha256"]], self._read_labels)
             report = IngestReport(parent=active, removed=[target["file_name"]])
             chunker = ChunkParams.from_manifest(base.manifest["chunker"])
-            self._publish(report, active, base.manifest["embedding"], chunker, entries, base.manifest.get("ocr"))
+            companion = base.manifest.get("companion")  # kept as it was, with each kept manual's vectors
+            if companion is not None and base.companion is None:
+                raise RetrievalError(f"version {active} records a companion embedder but its vectors cannot be read; "
+                                     "run `manualqa index verify`")
+            self._publish(report, active, base.manifest["embedding"], chunker, entries, base.manifest.get("ocr"),
+                          companion)
         report.seconds = time.perf_counter() - started
         return report
 

