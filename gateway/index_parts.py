@@ -79,7 +79,7 @@ class IndexParts:
                 from retrieval.embedders import load_embedder
 
                 e = self.settings.embedding
-                self._embedder = load_embedder(e.model, batch_size=e.batch_size)
+                self._embedder = load_embedder(e.model, batch_size=e.batch_size, companion=e.companion)
             return self._embedder
 
     @property

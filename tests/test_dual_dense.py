@@ -126,6 +126,20 @@ def test_the_setting_loads_a_companion_beside_the_model(e5_dir: Path, plain: Any
     assert np.array_equal(dual.encode_query("How do I prime the pump?"), plain.encode_query("How do I prime the pump?"))
 
 
+def test_the_gateway_built_from_settings_loads_the_companion(e5_dir: Path, tmp_path: Path) -> None:
+    # Services with no embedder handed in reads embedding.companion itself (gateway.index_parts):
+    # the setting, not a test fixture, puts e5 beside MiniLM
+    with_it = Services(load_settings(env={"MANUALQA_DATA": str(tmp_path / "a"),
+                                          "MANUALQA_EMBEDDING__COMPANION": str(e5_dir)}))
+    without = Services(load_settings(env={"MANUALQA_DATA": str(tmp_path / "b")}))
+    try:
+        assert isinstance(with_it.embedder, WithCompanion) and companion_of(with_it.embedder) is not None
+        assert companion_of(without.embedder) is None
+    finally:
+        with_it.log.close()
+        without.log.close()
+
+
 def test_the_version_records_the_companion_and_holds_its_vectors(dual_gw: Services, plain_gw: Services,
                                                                 dual: Any) -> None:
     ver = dual_gw.store.open()
