@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -51,7 +51,7 @@ class ManifestManual(msgspec.Struct, kw_only=True, frozen=True):
     pages_without_text: list[int] = msgspec.field(default_factory=list)
     outline: list[tuple[int, str]] = msgspec.field(default_factory=list)
     pdf_title: str = ""
-    ocr: dict[str, Any] | None = None  # pages read by OCR: engine, languages, dpi, pages, confidence
+    ocr: dict[str, object] | None = None  # pages read by OCR: engine, languages, dpi, pages, confidence
     unread: dict[str, str] = msgspec.field(default_factory=dict)  # page -> why it stayed unread
 
 
@@ -74,17 +74,17 @@ class Manifest(msgspec.Struct, kw_only=True, frozen=True):
     created_at: str = ""
     tool: ManifestTool = msgspec.field(default_factory=ManifestTool)
     embedding: ManifestEmbedding = msgspec.field(default_factory=ManifestEmbedding)
-    chunker: dict[str, Any] = msgspec.field(default_factory=dict)  # ChunkParams.from_manifest reads it
+    chunker: dict[str, object] = msgspec.field(default_factory=dict)  # ChunkParams.from_manifest reads it
     manuals: list[ManifestManual] = msgspec.field(default_factory=list)
     chunk_count: int = 0
     files: dict[str, ManifestFile] = msgspec.field(default_factory=dict)
-    ocr: dict[str, Any] | None = None  # the OCR settings and Tesseract version of the ingest (ingest.ocr)
+    ocr: dict[str, object] | None = None  # the OCR settings and Tesseract version of the ingest (ingest.ocr)
     # the companion embedder whose vectors chunks.db holds (retrieval.companion); None: built without one
     companion: ManifestEmbedding | None = None
     digest: str = ""
 
 
-def decode_manifest(data: bytes | str | dict[str, Any]) -> Manifest:
+def decode_manifest(data: bytes | str | dict[str, object]) -> Manifest:
     """The Manifest of manifest.json's bytes or of its parsed dict; ValueError when it is not one."""
     try:
         if isinstance(data, dict):
@@ -101,13 +101,13 @@ def tool_version() -> str:
         return "unknown"
 
 
-def _digest(manifest: dict[str, Any]) -> str:
+def _digest(manifest: Mapping[str, object]) -> str:
     body = {k: v for k, v in manifest.items() if k != "digest"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def manual_entry(parsed: ParsedManual, chunks: int) -> dict[str, Any]:
+def manual_entry(parsed: ParsedManual, chunks: int) -> dict[str, object]:
     return {
         "sha256": parsed.sha256,
         "file_name": parsed.file_name,
@@ -130,13 +130,13 @@ def build_manifest(
     version_dir: Path,
     version_id: str,
     parent: str | None,
-    embedding: dict[str, Any],
+    embedding: Mapping[str, object],
     chunk_params: ChunkParams,
-    manuals: Sequence[dict[str, Any]],
+    manuals: Sequence[Mapping[str, object]],
     chunk_count: int,
-    ocr: dict[str, Any] | None = None,
-    companion: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    ocr: Mapping[str, object] | None = None,
+    companion: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """The manifest for a fully written version directory (its files are hashed here).
 
     companion: the companion embedder's record (retrieval.companion), whose vectors chunks.db holds;
@@ -144,11 +144,11 @@ def build_manifest(
 
     ocr: the OCR settings and Tesseract version of the ingest that built it (ingest.ocr); each
     manual's entry says which of its pages were read by OCR and with what."""
-    files = {}
+    files: dict[str, dict[str, object]] = {}
     for name in (CHUNKS_DB, VECTORS):
         path = version_dir / name
         files[name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-    manifest: dict[str, Any] = {
+    manifest: dict[str, object] = {
         "format": FORMAT,
         "id": version_id,
         "parent": parent,
@@ -167,7 +167,7 @@ def build_manifest(
     return manifest
 
 
-def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+def manifest_bytes(manifest: Mapping[str, object]) -> bytes:
     return (json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
