@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -84,6 +84,34 @@ class Manifest(msgspec.Struct, kw_only=True, frozen=True):
     digest: str = ""
 
 
+class ToolRecord(TypedDict):
+    name: str
+    version: str
+
+
+class FileRecord(TypedDict):
+    sha256: str
+    bytes: int
+
+
+class ManifestRecord(TypedDict, total=False):
+    """manifest.json as build_manifest writes it (`ocr` and `companion` only when recorded)."""
+
+    format: int
+    id: str
+    parent: str | None
+    created_at: str
+    tool: ToolRecord
+    embedding: Mapping[str, object]
+    chunker: Mapping[str, object]
+    manuals: list[Mapping[str, object]]
+    chunk_count: int
+    files: dict[str, FileRecord]
+    ocr: Mapping[str, object]
+    companion: Mapping[str, object]
+    digest: str
+
+
 def decode_manifest(data: bytes | str | dict[str, object]) -> Manifest:
     """The Manifest of manifest.json's bytes or of its parsed dict; ValueError when it is not one."""
     try:
@@ -136,7 +164,7 @@ def build_manifest(
     chunk_count: int,
     ocr: Mapping[str, object] | None = None,
     companion: Mapping[str, object] | None = None,
-) -> dict[str, object]:
+) -> ManifestRecord:
     """The manifest for a fully written version directory (its files are hashed here).
 
     companion: the companion embedder's record (retrieval.companion), whose vectors chunks.db holds;
@@ -144,11 +172,11 @@ def build_manifest(
 
     ocr: the OCR settings and Tesseract version of the ingest that built it (ingest.ocr); each
     manual's entry says which of its pages were read by OCR and with what."""
-    files: dict[str, dict[str, object]] = {}
+    files: dict[str, FileRecord] = {}
     for name in (CHUNKS_DB, VECTORS):
         path = version_dir / name
         files[name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-    manifest: dict[str, object] = {
+    manifest: ManifestRecord = {
         "format": FORMAT,
         "id": version_id,
         "parent": parent,
@@ -160,9 +188,11 @@ def build_manifest(
         "manuals": list(manuals),
         "chunk_count": chunk_count,
         "files": files,
-        **({"ocr": dict(ocr)} if ocr is not None else {}),
-        **({"companion": dict(companion)} if companion is not None else {}),
     }
+    if ocr is not None:
+        manifest["ocr"] = dict(ocr)
+    if companion is not None:
+        manifest["companion"] = dict(companion)
     manifest["digest"] = _digest(manifest)
     return manifest
 

@@ -7,15 +7,22 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ingest.models import ChunkParams
 from retrieval.entries import Entry
-from retrieval.manifest import CHUNKS_DB, MANIFEST, VECTORS, build_manifest, manifest_bytes, manual_entry
+from retrieval.manifest import (
+    CHUNKS_DB,
+    MANIFEST,
+    VECTORS,
+    ManifestRecord,
+    build_manifest,
+    manifest_bytes,
+    manual_entry,
+)
 from retrieval.pointer import TMP_PREFIX, atomic_write_bytes, fsync_dir
 from retrieval.types import RetrievalError
 
@@ -33,12 +40,12 @@ def write_version(
     indexes_dir: Path,
     version_id: str,
     parent: str | None,
-    embedding: dict[str, Any],
+    embedding: Mapping[str, str | int],
     chunk_params: ChunkParams,
     entries: Sequence[Entry],
-    ocr: dict[str, Any] | None = None,
-    companion: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    ocr: Mapping[str, object] | None = None,
+    companion: Mapping[str, str | int] | None = None,
+) -> ManifestRecord:
     """Write a complete version under a temporary name, then rename it into place.
 
     companion: the companion embedder's record (retrieval.companion.companion_info); then every entry
