@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -33,6 +33,7 @@ from retrieval.types import NoIndexError, RetrievalError
 
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
+    from retrieval.entries import Entry
     from retrieval.vectors import VectorIndex
 
 __all__ = ["GcReport", "IndexBusyError", "IndexStore", "IndexVersion", "IngestReport"]
@@ -68,7 +69,7 @@ def _tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def ocr_record(limits: ParseLimits) -> dict[str, Any]:
+def ocr_record(limits: ParseLimits) -> dict[str, object]:
     """What a version records of how pages without a text layer were read: the settings and the
     Tesseract that read them (None: not installed, so no page could be)."""
     from ingest.ocr import tesseract_version
@@ -179,7 +180,7 @@ class IndexStore:
             found.append(manifest)
         return sorted(found, key=lambda m: (str(m.get("created_at", "")), m["id"]))
 
-    def list_versions(self) -> list[dict[str, Any]]:
+    def list_versions(self) -> list[dict[str, object]]:
         active = self.active_id()
         return [{"id": m["id"], "created_at": m.get("created_at"), "parent": m.get("parent"),
                  "manuals": len(m.get("manuals") or []), "chunks": m.get("chunk_count"),
@@ -207,7 +208,7 @@ class IndexStore:
         old = {m["file_name"]: m for m in ma.get("manuals", [])}
         new = {m["file_name"]: m for m in mb.get("manuals", [])}
 
-        def brief(m: dict[str, Any]) -> dict[str, Any]:
+        def brief(m: Mapping[str, object]) -> dict[str, object]:
             return {"file_name": m["file_name"], "title": m.get("title"), "sha256": m["sha256"],
                     "chunks": m.get("chunks")}
 
@@ -374,9 +375,9 @@ class IndexStore:
         except IngestError:
             return None
 
-    def _publish(self, report: IngestReport, parent: str | None, embedding: dict[str, Any],
-                 chunk_params: ChunkParams, entries: Sequence[Any], ocr: dict[str, Any] | None = None,
-                 companion: dict[str, Any] | None = None) -> IngestReport:
+    def _publish(self, report: IngestReport, parent: str | None, embedding: Mapping[str, str | int],
+                 chunk_params: ChunkParams, entries: Sequence[Entry], ocr: Mapping[str, object] | None = None,
+                 companion: Mapping[str, str | int] | None = None) -> IngestReport:
         self.indexes_dir.mkdir(parents=True, exist_ok=True)
         version = self._new_version_id(*(e.parsed.sha256 for e in entries))
         started = time.perf_counter()
