@@ -18,6 +18,7 @@ from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
+    from retrieval.versions import IndexVersion
 
 Progress = Callable[[str, int, int], None]
 # sha256 of a stored original -> its printed page labels, one per page (None: cannot be read)
@@ -40,7 +41,7 @@ class Entry:
     companion_vectors: np.ndarray | None = None
 
 
-def embedding_info(embedder: Embedder) -> dict[str, Any]:
+def embedding_info(embedder: Embedder) -> dict[str, str | int]:
     """What the manifest records of the model: its id and weights hash (search refuses another),
     and the setting that loads it again (``model``), so a gateway can search this version with its
     own model after the configured one changed (retrieval.embedders.spec_of)."""
@@ -48,7 +49,7 @@ def embedding_info(embedder: Embedder) -> dict[str, Any]:
             "model": str(getattr(embedder, "model", ""))}
 
 
-def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] | None = None) -> Entry:
+def reuse_manual(base: IndexVersion, info: dict[str, Any], labels: Sequence[str | None] | None = None) -> Entry:
     """A manual of `base` (an IndexVersion) with its pages, chunks and stored vectors.
 
     Printed page labels come from `base`; `labels` (one per page) stand in for a base written
@@ -83,7 +84,7 @@ def reuse_manual(base: Any, info: dict[str, Any], labels: Sequence[str | None] |
                  sentence_vectors=[stored.get(r) for r in rows], companion_vectors=companion_vectors)
 
 
-def reuse_manuals(base: Any, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
+def reuse_manuals(base: IndexVersion, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
                   workers: int = 2) -> list[Entry]:
     """Manuals of `base` as they go into the next version (see reuse_manual).
 
