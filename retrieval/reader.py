@@ -7,6 +7,7 @@ test doubles depend on these Protocols only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,7 +18,7 @@ from retrieval.manifest import Manifest
 class ChunkReader(Protocol):
     """The chunk store of a version, read-only (retrieval.chunkstore.ChunkStore)."""
 
-    def manuals(self) -> list[dict[str, Any]]:
+    def manuals(self) -> list[dict[str, object]]:
         """sha256, file_name, title, page_count, size_bytes, pages_without_text, chunk_count per manual."""
         ...
 
@@ -72,7 +73,7 @@ class IndexReader(Protocol):
     def id(self) -> str: ...
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Mapping[str, object]:
         """manifest.json as stored (the form its digest covers)."""
         ...
 
