@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
-from typing import Any, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict, get_args
 
 import numpy as np
 
@@ -47,7 +47,15 @@ def check_embedding(version: IndexReader, embedder: Embedder) -> None:
         )
 
 
-def resolve_manuals(known: list[dict[str, Any]], wanted: Sequence[str]) -> list[str]:
+def _text(manual: Mapping[str, object], key: str) -> str:
+    """A manual's str field (file_name, title, sha256); RetrievalError where it is not one."""
+    value = manual[key]
+    if not isinstance(value, str):
+        raise RetrievalError(f"manual {key} is not text: {value!r}")
+    return value
+
+
+def resolve_manuals(known: Sequence[Mapping[str, object]], wanted: Sequence[str]) -> list[str]:
     """Map file names, titles (case-insensitive) or sha256 prefixes to manual sha256s."""
     if isinstance(wanted, str):
         wanted = [wanted]
@@ -56,15 +64,15 @@ def resolve_manuals(known: list[dict[str, Any]], wanted: Sequence[str]) -> list[
     for raw in wanted:
         entry = str(raw).strip()
         low = entry.lower()
-        matches = [m["sha256"] for m in known
-                   if low and (m["file_name"].lower() == low or m["title"].lower() == low
-                               or m["file_name"].lower().rsplit(".", 1)[0] == low
-                               or (len(low) >= MIN_SHA_PREFIX and m["sha256"].startswith(low)))]
+        matches = [_text(m, "sha256") for m in known
+                   if low and (_text(m, "file_name").lower() == low or _text(m, "title").lower() == low
+                               or _text(m, "file_name").lower().rsplit(".", 1)[0] == low
+                               or (len(low) >= MIN_SHA_PREFIX and _text(m, "sha256").startswith(low)))]
         if not matches:
             unknown.append(entry)
         shas.extend(s for s in matches if s not in shas)
     if unknown:
-        listing = "; ".join(f"{m['file_name']} ({m['title']}, {m['sha256'][:12]})" for m in known) or "none"
+        listing = "; ".join(f"{m['file_name']} ({m['title']}, {_text(m, 'sha256')[:12]})" for m in known) or "none"
         raise RetrievalError(
             f"unknown manual(s): {', '.join(repr(u) for u in unknown)}. "
             f"Known manuals: {listing}. Use a file name, a title or a sha256 prefix of at least "
@@ -260,7 +268,15 @@ def search_with_timings(
     return hits, timings
 
 
-def ocr_fields(row: dict[str, Any]) -> dict[str, Any]:
+class OcrFields(TypedDict, total=False):
+    """The Hit fields of a chunk read by OCR (retrieval.types.Hit)."""
+
+    source: str
+    ocr_confidence: float
+    ocr_doubtful: list[list[int]]
+
+
+def ocr_fields(row: dict[str, Any]) -> OcrFields:
     """A chunk row's OCR fields for its Hit: {} for text-layer text (the defaults)."""
     confidence = row.get("ocr_confidence")
     if confidence is None:
