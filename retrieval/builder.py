@@ -13,7 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from retrieval.writer import pause_point, write_version
 
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
+    from retrieval.versions import IndexVersion
 
 __all__ = ["Embedding", "Entry", "IngestReport", "LabelReader", "Progress", "collect_entries", "embedding_info",
            "failure", "parse_in_background", "pause_point", "reuse_manual", "reuse_manuals", "write_version"]
@@ -153,13 +154,13 @@ def _recipe(chunker: Any) -> dict[str, Any] | None:
         return None
 
 
-def _same_model(base_embedding: dict[str, Any], embedder: Embedder) -> bool:
+def _same_model(base_embedding: Mapping[str, object], embedder: Embedder) -> bool:
     return bool(base_embedding.get("model_id") == embedder.model_id
                 and base_embedding.get("model_hash") == embedder.model_hash)
 
 
 def collect_entries(
-    base: Any,
+    base: IndexVersion | None,
     paths: Sequence[str | Path],
     embedder: Embedder,
     chunk_params: ChunkParams,
@@ -282,7 +283,7 @@ def collect_entries(
     replaced = {e.parsed.file_name for e in fresh.values()}
     entries = list(fresh.values())
     kept = reuse_manuals(base, [info for info in base_manuals if info["file_name"] not in replaced],
-                         read_labels, workers)
+                         read_labels, workers) if base else []  # no base: no manuals to keep
     if reprocess_kept and kept:
         redone = embedding.entries([(k.parsed, None) for k in kept], chunk_params)
         for k, entry in zip(kept, redone, strict=True):
