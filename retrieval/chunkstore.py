@@ -314,7 +314,7 @@ class ChunkStore:
         self.close()
 
     # -- reading -------------------------------------------------------------------------------
-    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, params: Iterable[object] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, tuple(params)).fetchall()
 
@@ -444,7 +444,7 @@ class ChunkStore:
             return {}
         return dict(self._query("SELECT page, label FROM pages WHERE manual_sha256 = ?", (sha,)))
 
-    def _scope_filter(self, shas: list[str]) -> tuple[str | None, list[Any], int]:
+    def _scope_filter(self, shas: list[str]) -> tuple[str | None, list[object], int]:
         """A rowid filter for FTS5 that never becomes one full-text query per allowed row.
 
         ``rowid IN (subquery)`` makes SQLite run the MATCH once per listed rowid (seconds at 100k
@@ -567,7 +567,7 @@ class ChunkStore:
         if not units or n <= 0:
             return []
         scope_sql = ""
-        scope_params: list[Any] = []
+        scope_params: list[object] = []
         if manual_shas is not None:
             scope, scope_params, searchable = self._scope_filter(list(manual_shas))
             if scope is None:
