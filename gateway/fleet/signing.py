@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,12 @@ def _write_private(path: Path, data: bytes, mode: int) -> None:
     atomic_write_bytes(path, data, mode)
 
 
-def _public_doc(public: Ed25519PublicKey, name: str, created_at: str) -> dict[str, Any]:
+def _public_doc(public: Ed25519PublicKey, name: str, created_at: str) -> dict[str, str]:
     return {"type": PUBLIC_TYPE, "id": key_id(public), "name": name, "created_at": created_at,
             "public_key": base64.b64encode(_raw(public)).decode("ascii")}
 
 
-def _doc_bytes(doc: dict[str, Any]) -> bytes:
+def _doc_bytes(doc: Mapping[str, object]) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
