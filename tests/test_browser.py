@@ -226,12 +226,14 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
     import time
 
     work = tmp_path_factory.mktemp("queue-browser")
-    hold = work / "hold"
+    hold, held = work / "hold", work / "held"
     hold.touch()
     profile = SCRIPTED_PROFILE.format(script=SCRIPT, delay=0).replace(
-        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\n', 1)
-    # answer.timeout_s far above the default 120 s: on a loaded box the page may take long to show its
-    # place, and a first answer that timed out meanwhile would free the model before the page saw a queue
+        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\nholding_marker = "{held}"\n', 1).replace(
+        "[generation]\n", "[generation]\ntimeout_s = 1800\n", 1)
+    # Generation timeouts far above the default 120 s, the answer's and the profile's (the lower of the
+    # two applies): on a loaded box the page may take long to show its place, and a first answer that
+    # timed out meanwhile would free the model before the page saw a queue
     server = GatewayServer(sample_data_dir, work, config="[server]\nrate_limit_per_minute = 600\n"
                            "[answer]\ntimeout_s = 1800\n", profile=profile).start()
     try:
@@ -242,11 +244,15 @@ def test_a_waiting_question_shows_its_place_in_the_queue(page: Any, sample_data_
         busy = threading.Thread(target=lambda: httpx.post(server.url + "/api/v1/ask", json={"question": QUESTION},
                                                           timeout=600))
         busy.start()
+        # Wait until the first question holds the model, not merely until it is admitted (queue depth 1):
+        # an admitted question still searching is overtaken by one that reaches generation first (the
+        # turn goes to the first waiting ticket, gateway.generation_queue), so the page's question could
+        # take the model itself and never wait (seen once in a full run).
         deadline = time.monotonic() + 300  # only bounds a hang: the model is held until the file goes
-        while not re.search(r"^manualqa_queue_depth 1$", httpx.get(server.url + "/api/v1/metrics", timeout=30).text,
-                            re.M):
+        while not held.exists():
             assert time.monotonic() < deadline, "the first question never took the model"
             time.sleep(0.05)
+        assert re.search(r"^manualqa_queue_depth 1$", httpx.get(server.url + "/api/v1/metrics", timeout=30).text, re.M)
         page.fill("#question", QUESTION)
         page.click("#ask")
         deadline = time.monotonic() + 300  # only bounds a hang: the page has nothing else to wait for

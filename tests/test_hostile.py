@@ -48,8 +48,10 @@ max_json_kb = 64
 def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("hostile")
     hold = work / "hold"  # absent: the model streams as scripted; present: it waits (a test holds the slot)
+    # the profile's generation timeout too: the lower of it (default 120 s) and answer.timeout_s applies
     profile = SCRIPTED_PROFILE.format(script=SLOW_SCRIPT, delay=DELAY_S).replace(
-        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\n', 1)
+        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\n', 1).replace(
+        "[generation]\n", "[generation]\ntimeout_s = 1800\n", 1)
     srv = GatewayServer(sample_data_dir, work, config=CONFIG, profile=profile)
     srv.hold = hold
     srv.start()

@@ -4,8 +4,9 @@ Plug it in with create_runtime("tests.support.scripted:ScriptedRuntime", artifac
 Options: script (str: the answer), pieces (list[str], overrides script), token_delay_s,
 fail_on_load (str), fail_after (int: raise GenerationError after this many pieces),
 context_length (int), hold_while_exists (str: a path; each piece waits while that file exists, so a
-test holds the model for exactly as long as it needs, whatever the machine's speed). Everything it
-was asked is recorded in `received`.
+test holds the model for exactly as long as it needs, whatever the machine's speed), holding_marker
+(str: a path touched when a piece starts waiting on that file, so a test knows the model is held, not
+merely that a question was admitted). Everything it was asked is recorded in `received`.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ class ScriptedRuntime(Runtime):
                 if self.token_delay_s:
                     time.sleep(self.token_delay_s)
                 hold = self.options.get("hold_while_exists")
+                marker = self.options.get("holding_marker")
+                if marker and hold and os.path.exists(str(hold)):
+                    with open(str(marker), "a", encoding="utf-8"):
+                        pass
                 while hold and os.path.exists(str(hold)) and not self._cancel.is_set() and not (
                         cancel is not None and cancel.is_set()):
                     time.sleep(0.02)
