@@ -12,7 +12,6 @@ docs/bench/experiments/answer_first.md.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,14 @@ import pytest
 from gateway.answer.citations import resolve
 from gateway.answer.extractive import pick_sentences
 from gateway.answer.reflow import reflow
-from gateway.config import Settings
 from gateway.services import Services
 from retrieval.types import Hit
+from tests.support.gateways import extractive_gateway
 
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path, embedder: Any) -> Iterator[Services]:
-    data = tmp_path_factory.mktemp("answer-first") / "data"
-    shutil.copytree(sample_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
-    settings = Settings(data_dir=data)
-    settings.answer.mode = "extractive"
-    services = Services(settings, embedder=embedder)
+    services = extractive_gateway(tmp_path_factory, sample_data_dir, embedder, "answer-first")
     yield services
     services.log.close()
 

@@ -10,7 +10,6 @@ section's number alone is a title, not the start of the answer.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,18 +18,14 @@ from typing import Any
 import pytest
 
 from gateway.answer.extractive import EVIDENCE, pick_sentences
-from gateway.config import Settings
 from gateway.services import Services
 from retrieval.types import Hit
+from tests.support.gateways import extractive_gateway
 
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path, embedder: Any) -> Iterator[Services]:
-    data = tmp_path_factory.mktemp("how-to-whole") / "data"
-    shutil.copytree(sample_data_dir, data, ignore=shutil.ignore_patterns("gateway.db*"))
-    settings = Settings(data_dir=data)
-    settings.answer.mode = "extractive"
-    services = Services(settings, embedder=embedder)
+    services = extractive_gateway(tmp_path_factory, sample_data_dir, embedder, "how-to-whole")
     yield services
     services.log.close()
 
