@@ -98,7 +98,8 @@ $(STAMP): pyproject.toml $(LOCK) $(LLAMA_STAMP) | $(BIN)/python
 	$(call lock_without,llama-cpp-python,$(LOCK)) > $(VENV)/lock.txt
 	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/lock.txt
 	$(BIN)/pip install -q --no-deps --force-reinstall $(LLAMA_DIR)/llama_cpp_python-*.whl
-	$(BIN)/pip install -q --no-deps -e .
+	@# No build isolation: manualqa builds with the lock's setuptools, so this step needs no package index.
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/pip check
 	@# The CPU features the installed llama.cpp was compiled with; a portable x86 build has no AVX-512 or AMX.
 	$(BIN)/python -c 'import re, sys, llama_cpp; info = llama_cpp.llama_print_system_info().decode().strip(); \
