@@ -55,6 +55,7 @@ from retrieval.embedders.base import (
     check_batch_size,
     file_sha256,
 )
+from retrieval.embedders.unigram import UnigramTokenizer, UnsupportedTokenizer
 from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:  # onnxruntime has no annotations: InferenceSession names what the session is, unchecked
@@ -238,7 +239,7 @@ class OnnxEmbedder:
         self.threads = _threads()
         self.max_batch_tokens = MAX_BATCH_TOKENS
         self._session: InferenceSession | None = None
-        self._tokenizer: Tokenizer | None = None
+        self._tokenizer: Tokenizer | UnigramTokenizer | None = None
         self._inputs: set[str] = set()
         self._pad_id = 0
         self._load_lock = threading.Lock()
@@ -269,18 +270,19 @@ class OnnxEmbedder:
         assert self._dim is not None
         return self._dim
 
-    def _load(self) -> tuple[InferenceSession, Tokenizer]:
+    def _load(self) -> tuple[InferenceSession, Tokenizer | UnigramTokenizer]:
         with self._load_lock:
             if self._session is None or self._tokenizer is None:  # both are set together
                 try:
                     import onnxruntime  # noqa: F401 - a clear install hint before _new_session needs it
-                    from tokenizers import Tokenizer
+                    if importlib.util.find_spec("tokenizers") is None:  # not imported: the lean one may do
+                        raise ImportError("tokenizers")
                 except ImportError as exc:
                     raise RetrievalError(f"the ONNX embedding backend needs onnxruntime and tokenizers; "
                                          f"install them with `{INSTALL_HINT}`") from exc
                 try:
                     session = self._new_session(self.threads)
-                    tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
+                    tokenizer = _read_tokenizer(self.tokenizer_file)
                 except Exception as exc:  # a broken file must say which one
                     raise RetrievalError(f"cannot load ONNX embedding model {self.onnx_file}: {exc}") from exc
                 if self.windows:
@@ -426,6 +428,18 @@ class OnnxEmbedder:
                 if progress is not None:
                     progress(done)
         return out
+
+
+def _read_tokenizer(path: Path) -> Tokenizer | UnigramTokenizer:
+    """The lean Unigram tokenizer (retrieval.embedders.unigram: the same ids in ~30 MiB where `tokenizers`
+    holds multilingual-e5's 250,002 pieces in ~280 MiB) for a tokenizer.json it reads whole, else `tokenizers`'
+    own (the built-in MiniLM's WordPiece, anything the lean one does not reproduce)."""
+    try:
+        return UnigramTokenizer.from_file(path)
+    except UnsupportedTokenizer:
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(path))
 
 
 @dataclass(frozen=True)
