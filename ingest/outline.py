@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ingest.labels import one_line
+from ingest.text.scripts import HAN, KANA
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -22,6 +23,13 @@ MAX_TITLE_CHARS = 160
 MIN_WRAP_CHARS = 8  # a line must hold at least this much of a title to be its first line
 _NUMBER = re.compile(r"^(?:(?:chapter|section|part|appendix)\s+)?(?:\d{1,3}(?:\.\d{1,3})*|[a-z])(?:[.):]|\s)\s*")
 _NON_WORD = re.compile(r"[\W_]+")
+# Scripts written without spaces between words: Han, kana, Thai, Lao, Tibetan, Myanmar, Khmer. A PDF's
+# text layer puts spaces where its author typed none (pypdf: "2.3 FPGA 开发板的硬件指标" for the bookmark
+# "2.3 FPGA开发板的硬件指标", a space at each change of font or script, or between any two glyphs), so a
+# space beside one of their characters is no word boundary and is left out of the key. Korean (Hangul)
+# spaces its words and keeps them.
+UNSPACED = HAN + KANA + "\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff"
+_UNSPACED_GAP = re.compile(f"(?<=[{UNSPACED}]) +| +(?=[{UNSPACED}])")
 
 
 def read_outline(reader: PdfReader, page_count: int) -> list[tuple[int, str]]:
@@ -65,9 +73,10 @@ def read_outline(reader: PdfReader, page_count: int) -> list[tuple[int, str]]:
 
 
 def key(text: str) -> str:
-    """What two spellings of one heading share: no section number, case, punctuation or spacing."""
+    """What two spellings of one heading share: no section number, case, punctuation or spacing (no
+    space at all beside a character of a script without spaces between words)."""
     lowered = " ".join(text.casefold().split())
-    return _NON_WORD.sub(" ", _NUMBER.sub("", lowered, count=1)).strip()
+    return _UNSPACED_GAP.sub("", _NON_WORD.sub(" ", _NUMBER.sub("", lowered, count=1)).strip())
 
 
 def matches(line: str, following: str, title: str) -> int:

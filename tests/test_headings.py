@@ -230,3 +230,41 @@ def test_a_specification_row_with_a_value_is_not_a_heading() -> None:
     # a value that starts the title, or is glued to letters in a name, does not make it a table row
     titles = ("12V Supply\n" + BODY + "\nP1dB\nThe 1 dB compression point is measured at every frequency of the sweep.")
     assert [c.heading for c in chunk_manual(manual(titles), PARAMS)] == ["12V Supply", "P1dB"]
+
+
+def test_outline_titles_match_text_spaced_beside_unspaced_scripts() -> None:
+    """Issue 47: pypdf spaces the text layer where the bookmark has none ("2.3 FPGA 开发板的硬件指标" for
+    "2.3 FPGA开发板的硬件指标"); in scripts without spaces between words that space is no word boundary."""
+    assert key("2.3 FPGA开发板的硬件指标") == key("2.3 FPGA 开发板的 硬件 指标") == "fpga开发板的硬件指标"
+    assert matches("5.1 HBird-E-SDK 简介", "", "5.1 HBird-E-SDK简介") == 1
+    assert key("インストール 手順") == key("インストール手順")  # Japanese kana
+    assert key("การติดตั้ง โปรแกรม") == key("การติดตั้งโปรแกรม")  # Thai
+    assert key("설치 방법") != key("설치방법")  # Korean spaces its words: they stay
+    assert key("Power supply") != key("Powersupply")
+
+
+def test_a_chinese_outline_names_the_sections_of_a_real_pdf(tmp_path: Path) -> None:
+    import io
+
+    from pypdf import PdfWriter
+
+    from tests.support.pdfs import multilingual_pdf
+
+    body = "蜂鸟开发板是一款入门级开发板，用于学习处理器设计和嵌入式软件开发。"
+    data = multilingual_pdf([["1 概述", body],
+                             ["2.3 FPGA 开发板的硬件指标", "使用的型号为 Xilinx XC7A100T，板载双晶振设计。", body],
+                             ["3 蜂鸟 JTAG 调试器", "调试器通过 USB 连接电脑，用于下载程序和在线调试。", body]])
+    writer = PdfWriter(clone_from=io.BytesIO(data))
+    writer.add_outline_item(title="1 概述", page_number=0)
+    writer.add_outline_item(title="2.3 FPGA开发板的硬件指标", page_number=1)
+    writer.add_outline_item(title="3 蜂鸟JTAG调试器", page_number=2)
+    out = io.BytesIO()
+    writer.write(out)
+    path = tmp_path / "board.pdf"
+    path.write_bytes(out.getvalue())
+    parsed = parse_pdf(path, ParseLimits())
+    assert parsed.outline[1] == (2, "2.3 FPGA开发板的硬件指标")
+    assert "2.3 FPGA 开发板的硬件指标" in parsed.pages[1].text  # the text layer's spelling, spaced
+    chunks = chunk_manual(parsed, PARAMS)
+    assert heading_of(chunks, "XC7A100T") == "2.3 FPGA开发板的硬件指标"
+    assert heading_of(chunks, "下载程序") == "3 蜂鸟JTAG调试器"
