@@ -3,9 +3,11 @@
 A chunk is a contiguous slice of ONE page's text (never two pages), so a citation can quote it and
 point at its page. Sections start at detected headings; the current heading carries forward across
 pages. Long sections split at paragraph > sentence > line > word boundaries with overlap; tiny
-fragments merge into a neighbour on the same page. Running headers/footers (lines repeated at the
-top or bottom of many pages) and page-number lines ("Page 3 of 9", "第 7 页", "Seite 4") are left out
-of chunks and never taken for headings; a page holding nothing else (a figure page) gives no chunk.
+fragments merge into a neighbour on the same page. Running headers/footers (lines repeated among the
+first or last three lines of many pages, wherever the text layer puts them among those) and page-number
+lines ("Page 3 of 9", "第 7 页", "Seite 4") are left out of chunks and never taken for headings; a page
+holding nothing else (a figure page) gives no chunk. A long running line (a legal notice, a warning set
+on every page) stays on the first page that prints it, so its words can still be found once.
 Each chunk records its language (ingest.text.languages): its own text's, else its page's, else the
 manual's, so a bilingual manual's chunks carry each their own.
 """
@@ -13,6 +15,7 @@ manual's, so a bilingual manual's chunks carry each their own.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
@@ -24,6 +27,12 @@ from ingest.text.pagenumbers import is_page_number_line
 
 DEFAULT_MIN_CONFIDENCE = ParseLimits().ocr_min_confidence
 
+# Lines longer than this repeated on many pages are running text as well (a footer "AC63N All information
+# provided in this document is subject to legal disclaimers © ..." on 10 of 11 pages), but they may say
+# something (a warning on every page): such a line is kept on the first page that prints it.
+LONG_RUNNING_CHARS = 100
+EDGE_LINES = 3  # running lines are looked for among a page's first and last this many lines
+
 _SENTENCE_END = re.compile(r"[.!?:;](?:[\"')\]]*)(?=\s)")
 
 
@@ -33,6 +42,7 @@ class _Piece:
     start: int
     end: int
     heading: str
+    block: int = 0  # pieces of one page merge only within a block: a left-out line parts two blocks
 
 
 def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> list[Chunk]:
@@ -40,7 +50,7 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
     if params.max_chars < 50 or not 0 <= params.overlap_chars < params.max_chars // 2:
         raise ValueError("chunk params need max_chars >= 50 and 0 <= overlap_chars < max_chars / 2")
     skip = set(parsed.pages_without_text)
-    furniture = _running_lines(parsed)
+    furniture, first_pages = _running_lines(parsed)
     heading = ""
     headings = Headings.for_manual(parsed.outline)
     chunks: list[Chunk] = []
@@ -52,7 +62,8 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
     for page in sorted(parsed.pages, key=lambda p: p.number):
         if page.number in skip or not page.text.strip():
             continue
-        pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture, params)
+        kept_here = {key for key, first in first_pages.items() if first == page.number}
+        pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture - kept_here, params)
         page_language = detect(page.text, manual_language) or manual_language if pieces else manual_language
         ocr = parsed.ocr.get(page.number)
         for n, piece in enumerate(pieces):
@@ -72,17 +83,24 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
     return chunks
 
 
-def _running_lines(parsed: ParsedManual) -> set[str]:
-    """Normalised lines found near the top or bottom of many pages: running headers and footers."""
-    pages = [p for p in parsed.pages if p.text.strip()]
+def _running_lines(parsed: ParsedManual) -> tuple[set[str], dict[str, int]]:
+    """Normalised lines found near the top or bottom of many pages (running headers and footers), and
+    for those longer than LONG_RUNNING_CHARS the first page that prints them (it keeps its copy)."""
+    pages = [p for p in sorted(parsed.pages, key=lambda p: p.number) if p.text.strip()]
     if len(pages) < 3:
-        return set()
+        return set(), {}
     counts: Counter[str] = Counter()
+    first_long: dict[str, int] = {}
     for page in pages:
         lines = [ln.strip() for ln in page.text.split("\n") if ln.strip()]
-        counts.update({furniture_key(ln) for ln in lines[:3] + lines[-3:] if len(ln) <= 100})
+        edge = {furniture_key(ln): len(ln) for ln in lines[:EDGE_LINES] + lines[-EDGE_LINES:]}
+        counts.update(edge.keys())
+        for key, length in edge.items():
+            if length > LONG_RUNNING_CHARS:
+                first_long.setdefault(key, page.number)
     threshold = max(3, int(0.3 * len(pages)))
-    return {key for key, count in counts.items() if count >= threshold}
+    running = {key for key, count in counts.items() if count >= threshold}
+    return running, {key: page for key, page in first_long.items() if key in running}
 
 
 def _page_pieces(number: int, text: str, heading: str, headings: Headings, furniture: set[str],
@@ -96,6 +114,7 @@ def _page_pieces(number: int, text: str, heading: str, headings: Headings, furni
         pos += len(raw) + 1
     edge = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 3), len(lines)))
     lines = [line for i, line in enumerate(lines) if i not in edge or not is_page_number_line(line[2])]
+    starts = [s for s, _e, _t in lines]  # a page number left inside a slice is harmless: no gap for it
     if not lines:
         return [], heading
     first, last = 0, len(lines)
@@ -103,29 +122,43 @@ def _page_pieces(number: int, text: str, heading: str, headings: Headings, furni
         first += 1
     while last > first and furniture_key(lines[last - 1][2]) in furniture:
         last -= 1
+    # a long running line the text layer put among the edge lines but not at the very edge (the footer,
+    # then the page's last paragraph): left out too. Not a short one: list numbers ("7.", "10.") and
+    # words ("Notes") at page edges repeat as well, and cutting them out of a page's middle left
+    # fragments (Ender-3's safety list)
+    edge_lines = set(range(min(EDGE_LINES, len(lines)))) | set(range(max(0, len(lines) - EDGE_LINES), len(lines)))
     if first < last:
-        lines = lines[first:last]
-    elif sum(len(ln) for _s, _e, ln in lines) < params.min_chars:
-        return [], heading  # only a running header and footer: a figure or blank page, nothing to quote
+        lines = [line for i, line in enumerate(lines)
+                 if first <= i < last and not (i in edge_lines and len(line[2]) > LONG_RUNNING_CHARS
+                                               and furniture_key(line[2]) in furniture)]
+    elif sum(len(ln) for _s, _e, ln in lines if len(ln) <= LONG_RUNNING_CHARS) < params.min_chars:
+        # only a running header and footer: a figure or blank page, nothing to quote (a long running
+        # line is quoted on the first page that prints it)
+        return [], heading
     # else a page made only of "furniture" lines is kept whole rather than lost (identical pages)
-    sections: list[tuple[int, int, str]] = []  # (start, end, heading)
-    start = lines[0][0]
+    sections: list[tuple[int, int, str, int]] = []  # (start, end, heading, block)
+    start, block = lines[0][0], 0
     texts = [ln for _s, _e, ln in lines]
     i = 0
     while i < len(lines):
+        # a line left out between the previous line and this one (a running footer the text layer set
+        # before the page's last paragraph): the chunk text, a slice of the page, must not span it
+        if i and bisect_right(starts, lines[i - 1][0]) < bisect_right(starts, lines[i][0]) - 1:
+            sections.append((start, lines[i - 1][1], heading, block))
+            start, block = lines[i][0], block + 1
         found = headings.at(number, texts, i, furniture)
         if found:
             if lines[i][0] > start:
-                sections.append((start, lines[i][0], heading))
+                sections.append((start, lines[i][0], heading, block))
             start, heading = lines[i][0], found[0]
         i += found[1] if found else 1
-    sections.append((start, lines[-1][1], heading))
-    pieces = [piece for s, e, h in sections for piece in _split(number, text, s, e, h, params)]
+    sections.append((start, lines[-1][1], heading, block))
+    pieces = [piece for s, e, h, b in sections for piece in _split(number, text, s, e, h, params, b)]
     return _merge_tiny(pieces, text, params), heading
 
 
 def _split(number: int, text: str, start: int, end: int, heading: str,
-           params: ChunkParams) -> list[_Piece]:
+           params: ChunkParams, block: int = 0) -> list[_Piece]:
     """Cut text[start:end] into spans of at most max_chars, overlapping by about overlap_chars."""
     pieces: list[_Piece] = []
     while True:
@@ -134,10 +167,10 @@ def _split(number: int, text: str, start: int, end: int, heading: str,
         if start >= end:
             return pieces
         if end - start <= params.max_chars:
-            pieces.append(_Piece(number, start, end, heading))
+            pieces.append(_Piece(number, start, end, heading, block))
             return pieces
         cut = _best_cut(text, start, start + params.max_chars)
-        pieces.append(_Piece(number, start, cut, heading))
+        pieces.append(_Piece(number, start, cut, heading, block))
         nxt = _overlap_start(text, max(start + 1, cut - params.overlap_chars), cut)
         start = nxt if nxt > start else cut
 
@@ -180,14 +213,15 @@ def _merge_tiny(pieces: list[_Piece], text: str, params: ChunkParams) -> list[_P
         if len(text[piece.start:piece.end].strip()) >= params.min_chars or len(merged) == 1:
             i += 1
             continue
-        if i + 1 < len(merged) and merged[i + 1].end - piece.start <= params.max_chars:
+        if (i + 1 < len(merged) and merged[i + 1].block == piece.block
+                and merged[i + 1].end - piece.start <= params.max_chars):
             nxt = merged[i + 1]
             own, other = (len(text[p.start:p.end].strip()) for p in (piece, nxt))
             heading = nxt.heading if other >= own else piece.heading
-            merged[i:i + 2] = [_Piece(piece.page, piece.start, nxt.end, heading)]
-        elif i > 0 and piece.end - merged[i - 1].start <= params.max_chars:
+            merged[i:i + 2] = [_Piece(piece.page, piece.start, nxt.end, heading, piece.block)]
+        elif i > 0 and merged[i - 1].block == piece.block and piece.end - merged[i - 1].start <= params.max_chars:
             prev = merged[i - 1]
-            merged[i - 1:i + 1] = [_Piece(prev.page, prev.start, piece.end, prev.heading)]
+            merged[i - 1:i + 1] = [_Piece(prev.page, prev.start, piece.end, prev.heading, piece.block)]
             i -= 1
         else:
             i += 1

@@ -200,3 +200,41 @@ def test_invariants_hold_on_random_pages() -> None:
             for chunk in chunks:
                 assert 0 < len(chunk.text) <= params.max_chars
                 assert squash(chunk.text) in squash(pages[chunk.page - 1])
+
+
+LEGAL = ("AC63N All information provided in this document is subject to legal disclaimers © JL.V. 2022. "
+         "All rights reserved.")
+
+
+def test_a_long_running_footer_is_left_out_but_quoted_once() -> None:
+    """Issue 47: a running footer over 100 characters stayed in every page's chunks (10 of 11 pages of
+    a Chinese FAQ) and made whole chunks of its own; the text layer may also set it before the page's
+    last paragraph. Its first page keeps it (a warning printed on every page is still found once)."""
+    assert len(LEGAL) > 100
+    steps = ["安装工具链", "连接升级工具", "进入下载模式", "下载程序", "重新上电", "检查串口打印"]
+    fixes = ["更新工具链", "更换 USB 线", "短按升级按钮", "检查跳线帽", "测量供电电压", "重启串口软件"]
+    pages = []
+    for n, (step, fix) in enumerate(zip(steps, fixes, strict=True), 1):
+        body = f"{n}、{step}：按照说明操作开发板，并确认指示灯的状态是否正确，然后继续下一步的操作。"
+        tail = f"{n}）、如果仍然失败，请{fix}后再试一次，并记录串口输出的信息。"
+        # the footer ends the page, or comes before its last paragraph (pypdf's order on some pages)
+        pages.append(f"{body}\n{LEGAL}\nUser manual {n}of8\n{tail}" if n % 2 else
+                     f"{body}\n{tail}\n{LEGAL}\nUser manual {n}of8")
+    pages += [f"{LEGAL}\nUser manual 7of8", f"{LEGAL}\nUser manual 8of8"]  # figure pages: only the footer
+    chunks = chunk_manual(manual(*pages), ChunkParams())
+    with_footer = [c.page for c in chunks if "legal disclaimers" in c.text]
+    assert with_footer == [1], [(c.page, c.text) for c in chunks]
+    assert {c.page for c in chunks} == {1, 2, 3, 4, 5, 6}  # the footer-only pages give no chunk
+    for n, step in enumerate(steps, 1):  # the page's own text stays, both sides of a footer
+        assert any(step in c.text and c.page == n for c in chunks)
+        assert any(fixes[n - 1] in c.text and c.page == n for c in chunks)
+
+
+def test_a_long_line_repeated_inside_pages_is_body() -> None:
+    warning = ("WARNING: disconnect the mains plug before you open the housing; the capacitors stay charged "
+               "for several minutes after the unit is switched off.")
+    assert len(warning) > 100
+    pages = [f"Step {n}\nLoosen the {n} screws of the cover plate and lift it.\n{warning}\n"
+             f"Set the cover aside on a clean cloth.\nCheck the seal for cracks.\nPage {n} of 5" for n in range(1, 6)]
+    chunks = chunk_manual(manual(*pages), ChunkParams())
+    assert sorted({c.page for c in chunks if "capacitors stay charged" in c.text}) == [1, 2, 3, 4, 5]
