@@ -62,7 +62,7 @@ class RuntimeSettings:
 @dataclass
 class AnswerSettings:
     # "auto": generate only with a profile that passed doctor's gate 4 (answers), else extractive
-    # (gateway.answer_mode); "generate" or "extractive" decide regardless of gate 4.
+    # (gateway.qualification.answer_mode); "generate" or "extractive" decide regardless of gate 4.
     mode: str = "auto"
     max_passages: int = 5
     # Evidence is "strong enough" when the best hit's dense cosine similarity reaches this,

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from gateway.answer.events import AnswerEvent
     from gateway.answer.pipeline import AnswerResult
     from gateway.answer.request import AnswerRequest
-    from gateway.answer_mode import ModeDecision
     from gateway.generation_queue import GenerationQueue
+    from gateway.qualification.answer_mode import ModeDecision
     from gateway.records.answers import AnswerLog
     from gateway.records.jobs import JobRunner
     from gateway.records.keys import KeyStore
@@ -193,9 +193,9 @@ class Services(IndexParts):
                           search_k=self.settings.search.k, unqualified=decision.unqualified)
 
     def answer_mode(self) -> ModeDecision:
-        """The mode answers run in and why (gateway.answer_mode): the admin's switch or else answer.mode, and
-        under "auto" gate 4's verdict."""
-        from gateway.answer_mode import decide_mode
+        """The mode answers run in and why (gateway.qualification.answer_mode): the admin's switch or else
+        answer.mode, and under "auto" gate 4's verdict."""
+        from gateway.qualification.answer_mode import decide_mode
 
         try:
             profile, error = self.profile, None

@@ -2,8 +2,9 @@
 
 A profile names the target device, the backend, the artifact (+ expected sha256), the locked
 runtime/driver versions, the generation config, the embedding model, the owners and the rollback
-profile. `manualqa doctor` (runtimes.gates) checks it; which profile is active is gateway state
-(gateway.records.active_profile). Relative paths inside a profile are relative to the profile file.
+profile. `manualqa doctor` (gateway.qualification.gates) checks it; which profile is active is
+gateway state (gateway.records.active_profile). Relative paths inside a profile are relative to the
+profile file.
 """
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ def test_last_used_is_recorded_at_most_once_a_minute(tmp_path: Path) -> None:
 
 
 def test_doctor_run_is_recorded_where_the_server_reads_it(tmp_path: Path) -> None:
-    from gateway.records.deployments import last_doctor_report, run_and_record
+    from gateway.qualification.doctor import run_and_record
+    from gateway.records.deployments import last_doctor_report
     from runtimes.profiles import load_profile
     from tests.support.server import SCRIPTED_PROFILE
 

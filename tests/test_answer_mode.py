@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from litestar.testing import TestClient
 
-from gateway.answer_mode import ModeDecision, decide_mode
 from gateway.cli import main
 from gateway.config import ConfigError, Settings, load_settings
-from gateway.qa.qualify import answers_gate
-from gateway.records.deployments import run_and_record
+from gateway.qualification.answer_mode import ModeDecision, decide_mode
+from gateway.qualification.answers_gate import answers_gate
+from gateway.qualification.doctor import run_and_record
 from gateway.services import Services
 from gateway.web.app import create_app
 from runtimes.profiles import load_profile
@@ -162,7 +162,7 @@ def test_a_web_ask_decides_the_mode_once(data: Path, tmp_path: Path, monkeypatch
     """Issue 49 item 4: the route decided the mode (to reserve a generation slot) and the pipeline decided
     it again, each time reading gate 4's record: an admin's switch or a doctor run between the two could
     make one ask reserve for one mode and run in another."""
-    import gateway.answer_mode as answer_mode
+    import gateway.qualification.answer_mode as answer_mode
 
     calls: list[str] = []
     real = answer_mode.decide_mode

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 from gateway.cli import main
 from gateway.config import Settings
-from gateway.qa.qualify import answers_gate
-from gateway.records.deployments import qualification, run_and_record
-from runtimes.gates import run_doctor
+from gateway.qualification.answers_gate import answers_gate
+from gateway.qualification.doctor import run_and_record
+from gateway.qualification.gates import run_doctor
+from gateway.records.deployments import qualification
 from runtimes.profiles import ProfileError, load_profile, parse_profile
 from tests.support.server import SCRIPTED_PROFILE
 

@@ -6,8 +6,8 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
-from gateway.answer_mode import ModeDecision
 from gateway.config import Settings
+from gateway.qualification.answer_mode import ModeDecision
 from gateway.records.deployments import last_doctor_report, save_doctor_report
 from gateway.runtime_owner import RuntimeOwner
 from gateway.web.routes_system import deployment_record

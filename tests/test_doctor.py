@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from gateway.cli import main
+from gateway.qualification.gates import run_doctor
 from runtimes.base import ArtifactChain, GateCheck
-from runtimes.gates import run_doctor
 from runtimes.profiles import load_profile
 from tests.support.scripted import ScriptedRuntime
 
@@ -319,7 +319,8 @@ def test_manualqa_doctor_json_passes_all_gates_on_the_default_profile(tmp_path: 
 
 def test_the_record_names_the_embedder_the_gateway_runs(site: dict[str, Any], tmp_path: Path) -> None:
     """A profile's [embedding] model is a declaration; the record says what the gateway embeds with."""
-    from gateway.records.deployments import last_doctor_report, run_and_record
+    from gateway.qualification.doctor import run_and_record
+    from gateway.records.deployments import last_doctor_report
     from retrieval.embedders import DEFAULT_MODEL
     from runtimes.profiles import DEFAULT_EMBEDDING_MODEL
 

@@ -34,10 +34,12 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (ROOMS + ("bench",), ("tests",), "nothing imports tests"),
     (ROOMS, ("bench",), "the rooms do not import the benchmark scripts"),
     (("gateway.web",), ("gateway.cli",), "the web app is not built on the CLI"),
-    # gateway's inner rooms (issue 24): the answer core knows no transport; the records run no answer.
-    # (records -> runtimes is still there: active_profile reads profiles, deployments runs the gates.)
+    # gateway's inner rooms (issue 24): the answer core knows no transport; the records run no answer
+    # and no doctor (gateway.qualification runs the gates and keeps their verdicts through records).
+    # (records -> runtimes is still there: active_profile reads profiles.)
     (("gateway.answer",), ("gateway.web", "gateway.cli"), "the answer core is transport-free"),
-    (("gateway.records",), ("gateway.answer", "gateway.web", "gateway.cli"), "the records store rows"),
+    (("gateway.records",), ("gateway.answer", "gateway.qualification", "gateway.web", "gateway.cli"),
+     "the records store rows"),
 ]
 
 # Known exceptions as (importer, imported), each with a comment naming its issue. Keep it empty.
@@ -113,12 +115,12 @@ from . import sibling
 from ..web import app
 from gateway import cli
 def later():
-    from runtimes.gates import run_doctor
+    from gateway.qualification.gates import run_doctor
     importlib.import_module("ingest.sandbox")
 """
     names = {n for _, n in imported_names(source, "gateway.cli.answer", False)}
     assert {"retrieval.types", "gateway.cli.sibling", "gateway.web.app", "gateway.cli",
-            "runtimes.gates", "ingest.sandbox"} <= names
+            "gateway.qualification.gates", "ingest.sandbox"} <= names
     assert "gateway.sibling" in {n for _, n in imported_names("from . import sibling", "gateway", True)}
 
 

@@ -20,9 +20,9 @@ from types import ModuleType
 
 import pytest
 
+from gateway.qualification.gates import run_doctor
 from runtimes.base import GenerationConfig, GenerationStats, Runtime, RuntimeUnavailable
 from runtimes.defaults import default_gguf_path
-from runtimes.gates import run_doctor
 from runtimes.hashing import file_sha256, tree_sha256
 from runtimes.profiles import load_profile
 from runtimes.registry import create_runtime

@@ -81,6 +81,6 @@ class AnswerDeps:
     model: Model
     sink: AnswerSink
     search_k: int = 5  # passages retrieval returns at least (the pipeline asks for max_passages too)
-    # Why the model has not earned the green `answered` (gateway.answer_mode.ModeDecision.unqualified):
+    # Why the model has not earned the green `answered` (gateway.qualification.answer_mode.ModeDecision.unqualified):
     # its text is then kept as a labelled draft and the evidence is the answer. None: it has.
     unqualified: str | None = None

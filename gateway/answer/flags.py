@@ -48,7 +48,7 @@ Flag = Literal[
     "answer_off_question",
     "model_declined",
     "values_not_in_passages",
-    "unqualified_model",  # detail: why the model has not earned the green badge (gateway.answer_mode)
+    "unqualified_model",  # detail: why the model has not earned the green badge (gateway.qualification.answer_mode)
     # the log
     "not_logged",
 ]

@@ -24,7 +24,7 @@ The rules, in order:
       or not the kind of quantity it asks) -> evidence_only
     otherwise                              -> answered: the supported sentences
 
-and last: a model that has not earned generate mode (gate 4 not passed, gateway.answer_mode) never
+and last: a model that has not earned generate mode (gate 4 not passed, gateway.qualification.answer_mode) never
 shows its own text. Where the rules above would show it, the evidence is shown instead, the text
 stays in `draft` and the flag `unqualified_model` labels it; `answered` becomes `evidence_only`.
 
@@ -239,7 +239,7 @@ def decide_outcome(*, retrieval_error: str | None = None, closed: bool = False, 
                    support: SupportCheck | None = None, unqualified: str | None = None) -> Decision:
     """The one decision of an answer's outcome (the rules are in the module docstring); closed: the
     consumer went away (a client's disconnect, Ctrl-C) before the answer ended; unqualified: why the
-    model has not earned the green badge (gateway.answer_mode), None when it has."""
+    model has not earned the green badge (gateway.qualification.answer_mode), None when it has."""
     decision = _decide(retrieval_error=retrieval_error, closed=closed, cancelled=cancelled, weak=weak,
                        extractive=extractive, generation=generation, support=support)
     if unqualified is None or decision.shows != "model":

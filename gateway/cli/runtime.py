@@ -3,7 +3,8 @@
 The profile says which backend, artifact and locked runtime versions a site runs; `doctor` runs the
 three gates of the design card on it and records the verdict for the admin page, and `profile`
 switches the active one atomically (with a rollback stack), refusing a profile that fails gate 1.
-The gates and the store are in runtimes/; this module is their terminal side.
+The gates are in gateway/qualification/, the profiles in runtimes/ and which one is active in
+gateway.records.active_profile; this module is their terminal side.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import click
 from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx, user_errors
 
 if TYPE_CHECKING:
+    from gateway.qualification.gates import DoctorReport
     from gateway.records.active_profile import ActiveProfile
-    from runtimes.gates import DoctorReport
     from runtimes.profiles import Profile
 
 
@@ -68,7 +69,7 @@ def _map(value: object) -> Mapping[str, object]:
 
 
 def print_report(report: DoctorReport) -> None:
-    from runtimes.gates import TITLES
+    from gateway.qualification.gates import TITLES
 
     dev, art, prof = report.device, report.artifact, report.profile
     gpus = dev.get("gpu", "unknown")
@@ -138,8 +139,8 @@ def doctor(ctx: Ctx, profile_path: str | None, answers_file: str | None, no_answ
        is skipped. A profile that passed it is qualified for generate mode.
     Exits 1 when any gate that ran fails.
     """
-    from gateway.qa.qualify import answers_gate
-    from gateway.records.deployments import run_and_record
+    from gateway.qualification.answers_gate import answers_gate
+    from gateway.qualification.doctor import run_and_record
 
     if answers_file and no_answers:
         raise click.UsageError("--answers and --no-answers contradict each other")
@@ -221,7 +222,7 @@ def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> N
     prof = _load(path)
     gate: dict[str, object] | None = None
     if not skip_doctor:
-        from runtimes.gates import gate_one
+        from gateway.qualification.gates import gate_one
 
         result, _ = gate_one(prof)
         gate = result.to_dict()

@@ -1,8 +1,8 @@
 """Which answer mode this gateway serves, and why: the configured one, or the one the profile earned.
 
 `answer.mode = "auto"` (the default) serves generate mode only with a profile whose model passed
-doctor's gate 4 ("answers": a replay of a gold question set, gateway.qa.qualify) in exactly this
-version of the profile. Any other profile answers extractively: the evidence in well under a second,
+doctor's gate 4 ("answers": a replay of a gold question set, gateway.qualification.answers_gate) in
+exactly this version of the profile. Any other profile answers extractively: the evidence in well under a second,
 and never a green badge that a model has not earned. "generate" or "extractive" in manualqa.toml,
 or an admin's switch on the running server, decide instead. /api/v1/health, /api/v1/deployment and
 the admin page say which mode serves and why.

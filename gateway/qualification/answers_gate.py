@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gateway.config import Settings
 from gateway.qa.metrics import Question, RunMetrics, figure
 from gateway.qa.replay import load_questions, local_answerer, run_replay
-from runtimes.gates import AnswersGate, GateResult
+from gateway.qualification.gates import AnswersGate, GateResult
 from runtimes.profiles import Profile
 
 if TYPE_CHECKING:

@@ -6,8 +6,9 @@
 3. the rollback profile exists and passes gate 1;
 4. answers: a replay of a gold question set on the profile clears the bar of its [answers] table
    (runtimes.answer_bar). The replay needs the gateway's pipeline and index, so the gateway hands
-   the gate in (gateway.qa.qualify); without a question set it is "skipped", not failed: gates 1-3
-   say a profile can be deployed, gate 4 that its green answers can be trusted ("qualified").
+   the gate in (gateway.qualification.answers_gate); without a question set it is "skipped", not
+   failed: gates 1-3 say a profile can be deployed, gate 4 that its green answers can be trusted
+   ("qualified").
 Every failure, expected or not, becomes a gate verdict with its reason: doctor never crashes.
 """
 

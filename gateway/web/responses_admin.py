@@ -212,7 +212,8 @@ class DoctorRunOut(msgspec.Struct):
     failed_gates: list[int]
     chain_id: str
     gates: list[dict[str, object]]
-    report: dict[str, object]  # runtimes.gates.DoctorReport.to_dict(): device, artifact, rollback set, owners
+    # gateway.qualification.gates.DoctorReport.to_dict(): device, artifact, rollback set, owners
+    report: dict[str, object]
     warning: str | None
 
 

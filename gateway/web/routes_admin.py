@@ -1,7 +1,7 @@
 """What once needed a shell on the gateway, for admins over HTTP (issue 10): log export, doctor, answer mode.
 
 Each calls the library function the CLI calls: `manualqa log export` -> gateway.records.log_export,
-`manualqa doctor` -> gateway.records.deployments.run_and_record (on the profile in force, saved
+`manualqa doctor` -> gateway.qualification.doctor.run_and_record (on the profile in force, saved
 where /api/v1/deployment reads it). The answer mode has no CLI: it is this running server's switch
 (Services.mode_switch), over the configured mode (manualqa.toml and Settings are left alone; the
 configuration decides again at the next start).
@@ -23,8 +23,8 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType
 from litestar.params import FromQuery, JSONBody, QueryParameter
 from litestar.response import Stream
 
+from gateway.qualification.doctor import DoctorRun, run_and_record
 from gateway.records.active_profile import resolve_profile
-from gateway.records.deployments import DoctorRun, run_and_record
 from gateway.records.log_export import MEDIA_TYPES, export_chunks, export_file_name
 from gateway.services import Services
 from gateway.stamps import utcnow
