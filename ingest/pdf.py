@@ -83,7 +83,8 @@ _SPACE_RUN = re.compile(r"[ \u2000-\u200a\u205f\u3000]+")
 _LINE_END_HYPHEN = re.compile(r"([^\W\d_])-\n([^\W\d_]+)( ?)")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _BAD_TITLE = re.compile(
-    r"^(untitled.*|title|document\d*|slide \d+|powerpoint presentation|microsoft (word|powerpoint) - .*"
+    r"^(untitled.*|title|document\d*|slide \d+|administrator|admin|owner|author|unknown"  # account names too
+    r"|powerpoint presentation|microsoft (word|powerpoint) - .*"
     r"|.*\.(docx?|odt|rtf|txt|pdf|indd|qxd|pptx?|xlsx?|tex|dvi|ps|ai|eps))$",
     re.IGNORECASE,
 )
@@ -100,6 +101,17 @@ _GENERIC_TITLE = re.compile(
     rf"^({_GENERIC_WORDS}\s+)*{_DOC_KIND}(\s+{_GENERIC_WORDS})*(\s+(v|rev\.?|version)?\s*[\d.]+[a-z]?)?$",
     re.IGNORECASE,
 )
+# The same in Chinese and German: "产品介绍" (product introduction), "用户手册", "使用说明书",
+# "Bedienungsanleitung", "Benutzerhandbuch", "Aufbauanleitung" name no equipment either.
+_GENERIC_FOREIGN = re.compile(
+    r"^(?:(?:产品|用户|使用|操作|安装|快速|硬件|软件|技术|开发|用戶|產品)?(?:介绍|介紹|简介|簡介|手册|手冊|说明书?|說明書?"
+    r"|指南|入门|文档|资料)|(?:bedienungs|benutzer|betriebs|gebrauchs|aufbau|montage|installations|kurz"
+    r"|schnellstart)?(?:anleitung|handbuch|dokumentation|beschreibung))(?:\s*(?:v|version)?\s*[\d.]+)?$",
+    re.IGNORECASE)
+# A numbered section ("一、Answer", "1、供电方式", "第一章 概述") set large on page 1 opens the text, it names
+# no manual.
+_SECTION_NUMBERED = re.compile(
+    r"^(?:[一二三四五六七八九十]+\s*[、.．]|\d{1,2}\s*[、)）]|第\s*[\d一二三四五六七八九十]+\s*[章节])")
 # A file name or a file-system-like code rather than words: no spaces, parts joined by "_" or "-"
 # ("pump_manual_v3", "XR200-SM-EN-rev4"), a document number ("DOC-00123"), or a path.
 # Section words that open a title page's text but name nothing ("Contents", "Table of contents").
@@ -167,7 +179,8 @@ def is_generic_title(title: str, stem: str = "") -> bool:
     key = re.sub(r"[\s_\-.]+", " ", title).strip().lower()
     # the file's own name as a title says no more than the file name, unless it is written as words
     same_as_file = bool(stem) and key == re.sub(r"[\s_\-.]+", " ", stem).strip().lower() and " " not in title
-    return not title or bool(_GENERIC_TITLE.match(title)) or bool(_FILE_LIKE.match(title)) or same_as_file
+    return (not title or bool(_GENERIC_TITLE.match(title)) or bool(_GENERIC_FOREIGN.match(title))
+            or bool(_FILE_LIKE.match(title)) or same_as_file)
 
 
 def readable_stem(stem: str) -> str:
@@ -189,7 +202,9 @@ _DATE_LINE = re.compile(
 def _looks_like_title_line(line: str) -> bool:
     letters = sum(ch.isalpha() for ch in line)
     return (letters >= 3 and len(line) <= 100 and not line.endswith((".", ",", ";"))
-            and "@" not in line and "://" not in line and "...." not in line and not _DATE_LINE.match(line))
+            and not any(mark in line for mark in "。，；")  # a Chinese sentence or a piece of one
+            and "@" not in line and "://" not in line and "...." not in line and not _DATE_LINE.match(line)
+            and not _SECTION_NUMBERED.match(line))
 
 
 def page_title(big_text: str, page1_text: str, stem: str) -> str:

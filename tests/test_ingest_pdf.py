@@ -277,3 +277,23 @@ def test_a_date_set_large_on_the_title_page_is_not_the_title() -> None:
     assert page_title("", "Acme Valve V9 User Manual\nContents", "acme_valve_v9_user_manual") == \
         "Acme Valve V9 User Manual"
     assert page_title("", "Contents\nAcme Valve V9", "x") == "Acme Valve V9"
+
+
+@pytest.mark.parametrize("meta", ["产品介绍", "用户手册", "使用说明书", "Bedienungsanleitung", "Benutzerhandbuch",
+                                  "Administrator"])
+def test_a_chinese_or_german_document_kind_or_an_account_name_gives_way_to_the_cover(tmp_path: Path,
+                                                                                      meta: str) -> None:
+    """Issue 47: DSView's /Title '产品介绍' ('product introduction') and a Jieli FAQ's 'Administrator' (the
+    account that saved it) named every chunk of their manuals."""
+    parsed = parse_pdf(_titled_pdf(tmp_path / "p.pdf", meta, "Acme XR-200 Dosing Pump"), ParseLimits())
+    assert parsed.title == "Acme XR-200 Dosing Pump"
+    assert is_generic_title(meta) or not meaningful_title(meta)
+    for named in ("蜂鸟 E203 快速上手说明", "AD16N 硬件设计指南", "ZOE Display Benutzerhandbuch"):
+        assert not is_generic_title(named), named
+
+
+def test_a_numbered_section_or_a_sentence_on_page_one_is_no_title() -> None:
+    page1 = ("一、Answer\n1、开发板板子供电方式\n1）、可以通过 USB 口、TYPE-C 口、VBAT 口供电。供电范围 3.3~5.5V。\n"
+             "常供电给开发板运行。")
+    assert choose_title(None, "一、 Answer", page1, "jieli_ac632n_devboard_faq") == "jieli ac632n devboard faq"
+    assert choose_title(None, "", "第一章 概述\n本手册介绍开发板。", "board_guide") == "board guide"
