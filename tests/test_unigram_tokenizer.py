@@ -147,6 +147,19 @@ def test_refuses_what_it_does_not_reproduce(tmp_path: Path, change: str) -> None
     assert isinstance(_read_tokenizer(path), Tokenizer)  # the embedder falls back to tokenizers
 
 
+@pytest.mark.parametrize("change", ["empty piece", "unk outside"])
+def test_refuses_a_vocabulary_it_cannot_read(tmp_path: Path, change: str) -> None:
+    path = _small(tmp_path / "t.json", SMALL)
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    if change == "empty piece":
+        spec["model"]["vocab"].append(["", -1.0])
+    else:
+        spec["model"]["unk_id"] = len(SMALL)
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(UnsupportedTokenizer):
+        UnigramTokenizer.from_file(path)
+
+
 def test_refuses_wordpiece() -> None:
     with pytest.raises(UnsupportedTokenizer, match="not a Unigram"):
         UnigramTokenizer.from_file(MINILM_CONFIG_DIR / "tokenizer.json")

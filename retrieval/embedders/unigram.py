@@ -112,9 +112,11 @@ class UnigramTokenizer:
         self._scores = array("d", (float(score) for _, score in vocab))
         self._longest: dict[str, int] = {}  # first character -> longest piece starting with it
         for piece, _ in vocab:
-            if piece and len(piece) > self._longest.get(piece[0], 0):
+            if not isinstance(piece, str) or not piece:
+                raise UnsupportedTokenizer(f"piece {piece!r}")
+            if len(piece) > self._longest.get(piece[0], 0):
                 self._longest[piece[0]] = len(piece)
-        blob = "\0".join(str(piece) for piece, _ in vocab).encode("utf-8")
+        blob = "\0".join(piece for piece, _ in vocab).encode("utf-8")
         if blob.count(b"\0") != len(vocab) - 1:
             raise UnsupportedTokenizer("a piece holds U+0000")
         del vocab
@@ -124,6 +126,8 @@ class UnigramTokenizer:
         del blob
         unk = model.get("unk_id")
         self._unk: int | None = None if unk is None else int(unk)
+        if self._unk is not None and not 0 <= self._unk < len(self._scores):
+            raise UnsupportedTokenizer(f"unk_id {self._unk} outside the vocabulary")
         self._unk_score = min(self._scores, default=0.0) - UNK_PENALTY
         self._cache: dict[str, tuple[int, ...]] = {}
         self.truncation: dict[str, Any] | None = None
