@@ -53,16 +53,22 @@ def assert_error_shape(r: httpx.Response, status: int) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("web-api"),
-                        profile=SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.0))
-    # Watch /health from the moment the process starts: it must say "loading" (503) before 200.
+    # Watch /health from the moment the process starts: it must say "loading" (503) before 200. The model's
+    # load waits on a file (the scripted runtime's hold_load_while_exists) that is removed only once a 503
+    # was seen, so the loading phase lasts as long as the watcher needs, however busy the machine.
+    workdir = tmp_path_factory.mktemp("web-api")
+    gate = workdir / "hold-load"
+    gate.touch()
+    profile = SCRIPTED_PROFILE.format(script=SCRIPT, delay=0.0).replace(
+        "[options]\n", f'[options]\nhold_load_while_exists = "{gate}"\n', 1)
+    srv = GatewayServer(sample_data_dir, workdir, profile=profile)
     seen: list[tuple[int, dict[str, Any]]] = []
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
             try:
-                r = httpx.get(srv.url + "/api/v1/health", timeout=2)
+                r = httpx.get(srv.url + "/api/v1/health", timeout=10)
                 seen.append((r.status_code, r.json()))
                 if r.status_code == 200:
                     return
@@ -70,12 +76,20 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
                 pass
             time.sleep(0.02)
 
+    def release() -> None:  # the load goes on after the first 503 (or after 120 s: the test then says why)
+        deadline = time.monotonic() + 120
+        while not any(status == 503 for status, _ in seen) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        gate.unlink(missing_ok=True)
+
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
     srv.start()
     # The server is up, so the watcher's next poll ends on 200; let it make that poll rather than
     # stopping it first (stopping it first raced with its sleep and left only 503s on record).
-    watcher.join(10)
+    watcher.join(30)
     stop.set()
     srv.health_seen = seen
     srv.admin = srv.admin_key()

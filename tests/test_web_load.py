@@ -33,10 +33,14 @@ QUEUE_SIZE = 2
 @pytest.fixture(scope="module")
 def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     config = (f"[server]\nqueue_size = {QUEUE_SIZE}\nrate_limit_per_minute = 1000\n"
-              "[answer]\nmax_answer_tokens = 256\n")
-    profile = SCRIPTED_PROFILE.format(script=SCRIPT, delay=DELAY_S).replace("max_tokens = 64",
-                                                                            "max_tokens = 128")
-    srv = GatewayServer(sample_data_dir, tmp_path_factory.mktemp("web-load"), config=config, profile=profile)
+              "[answer]\nmax_answer_tokens = 256\ntimeout_s = 1800\n")  # a held model is no timeout
+    workdir = tmp_path_factory.mktemp("web-load")
+    # the model holds its pieces while this file exists (absent: no wait), so a test keeps it busy for as
+    # long as it needs, whatever the machine's speed; the marker says it is holding
+    options = f'[options]\nhold_while_exists = "{workdir / "hold"}"\nholding_marker = "{workdir / "holding"}"\n'
+    profile = (SCRIPTED_PROFILE.format(script=SCRIPT, delay=DELAY_S)
+               .replace("max_tokens = 64", "max_tokens = 128\ntimeout_s = 1800").replace("[options]\n", options, 1))
+    srv = GatewayServer(sample_data_dir, workdir, config=config, profile=profile)
     srv.start()
     yield srv
     srv.stop()
@@ -85,17 +89,28 @@ def test_queue_full_gets_503_with_retry_after(server: GatewayServer) -> None:
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    # In order, each once the one before is in: the first generates the whole script (12 s), the next
-    # QUEUE_SIZE wait behind it, the rest come while the queue is full. Six asks at once (a barrier)
-    # raced the 1.6 s answers on a busy box: the last ones could arrive after the first had ended.
-    with ThreadPoolExecutor(1 + QUEUE_SIZE) as pool:
-        admitted = [pool.submit(ask, server.url, max_tokens=WORDS)]
-        wait_depth(server.url, 1)
-        for i in range(QUEUE_SIZE):
-            admitted.append(pool.submit(ask, server.url, max_tokens=8))
-            wait_depth(server.url, 2 + i)
-        refused = [ask(server.url, max_tokens=8) for _ in range(n - 1 - QUEUE_SIZE)]
-        results = [f.result() for f in admitted] + refused
+    # In order, each once the one before is in: the first holds the model (its pieces wait on a file until
+    # every other ask is in), the next QUEUE_SIZE wait behind it, the rest come while the queue is full.
+    # Timed holds (a 12 s script) raced a busy box: the first answer could end before the last asks came.
+    hold, holding = server.workdir / "hold", server.workdir / "holding"
+    hold.touch()
+    holding.unlink(missing_ok=True)
+    try:
+        with ThreadPoolExecutor(1 + QUEUE_SIZE) as pool:
+            admitted = [pool.submit(ask, server.url, max_tokens=WORDS)]
+            deadline = time.monotonic() + 120  # bounds a hang, not the box's speed
+            while not holding.exists():
+                assert time.monotonic() < deadline, "the first ask never took the model"
+                time.sleep(0.05)
+            wait_depth(server.url, 1)
+            for i in range(QUEUE_SIZE):
+                admitted.append(pool.submit(ask, server.url, max_tokens=8))
+                wait_depth(server.url, 2 + i)
+            refused = [ask(server.url, max_tokens=8) for _ in range(n - 1 - QUEUE_SIZE)]
+            hold.unlink()
+            results = [f.result() for f in admitted] + refused
+    finally:
+        hold.unlink(missing_ok=True)
     done.set()
     watcher.join(5)
     ok = [r for r, _ in results if r.status_code == 200]

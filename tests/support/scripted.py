@@ -6,7 +6,9 @@ fail_on_load (str), fail_after (int: raise GenerationError after this many piece
 context_length (int), hold_while_exists (str: a path; each piece waits while that file exists, so a
 test holds the model for exactly as long as it needs, whatever the machine's speed), holding_marker
 (str: a path touched when a piece starts waiting on that file, so a test knows the model is held, not
-merely that a question was admitted). Everything it was asked is recorded in `received`.
+merely that a question was admitted), hold_load_while_exists (str: a path; load() waits while that file
+exists, so a test sees the gateway "loading" for as long as it needs). Everything it was asked is
+recorded in `received`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class ScriptedRuntime(Runtime):
         self._lock = threading.Lock()
 
     def load(self) -> None:
+        gate = self.options.get("hold_load_while_exists")
+        deadline = time.monotonic() + 600  # a test that forgets its gate fails, it does not hang
+        while gate and os.path.exists(str(gate)) and time.monotonic() < deadline:
+            time.sleep(0.02)
         if self.options.get("fail_on_load"):
             raise RuntimeUnavailable(str(self.options["fail_on_load"]))
         self.loaded = True
