@@ -111,6 +111,14 @@ def test_an_export_refused_after_the_page_loaded_says_why_and_saves_nothing(brow
     try:
         link = pg.locator("#versions tbody tr", has_text=version).locator("a[data-export]")
         link.wait_for()
+        # The page has said Export would work; it must not learn otherwise before the tap: every first load
+        # answered (the admin status among them: a late one with the key gone redraws the row as a disabled
+        # button, as the test above wants) and the status box's 10 s refresh stopped. Under load both had
+        # replaced the link before the tap (a 60 s wait for a link that was no longer there).
+        pg.wait_for_load_state("networkidle")
+        pg.evaluate("() => { const box = document.getElementById('status-box');"
+                    " if (box && box.open) { box.open = false; } clearInterval(statusTimer); statusTimer = null; }")
+        link.wait_for()
         with no_signing_key(server):  # the key goes after the page said Export would work
             refused = httpx.get(f"{server.url}/api/v1/index/versions/{version}/export", headers=bearer(server.ops),
                                 timeout=60)
