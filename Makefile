@@ -191,9 +191,9 @@ bench: install-dev
 
 # An offline install bundle for this architecture and Python: dist/bundle/ and
 # dist/manualqa-bundle-<version>-<arch>.tar.gz (wheelhouse of the lock's set, the portable llama-cpp-python
-# wheel, install.sh, SHA256SUMS). docs/operations.md.
+# wheel, install.sh, SHA256SUMS; the converted e5 companion when make install made it). docs/operations.md.
 bundle: install
-	PY=$(BIN)/python LLAMA_WHEEL_DIR=$(LLAMA_DIR) \
+	PY=$(BIN)/python LLAMA_WHEEL_DIR=$(LLAMA_DIR) E5_DIR="$(E5_DIR)" \
 		BUNDLE_ALLOW_NATIVE="$(BUNDLE_ALLOW_NATIVE)" bash deploy/bundle.sh dist
 
 clean:

@@ -22,6 +22,8 @@
 #               (its .venv/ and .whl/ of an earlier run are kept: the Makefile's stamps decide)
 #     llama     make llama-wheel: llama-cpp-python from the lock's sdist, portable aarch64 flags
 #     install   make install: the lock's aarch64 wheels (--require-hashes --no-deps), the wheel above, pip check
+#     e5        the multilingual companion that make install converted: loaded, a Chinese question embedded,
+#               its cosine to a matching and to an unrelated Chinese passage (the nearer must be the match)
 #     ingest search ask generate doctor
 #               manualqa ingest sample_manuals; search; ask --extractive; ask --mode generate;
 #               doctor --profile profiles/rk3588-cpu.toml --no-answers (the board's CPU profile)
@@ -38,6 +40,7 @@
 #   LOGDIR         transcript and one log per step (default /var/log/manualqa-arm64)
 #   NICE           niceness of the steps (default 19: the box has other work)
 #   PORT           the port of the `run` step (default 18080)
+#   COMPANION      embedding.companion of the ingest ... run steps (default off: see PIPE_ENV below)
 # Prerequisites: root on an x86-64 Debian 12 (or Ubuntu) host with apt; the kernel's binfmt_misc
 #   (mounted here if it is not); util-linux (unshare, mountpoint); network to the Debian mirror and
 #   PyPI (and the npm registry for pdf.js, optional); about 6 GB free under ROOTFS.
@@ -53,11 +56,16 @@ LLAMA_COMPILE=${LLAMA_COMPILE:-cross}
 LOGDIR=${LOGDIR:-/var/log/manualqa-arm64}
 NICE=${NICE:-19}
 PORT=${PORT:-18080}
-ALL_STEPS="host rootfs packages source llama install ingest search ask generate doctor bundle proof run"
+ALL_STEPS="host rootfs packages source llama install e5 ingest search ask generate doctor bundle proof run"
 QUESTION="What input voltage range does the piston board accept?"
 # The board's CPU profile; an emulated answer takes minutes, so the answer timeout is an hour here.
 PROFILE=/opt/manualqa/profiles/rk3588-cpu.toml
 SLOW_ENV="MANUALQA_RUNTIME__PROFILE=$PROFILE MANUALQA_ANSWER__TIMEOUT_S=3600"
+# The pipeline steps search with MiniLM alone (COMPANION=off): the multilingual companion would embed every
+# chunk a second time with a model ~4x MiniLM's cost, hours more under qemu's TCG. The e5 step shows that
+# `make install` converted it on aarch64 and that it embeds there; COMPANION=auto runs the steps with it.
+COMPANION=${COMPANION:-off}
+PIPE_ENV="MANUALQA_EMBEDDING__COMPANION=$COMPANION"
 
 die() { echo "arm64_emulated.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot, binfmt_misc)"
@@ -211,13 +219,32 @@ compiler_env() {
 
 do_llama() { inside "env $(compiler_env) nice -n $NICE make llama-wheel; cat .whl/llama-cpp-python-*-portable-aarch64-*/BUILD-INFO"; }
 do_install() { inside "env $(compiler_env) nice -n $NICE make install; .venv/bin/python -c 'import platform; print(platform.machine(), platform.python_version())'"; }
-do_ingest() { inside "nice -n $NICE .venv/bin/manualqa ingest sample_manuals"; }
-do_search() { inside "nice -n $NICE .venv/bin/manualqa search 'piston board input voltage' --k 3"; }
-do_ask() { inside "nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --extractive"; }
-do_generate() { inside "env $SLOW_ENV nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --mode generate"; }
+do_e5() {
+    inside "nice -n $NICE .venv/bin/python - <<'EOF'
+from pathlib import Path
+import numpy as np
+from gateway.config import Settings, companion_setting
+from retrieval.embedders import load_embedder
+from retrieval.embedders.dual import companion_of
+folder = companion_setting(Settings(data_dir=Path('data')))
+if not folder:
+    raise SystemExit('no converted multilingual-e5 under data/embedders: make install did not make it (make multilingual says why)')
+e5 = companion_of(load_embedder('onnx:minilm-l6-int8', companion=folder))
+assert e5 is not None
+q = e5.encode_query('电机驱动板的输入电压范围是多少？')
+match, other = e5.encode(['本驱动板的输入电压范围为 6V 至 36V。', '打印机喷头的目标温度设置为 245 度。'])
+cos = [float(np.dot(q, v) / (np.linalg.norm(q) * np.linalg.norm(v))) for v in (match, other)]
+print(f'{e5.model_id} from {folder}: dim {len(q)}, cosine to the matching passage {cos[0]:.3f}, to the unrelated one {cos[1]:.3f}')
+raise SystemExit(0 if cos[0] > cos[1] else 'the unrelated passage is nearer: the companion does not embed right here')
+EOF"
+}
+do_ingest() { inside "env $PIPE_ENV nice -n $NICE .venv/bin/manualqa ingest sample_manuals"; }
+do_search() { inside "env $PIPE_ENV nice -n $NICE .venv/bin/manualqa search 'piston board input voltage' --k 3"; }
+do_ask() { inside "env $PIPE_ENV nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --extractive"; }
+do_generate() { inside "env $PIPE_ENV $SLOW_ENV nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --mode generate"; }
 do_doctor() {
-    inside "env $SLOW_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $PROFILE --no-answers --json > /tmp/doctor.json || true
-        nice -n $NICE .venv/bin/manualqa doctor --profile $PROFILE --no-answers | tee /tmp/doctor.txt || true
+    inside "env $PIPE_ENV $SLOW_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $PROFILE --no-answers --json > /tmp/doctor.json || true
+        env $PIPE_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $PROFILE --no-answers | tee /tmp/doctor.txt || true
         .venv/bin/python - <<'EOF'
 import json, sys
 d = json.load(open('/tmp/doctor.json'))
@@ -240,12 +267,12 @@ do_proof() {
     rm -rf "$ROOTFS/tmp/mqa-proof" && mkdir -p "$ROOTFS/tmp/mqa-proof"
     unshare --net -- chroot "$ROOTFS" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        MANUALQA_PROOF_INNER=1 MANUALQA_ANSWER__TIMEOUT_S=3600 \
+        MANUALQA_PROOF_INNER=1 MANUALQA_ANSWER__TIMEOUT_S=3600 $PIPE_ENV \
         /bin/bash -c "cd /opt/manualqa && nice -n $NICE bash deploy/offline_proof.sh $archive /tmp/mqa-proof"
 }
 
 do_run() {
-    inside "setsid env $SLOW_ENV nice -n $NICE make run HOST=127.0.0.1 PORT=$PORT > /tmp/make-run.log 2>&1 &
+    inside "setsid env $PIPE_ENV $SLOW_ENV nice -n $NICE make run HOST=127.0.0.1 PORT=$PORT > /tmp/make-run.log 2>&1 &
         pid=\$!; ok=0
         for i in \$(seq 1 1800); do
             if curl -fsS http://127.0.0.1:$PORT/api/v1/health > /tmp/health.json 2>/dev/null; then ok=1; break; fi

@@ -18,6 +18,10 @@
 #                    unless BUNDLE_ALLOW_NATIVE=1 (a bundle travels to other CPUs)
 #   LOCK             the lock (default: requirements.lock at the repository root)
 #   BUNDLE_PIP_ARGS  more `pip wheel` options for every download
+#   E5_DIR           the converted multilingual-e5 companion (`make install` writes it; `make bundle` passes
+#                    it): shipped as embedders/multilingual-e5-small-int8/ when complete (ONNX and a
+#                    tokenizer: no architecture of its own), so the gateway searches Chinese, German, ...
+#                    by meaning without converting anything there. Unset or incomplete: none, said loudly
 # docs/operations.md, "Air-gapped install (bundle)", has the whole procedure.
 set -euo pipefail
 
@@ -114,6 +118,20 @@ glibc=$(wheels | sed -E 's/manylinux2014/manylinux_2_17/g; s/manylinux2010/manyl
            if (m == 0 || v < m) m = v; $0 = substr($0, RSTART + RLENGTH) } if (m > n) n = m }
          END { if (n) print "2." n }')
 
+# The multilingual companion: the converted directory as it is (its manualqa_embedder.json names the
+# source wheel and the weights' sha256), under the name embedding.companion = "auto" looks for.
+companion="none (E5_DIR unset: the gateway searches with the built-in English embedder alone)"
+if [ -n "${E5_DIR:-}" ]; then
+    if [ -s "$E5_DIR/model.onnx" ] && [ -s "$E5_DIR/tokenizer.json" ] && [ -s "$E5_DIR/manualqa_embedder.json" ]; then
+        mkdir -p "$bundle/embedders"
+        cp -r "$E5_DIR" "$bundle/embedders/multilingual-e5-small-int8"
+        companion="multilingual-e5-small-int8 (model.onnx sha256 $(sha256sum "$E5_DIR/model.onnx" | cut -c1-12))"
+    else
+        companion="none ($E5_DIR is not a complete conversion: make multilingual says why)"
+    fi
+fi
+case $companion in none*) echo "bundle.sh: warning: no multilingual companion embedder in the bundle: ${companion#none }" >&2 ;; esac
+
 # What the installer checks before it touches the target (arch, Python, glibc) and what it installs.
 cat >"$bundle/BUNDLE-INFO" <<EOF
 name=manualqa
@@ -126,6 +144,7 @@ source=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 requirements=requirements.lock: $(basename "$lock"), manualqa[llm,server]==$version
 llama_cpp=$(llama_info version) $(llama_info build) build ($(llama_info cmake_args))
+companion=$companion
 EOF
 install -m 0755 "$root/deploy/install.sh" "$bundle/install.sh"
 
@@ -145,5 +164,6 @@ echo "llama:    llama-cpp-python $(llama_info version), $(llama_info build) buil
 echo "archive:  $archive ($(du -h "$archive" | cut -f1))"
 echo "sha256:   $(sha256sum "$archive" | cut -d' ' -f1)  $(basename "$archive")"
 echo "          $(sha256sum "$bundle/SHA256SUMS" | cut -d' ' -f1)  SHA256SUMS"
+echo "e5:       $companion"
 echo "for:      $arch, $pytag; built in $((SECONDS - start)) s"
 echo "install:  tar xzf $(basename "$archive") && sudo bash $name/install.sh [/opt/manualqa]"

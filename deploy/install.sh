@@ -91,8 +91,22 @@ if ! broken=$(PIP_CONFIG_FILE=/dev/null "$prefix/bin/python" -m pip --isolated -
 fi
 installed=$("$prefix/bin/manualqa" --version) || die "installed, but $prefix/bin/manualqa --version failed"
 
+# 4. The multilingual companion embedder, where the bundle carries one: under the venv, where the default
+# embedding.companion = "auto" finds it (gateway.config.bundled_companion), replaced whole (never half).
+companion="none in this bundle (the gateway searches with the built-in English embedder alone)"
+if [ -d "$bundle/embedders/multilingual-e5-small-int8" ]; then
+    share=$prefix/share/manualqa/embedders
+    mkdir -p "$share"
+    rm -rf "$share/multilingual-e5-small-int8.new"
+    cp -r "$bundle/embedders/multilingual-e5-small-int8" "$share/multilingual-e5-small-int8.new"
+    rm -rf "$share/multilingual-e5-small-int8"
+    mv "$share/multilingual-e5-small-int8.new" "$share/multilingual-e5-small-int8"
+    companion="multilingual-e5-small-int8 in $share (embedding.companion = \"auto\")"
+fi
+
 cat <<EOF
 installed: $installed in $prefix ($((SECONDS - start)) s)
+e5:        $companion
 next:
   $prefix/bin/manualqa ingest /path/to/manuals           # builds the index (data in \$MANUALQA_DATA, default ./data)
   $prefix/bin/manualqa serve --host 0.0.0.0 --port 8080  # technician page, admin page, JSON API

