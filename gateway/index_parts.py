@@ -50,6 +50,7 @@ class IndexParts:
     _lock: threading.RLock
     _store: IndexStore | None
     _embedder: Embedder | None
+    _companion_folder: str = ""  # what embedding.companion resolved to when the embedder loaded ("" none)
     _other_embedders: dict[str, Embedder]  # models of versions built before a change
     _reranker: Reranker | None
     _reranker_loaded: bool
@@ -79,8 +80,8 @@ class IndexParts:
                 from retrieval.embedders import load_embedder
 
                 e = self.settings.embedding
-                self._embedder = load_embedder(e.model, batch_size=e.batch_size,
-                                               companion=companion_setting(self.settings))
+                self._companion_folder = companion_setting(self.settings)
+                self._embedder = load_embedder(e.model, batch_size=e.batch_size, companion=self._companion_folder)
             return self._embedder
 
     @property
@@ -106,17 +107,23 @@ class IndexParts:
 
     def retrieval_facts(self) -> dict[str, Any]:
         """The embedder and reranker this gateway searches with, by id and hash (index show, doctor)."""
+        from retrieval.embedders.dual import companion_of
         from retrieval.types import RetrievalError
 
         s = self.settings.search
-        embedding: dict[str, object] = {"model": self.settings.embedding.model,
-                                        "companion": companion_setting(self.settings) or None}
+        embedding: dict[str, object] = {"model": self.settings.embedding.model, "companion": None}
         facts: dict[str, Any] = {"embedding": embedding}
         try:
             e = self.embedder
             embedding.update(model_id=e.model_id, model_hash=e.model_hash)
+            # the companion this gateway loaded ("auto" is resolved once, at load), by folder and hash
+            loaded = companion_of(e)
+            if loaded is not None:
+                embedding.update(companion=self._companion_folder or loaded.model_id,
+                                 companion_id=loaded.model_id, companion_hash=loaded.model_hash)
         except RetrievalError as exc:
             embedding["error"] = str(exc)
+            embedding["companion"] = companion_setting(self.settings) or None
         try:
             rr = self.reranker
         except RetrievalError as exc:

@@ -157,7 +157,13 @@ def test_auto_uses_the_data_folders_converted_e5_and_only_a_complete_one(e5_dir:
     gw = Services(load_settings(env={"MANUALQA_DATA": str(data)}))  # no setting at all: the default
     try:
         assert isinstance(gw.embedder, WithCompanion) and companion_of(gw.embedder) is not None
-        assert gw.retrieval_facts()["embedding"]["companion"] == str(folder)
+        facts = gw.retrieval_facts()["embedding"]
+        loaded = companion_of(gw.embedder)
+        assert facts["companion"] == str(folder) and loaded is not None
+        assert facts["companion_hash"] == loaded.model_hash  # the loaded one, named by its hash
+        # the facts name what was loaded, not what the folder holds now (resolved once, at load)
+        (folder / "manualqa_embedder.json").unlink()
+        assert companion_setting(settings) == "" and gw.retrieval_facts()["embedding"]["companion"] == str(folder)
     finally:
         gw.log.close()
     plain_gw = Services(Settings(data_dir=tmp_path / "other"))

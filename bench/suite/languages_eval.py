@@ -10,6 +10,11 @@ asked in: a manual tag ending in "en" marks an English question about the half's
     python -m bench.suite.languages_eval --before d28aebe      # and a revision before, side by side
     python -m bench.suite.languages_eval --halves zh-dev --no-write --embedder multilingual-e5-small
     python -m bench.suite.languages_eval --halves zh-dev2 de-dev2 --no-write   # second development halves
+    python -m bench.suite.languages_eval --companion off       # MiniLM alone (default: the shipped "auto")
+
+The companion embedder is the gateway's own "auto" (the multilingual-e5 `make install` converted into this
+tree's data folder, or $MANUALQA_DATA's, else the one a bundle installed): the shipped state of this box. The
+page names which one ran, so a box without e5 never passes its MiniLM figures off as the shipped ones.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def _answer(gw: Any, q: dict[str, Any], g: dict[str, Any]) -> None:
         g["evidence"] += gold in "".join(quoted.split())
 
 
-def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bool = False) -> dict[str, Any]:
+def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bool = False,
+            companion: str = "off") -> dict[str, Any]:
     """{half: {group: {n, hit1, hit5, mrr, misses}}, "_cost": {...}} for this interpreter's manualqa."""
     from gateway.config import Settings
     from gateway.services import Services
@@ -97,6 +103,7 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
             settings = Settings(data_dir=Path(tmp) / "data")
             if embedder:
                 settings.embedding.model = embedder
+            settings.embedding.companion = companion or "off"
             gw = Services(settings)
             t = time.perf_counter()
             report = gw.ingest(pdfs)
@@ -127,10 +134,23 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
     return out
 
 
-def in_tree(tree: Path, halves: list[str], embedder: str | None, answers: bool) -> dict[str, Any]:
-    """measure() run by a child Python whose manualqa is the one in `tree` (a revision before)."""
+def shipped_companion(value: str) -> str:
+    """The companion directory "auto" means on this box (as a gateway with the default data folder resolves
+    it), "" for none."""
+    from gateway.config import Settings, companion_setting
+
+    data = Path(os.environ.get("MANUALQA_DATA") or HERE.parents[2] / "data")
+    settings = Settings(data_dir=data)
+    settings.embedding.companion = value
+    return companion_setting(settings)
+
+
+def in_tree(tree: Path, halves: list[str], embedder: str | None, answers: bool, companion: str) -> dict[str, Any]:
+    """measure() run by a child Python whose manualqa is the one in `tree` (a revision before; one without
+    embedding.companion ignores that setting and searches with its model alone)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as fh:
-        cmd = [sys.executable, str(HERE), "--measure", fh.name, "--eval-dir", str(EVAL), "--halves", *halves]
+        cmd = [sys.executable, str(HERE), "--measure", fh.name, "--eval-dir", str(EVAL), "--halves", *halves,
+               "--companion", companion or "off"]
         if embedder:
             cmd += ["--embedder", embedder]
         if answers:
@@ -189,26 +209,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", help="embedding.model for both sides (default: the configured one)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--answers", action="store_true", help="also the extractive answers' outcomes (slower)")
+    parser.add_argument("--companion", default="auto",
+                        help='embedding.companion for both sides: "auto" (the shipped one, resolved here), "off", or a '
+                             "converted e5 directory")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # child mode: write measure()'s JSON here
     parser.add_argument("--eval-dir", default=str(EVAL), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
         Path(args.measure).write_text(json.dumps(measure(args.halves, Path(args.eval_dir), args.embedder,
-                                                         args.answers)))
+                                                         args.answers, args.companion)))
         return 0
+    companion = shipped_companion(args.companion)
     sys.path.insert(0, str(HERE.parents[2]))
     from bench.harness import source_tree, write_section
 
     results: dict[str, dict[str, Any]] = {}
     if args.before:
         with source_tree(args.before) as tree:
-            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder, args.answers)
-    results["now"] = measure(args.halves, EVAL, args.embedder, args.answers)
+            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder, args.answers, companion)
+    results["now"] = measure(args.halves, EVAL, args.embedder, args.answers, companion)
+    beside = f"multilingual companion `{Path(companion).name}` beside the dense model" if companion else \
+        "no multilingual companion (the dense model alone)"
     text = ("# Search in Chinese and German (issue 47)\n\n"
             "Retrieval on the language halves (their manuals + the two sample manuals as distractors, shipped "
             "settings, k = 5); a hit is a passage of the gold manual on a gold page. `zh`/`de`: asked in the "
             "manual's language; `en->zh`/`en->de`: asked in English about those manuals. The -dev halves chose, "
-            "the -test halves report.\n\n" + table(results) + (
+            f"the -test halves report. Searched with {beside}.\n\n" + table(results) + (
                 "\n\nExtractive answers (default settings, mode extractive):\n\n" + answer_table(results)
                 if args.answers else "") + "\n\nCost (2 cores; ingest includes the two sample "
             "manuals):\n\n" + cost_table(results) + "\n\nMisses (now): " + json.dumps(
