@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The offline proof's steps after the install (issue 12; issue 50: they are tested on every `make test`).
 #
-# With an installed `manualqa`: ingest the sample manuals, ask one question extractively, ask it again
+# With an installed `manualqa`: ingest the sample manuals (with the bundle's multilingual companion, when it
+# carries one: the index must record it), ask one question extractively, ask it again
 # with `--mode generate` and check that the model wrote the answer, serve on 127.0.0.1, check that
 # /api/v1/health says ok and that a search returns hits, then stop the server with SIGTERM and check
 # that it stopped cleanly. Each failed step exits non-zero with a line on stderr saying which.
@@ -52,6 +53,19 @@ step "ingest the sample manuals"
 status=0
 "$mqa" ingest "$root/sample_manuals" || status=$?
 [ "$status" = 0 ] || fail "manualqa ingest failed with exit status $status"
+
+# A bundle that carries the multilingual companion (install.sh put it beside the venv) must be searched with
+# it: the index the ingest wrote records it, unless embedding.companion turns it off.
+bundled_e5=$(dirname "$mqa")/../share/manualqa/embedders/multilingual-e5-small-int8
+case ${MANUALQA_EMBEDDING__COMPANION:-auto} in
+    auto)
+        if [ -d "$bundled_e5" ]; then
+            step "the bundle's multilingual companion embedded the manuals"
+            "$mqa" index show --json > "$work/index.json" || fail "manualqa index show failed"
+            "$py" -c 'import json, sys; c = json.load(open(sys.argv[1])).get("companion"); print("companion:", c); sys.exit(not c)' \
+                "$work/index.json" || fail "the bundle carries multilingual-e5, but the index was built without it"
+        fi ;;
+esac
 
 step "ask (extractive: the evidence, no model)"
 status=0

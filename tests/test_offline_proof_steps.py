@@ -157,6 +157,9 @@ if command == "ask":
     print("an answer [1]")
     print(f"answered · {mode} · answer X · index v1 · chain c0ffee", file=sys.stderr)
     sys.exit(0)
+if command == "index":  # index show --json: the manifest FAKE_INDEX says
+    print(os.environ.get("FAKE_INDEX", "{}"))
+    sys.exit(0)
 if command != "serve":
     print(command, "done")
     sys.exit(0)
@@ -218,3 +221,32 @@ def test_the_offline_proof_runs_these_steps() -> None:
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     assert 'bash "$root/deploy/proof_steps.sh" "$work/prefix/bin/manualqa" "$root" "$work"' in code
     assert '" ask ' not in code and '" serve ' not in code and '" ingest ' not in code
+
+
+@pytest.mark.parametrize(("index", "setting", "failure"), [
+    ('{"companion": {"model_id": "intfloat/multilingual-e5-small"}}', "", None),
+    ('{"companion": null}', "", "the bundle carries multilingual-e5, but the index was built without it"),
+    ('{"companion": null}', "off", None),  # turned off on purpose: not checked
+])
+def test_a_bundle_with_e5_must_be_searched_with_it(
+    tmp_path: Path, index: str, setting: str, failure: str | None
+) -> None:
+    """install.sh put the bundle's e5 beside the venv (PREFIX/share/manualqa/embedders/): the index the proof's
+    ingest wrote must record it as the companion (issue 47: the air-gapped gateway searches Chinese by meaning)."""
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "share" / "manualqa" / "embedders" / "multilingual-e5-small-int8").mkdir(parents=True)
+    fake = prefix / "bin" / "manualqa"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_MANUALQA}", encoding="utf-8")
+    fake.chmod(0o755)
+    env = {"FAKE_SERVE": "ok,3,0", "FAKE_PID": str(tmp_path / "server.pid"), "FAKE_INDEX": index}
+    if setting:
+        env["MANUALQA_EMBEDDING__COMPANION"] = setting
+    run = run_steps(fake, tmp_path / "data", tmp_path / "scratch", env)
+    checked = "== the bundle's multilingual companion embedded the manuals" in run.transcript
+    assert checked == (setting != "off"), run.transcript
+    if failure is None:
+        assert run.returncode == 0 and "server stopped cleanly" in run.transcript, run.transcript
+    else:
+        assert run.returncode != 0 and run.transcript.rstrip().endswith(failure), run.transcript
+        assert HEADERS[1] not in run.transcript, run.transcript  # nothing asked of an index without it
