@@ -350,12 +350,19 @@ def test_phone_viewport(browser: Any, server: GatewayServer) -> None:
 
 def _upload_pdf(target: Path, title: str = UPLOAD_TITLE, source: str = "noaa_lcp_pistonboard_user_manual.pdf",
                 pages: int = 5) -> Path:
+    """`pages` pages of a sample retitled `title`: the metadata and a line stamped on page 1, as a
+    manual that names itself (ingest takes a metadata title its front pages lack for a stale one)."""
+    from io import BytesIO
+
     from pypdf import PdfReader, PdfWriter
+
+    from tests.support.pdfs import text_page
 
     reader = PdfReader(REPO_ROOT / "sample_manuals" / source)
     writer = PdfWriter()
     for p in reader.pages[:pages]:
         writer.add_page(p)
+    writer.pages[0].merge_page(PdfReader(BytesIO(text_page([title], size=10))).pages[0])
     writer.add_metadata({"/Title": title})
     with target.open("wb") as fh:
         writer.write(fh)

@@ -67,13 +67,19 @@ BASH_BLOCKS = doc_blocks("bash")
 
 
 def make_upload(target: Path) -> Path:
-    """A small real PDF that is not yet indexed: four pages of a sample with a new title."""
+    """A small real PDF that is not yet indexed: four pages of a sample with a new title (in its
+    metadata and stamped on page 1: ingest takes a metadata title its front pages lack for a stale one)."""
+    from io import BytesIO
+
     from pypdf import PdfReader, PdfWriter
+
+    from tests.support.pdfs import text_page
 
     reader = PdfReader(REPO_ROOT / "sample_manuals" / "voron0_setup_guide.pdf")
     writer = PdfWriter()
     for page in reader.pages[:4]:
         writer.add_page(page)
+    writer.pages[0].merge_page(PdfReader(BytesIO(text_page(["Pump P-200 Service Manual"], size=10))).pages[0])
     writer.add_metadata({"/Title": "Pump P-200 Service Manual"})
     with target.open("wb") as fh:
         writer.write(fh)

@@ -213,6 +213,31 @@ def test_a_stale_metadata_title_gives_way_to_the_front_page() -> None:
     assert choose_title("BLDC-300 使用说明书 V3.0", "", front, "bldc300", front) == "BLDC-300 使用说明书 V3.0"
 
 
+def test_a_metadata_title_the_front_pages_do_not_carry_gives_way() -> None:
+    from ingest.pdf import choose_title
+
+    # the updater tool's guide was written over a recruitment notice, whose title its metadata kept
+    # (eval/zh-dev2's jieli_usb_updater_tool_v4.pdf)
+    tool = ("版权所有，侵权必究\n地址：珠海市吉大石花西路 107号\n网站：www.zh-jieli.com\n1\n强制升级工具 4.0\n"
+            "1.工具的默认状态是什么都不用拨的，是没有 USB 相关功能的，包括没有盘符弹出、没有串口打印。")
+    assert choose_title("2011年校园招聘职位信息", "强制升级工具 4.0", tool, "updater", tool) == "强制升级工具 4.0"
+    # the metadata names the author's thesis, which the build guide's front pages never mention
+    guide = "Turbidity Meter Build Guide\nStep 1: Print the housing\nThe meter measures NTU with an LED."
+    thesis = "Low-cost environmental sensing for citizen science in coastal wetlands"
+    assert choose_title(thesis, "", guide, "guide", guide) == "Turbidity Meter Build Guide"
+    # a sister product's name: the document words ("Operation Manual") the cover shares do not save it
+    ticc = ("TAPR TICC Timestamping Counter\nOperation Manual\nRevised: 2 March 2017\n"
+            "The TAPR TICC is a two-channel timestamping counter implemented as a shield daughterboard.")
+    assert choose_title("TADD-1 Assembly and Operation Manual", "TAPR TICC Timestamping Counter", ticc, "ticc",
+                        ticc) == "TAPR TICC Timestamping Counter"
+    # kept: the name spelt with a space on the cover, without the document words the metadata adds
+    pump = "XR 200 centrifugal pump\nSafety first: read this before you open the casing or the motor box."
+    assert choose_title("XR-200 Pump Service Manual", "", pump, "xr", pump) == "XR-200 Pump Service Manual"
+    # kept: a cover whose name is an image, with hardly any text to judge by
+    assert choose_title("XR-200 Pump Service Manual", "", "Rev. B\n2024", "xr", "Rev. B\n2024") == \
+        "XR-200 Pump Service Manual"
+
+
 def test_quantities_asked_and_stated_in_chinese_and_german() -> None:
     from gateway.answer.quantities import asked_quantities, states
 
