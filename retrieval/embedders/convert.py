@@ -32,6 +32,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import json
+import logging
 import shutil
 import tempfile
 import unicodedata
@@ -288,11 +289,26 @@ def export_onnx(model: SentenceTransformer, target: Path) -> list[str]:
     return names
 
 
+class _NoPreprocessAdvice(logging.Filter):
+    """onnxruntime's quantizer advises pre-processing (shape inference, graph fusion) on the root logger at
+    every call; that serves static quantization. Dynamic int8 is checked by its agreement with the source
+    instead, so the advice is only noise in `make install`'s output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Please consider to run pre-processing before quantization")
+
+
 def quantize_int8(fp32: Path, target: Path) -> None:
     """As the built-in embedder: dynamic int8, weights per output channel, reduced range (same on every CPU)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+    advice = _NoPreprocessAdvice()
+    root = logging.getLogger()
+    root.addFilter(advice)
+    try:
+        quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+    finally:
+        root.removeFilter(advice)
 
 
 def write_model(out: Path, export: Callable[[Path], T], *, int8: bool) -> T:
