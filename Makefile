@@ -150,10 +150,12 @@ lock:
 vendor:
 	@$(PY) ui/vendor_pdfjs.py || echo "warning: continuing without the page viewer's pdf.js (make vendor)"
 
-# Debian's chromium for the browser tests (Playwright drives it; no browser download).
+# Debian's chromium for the browser tests (Playwright drives it; no browser download). APT_WAIT: another apt
+# (a second `make test`, unattended-upgrades) holding the lock is waited for, not taken for a failure.
+APT_WAIT := -o DPkg::Lock::Timeout=600
 browser:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
-		( (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || \
+		( (apt-get $(APT_WAIT) update -qq && apt-get $(APT_WAIT) install -y -qq chromium) >/dev/null 2>&1 || \
 		  echo "warning: could not install Debian's chromium; browser tests will fail" )
 
 # Debian's Tesseract (English) and poppler's pdftoppm/pdfimages: OCR of scanned pages at ingest (issue 26).
@@ -162,7 +164,7 @@ browser:
 OCR_PACKAGES ?= tesseract-ocr tesseract-ocr-eng poppler-utils
 ocr:
 	@{ command -v pdftoppm && command -v pdfimages && tesseract --list-langs | grep -qx eng; } >/dev/null 2>&1 || \
-		( (apt-get update -qq && apt-get install -y -qq $(OCR_PACKAGES)) >/dev/null 2>&1 || \
+		( (apt-get $(APT_WAIT) update -qq && apt-get $(APT_WAIT) install -y -qq $(OCR_PACKAGES)) >/dev/null 2>&1 || \
 		  echo "warning: could not install $(OCR_PACKAGES); scanned pages will not be read (OCR tests will fail)" )
 
 run: install ocr
