@@ -184,39 +184,55 @@ FORM_BOXES = """() => Object.fromEntries(['question', 'manual', 'mode', 'ask', '
 }))"""
 
 
+@pytest.fixture(scope="module")
+def holding_server(sample_data_dir: Path,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayServer, Path]]:
+    """A gateway whose scripted model writes one word, then waits while the returned file exists: the page
+    stays "checking" (Stop shown) for as long as the test looks at it, whatever the machine's speed. Before,
+    the form was read by a MutationObserver on the badge, and on a loaded box the word and the final answer
+    reached the page in one read, so "checking" was never on screen (issue 50 item 1)."""
+    work = tmp_path_factory.mktemp("technician-27-hold")
+    hold = work / "hold"
+    profile = scripted_profile(work / "artifact", SCRIPT, 0.0).replace(
+        "[options]\n", f'[options]\nhold_while_exists = "{hold}"\nhold_after = 1\n', 1).replace(
+        "[generation]\n", "[generation]\ntimeout_s = 1800\n", 1)
+    srv = GatewayServer(sample_data_dir, work, profile=profile,
+                        config="[server]\nrate_limit_per_minute = 600\n[answer]\ntimeout_s = 1800\n").start()
+    yield srv, hold
+    srv.stop()
+
+
 @pytest.mark.parametrize("size", ["desk", "phone"])
-def test_stop_takes_the_place_of_ask_and_nothing_moves(browser: Any, server: GatewayServer, size: str) -> None:
+def test_stop_takes_the_place_of_ask_and_nothing_moves(browser: Any, holding_server: tuple[GatewayServer, Path],
+                                                         size: str) -> None:
+    server, hold = holding_server
     ctx = browser.new_context(**(DESK if size == "desk" else PHONE))
+    hold.touch()
     try:
         pg = new_page(ctx)
         pg.goto(server.url + "/")
+        # the manual filter is filled after the page loads, and its width follows its options: measured
+        # before that, the box "moved" by 5 px in a loaded run (issue 50 item 1)
+        pg.wait_for_function("document.querySelectorAll('#manual option').length > 1", timeout=300_000)
         pg.fill("#question", QUESTION)
         before = pg.evaluate(FORM_BOXES)
-        # the form while the model writes, taken in the page when the badge turns to "checking" (taken
-        # from here afterwards, it raced the 2 s answer on a busy box)
-        pg.evaluate("() => { const boxes = " + FORM_BOXES + """;
-          new MutationObserver((_, seen) => {
-            if (document.getElementById('outcome').textContent !== 'checking') return;
-            seen.disconnect();
-            const shown = (id) => {  // as Playwright's is_visible: a box, and not visibility: hidden
-              const el = document.getElementById(id), r = el.getBoundingClientRect();
-              return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden';
-            };
-            window.during = {boxes: boxes(), stopShown: shown('stop'), askShown: shown('ask')};
-          }).observe(document.getElementById('outcome'), {childList: true, characterData: true, subtree: true}); }""")
         pg.click("#ask")
-        pg.wait_for_selector("#outcome.answered")
-        seen = pg.evaluate("window.during")
-        during = seen["boxes"]
+        # the model wrote its first word and waits: the page shows it writing until the file goes
+        pg.wait_for_function("document.getElementById('outcome').textContent === 'checking' && "
+                             "!document.getElementById('stop').hidden", timeout=300_000)
+        during = pg.evaluate(FORM_BOXES)
         for control in ("question", "manual", "mode", "key-box"):
             assert during[control] == before[control], (control, before[control], during[control])
         assert during["stop"] == before["ask"], (before, during)  # Stop where Ask was, as big
-        assert seen["stopShown"] and not seen["askShown"], seen
+        assert pg.locator("#stop").is_visible() and pg.locator("#ask").is_hidden()
+        hold.unlink()
+        pg.wait_for_selector("#outcome.answered", timeout=300_000)
         after = pg.evaluate(FORM_BOXES)
         assert pg.locator("#ask").is_visible() and pg.locator("#stop").is_hidden()
         assert {k: after[k] for k in ("question", "manual", "mode", "ask", "key-box")} == \
             {k: before[k] for k in ("question", "manual", "mode", "ask", "key-box")}
     finally:
+        hold.unlink(missing_ok=True)
         ctx.close()
 
 

@@ -6,8 +6,9 @@ fail_on_load (str), fail_after (int: raise GenerationError after this many piece
 context_length (int), hold_while_exists (str: a path; each piece waits while that file exists, so a
 test holds the model for exactly as long as it needs, whatever the machine's speed), holding_marker
 (str: a path touched when a piece starts waiting on that file, so a test knows the model is held, not
-merely that a question was admitted), hold_load_while_exists (str: a path; load() waits while that file
-exists, so a test sees the gateway "loading" for as long as it needs). Everything it was asked is
+merely that a question was admitted), hold_after (int: the hold starts only after this many pieces, so a
+test can hold the model while the page shows it writing), hold_load_while_exists (str: a path; load()
+waits while that file exists, so a test sees the gateway "loading" for as long as it needs). Everything it was asked is
 recorded in `received`.
 """
 
@@ -86,6 +87,8 @@ class ScriptedRuntime(Runtime):
                 if self.token_delay_s:
                     time.sleep(self.token_delay_s)
                 hold = self.options.get("hold_while_exists")
+                if produced < int(self.options.get("hold_after", 0)):
+                    hold = None
                 marker = self.options.get("holding_marker")
                 if marker and hold and os.path.exists(str(hold)):
                     with open(str(marker), "a", encoding="utf-8"):
