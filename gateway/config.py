@@ -10,6 +10,7 @@ only loads TOML and environment values into them, and never the other way round.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -179,10 +180,20 @@ def companion_setting(settings: Settings) -> str:
         return ""
     if value.lower() == "auto":
         for folder in (settings.data_dir / AUTO_COMPANION, bundled_companion()):
-            if all((folder / f).is_file() for f in _COMPANION_FILES):
+            if all((folder / f).is_file() for f in _COMPANION_FILES) and _passed_check(folder):
                 return str(folder)
         return ""
     return value
+
+
+def _passed_check(folder: Path) -> bool:
+    """False for a conversion whose record says its vectors did not agree with the source's (the conversion
+    failed and `make install` went on): "auto" then searches without it, as without any."""
+    try:
+        check = json.loads((folder / _COMPANION_FILES[2]).read_text(encoding="utf-8")).get("check")
+        return not (isinstance(check, dict) and float(check.get("min_cosine", 1.0)) < float(check.get("floor", 0.0)))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
 
 
 def bundled_companion() -> Path:

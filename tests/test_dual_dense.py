@@ -140,6 +140,30 @@ def test_the_gateway_built_from_settings_loads_the_companion(e5_dir: Path, tmp_p
         without.log.close()
 
 
+def test_a_conversion_that_failed_its_check_is_never_searched_with(e5_dir: Path, tmp_path: Path) -> None:
+    """On an emulated aarch64 the conversion's own check failed (min cosine 0.53 < 0.97) and `make install` went
+    on, as designed, but the directory held all three files: "auto" loaded it and e5 ranked a Chinese question's
+    passage and an unrelated one alike (cosine 1.000 / 0.997). Now "auto" passes over it and naming it fails."""
+    import json
+
+    from retrieval.types import RetrievalError
+
+    data = tmp_path / "data"
+    folder = data / AUTO_COMPANION
+    folder.mkdir(parents=True)
+    for name in ("model.onnx", "tokenizer.json"):
+        (folder / name).symlink_to(e5_dir / name)
+    record = json.loads((e5_dir / "manualqa_embedder.json").read_text(encoding="utf-8"))
+    (folder / "manualqa_embedder.json").write_text(json.dumps(record), encoding="utf-8")
+    settings = Settings(data_dir=data)
+    assert companion_setting(settings) == str(folder)  # the same files with a passed check: used
+    record["check"] = {**record["check"], "min_cosine": 0.52676}
+    (folder / "manualqa_embedder.json").write_text(json.dumps(record), encoding="utf-8")
+    assert companion_setting(settings) == ""  # failed: searched without it, as with none
+    with pytest.raises(RetrievalError, match="failed its agreement check"):
+        load_embedder(f"onnx:{folder}").encode(["电压"])  # named explicitly: a clear error, never wrong vectors
+
+
 def test_auto_uses_the_data_folders_converted_e5_and_only_a_complete_one(e5_dir: Path, tmp_path: Path) -> None:
     # the default "auto": the folder `make install` converts into (Makefile E5_DIR), where it is whole
     data = tmp_path / "data"

@@ -164,6 +164,13 @@ def _recorded(model_dir: Path) -> OnnxRecord | None:
         prompts = record.get("prompts") or {}
         if pooling not in POOLINGS or not isinstance(prompts, dict):
             raise ValueError(f"pooling {pooling!r} is none of {', '.join(POOLINGS)}")
+        check = record.get("check")
+        if isinstance(check, dict) and float(check.get("min_cosine", 1.0)) < float(check.get("floor", 0.0)):
+            # the conversion ran, wrote its files, and its vectors did not agree with the source's: loading it
+            # would search with wrong vectors (seen on an emulated aarch64, min cosine 0.53)
+            raise RetrievalError(f"ONNX embedding model: {model_dir} failed its agreement check when it was "
+                                 f"converted (min cosine {check.get('min_cosine')} < {check.get('floor')}): its "
+                                 "vectors are wrong on the machine that converted it; convert it again, or remove it")
         return {"pooling": pooling, "pooled_in_graph": bool(record.get("pooled_in_graph", False)),
                 "max_seq_length": int(record.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH),
                 "query": str(prompts.get("query") or ""), "document": str(prompts.get("document") or ""),
