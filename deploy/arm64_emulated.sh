@@ -60,8 +60,12 @@ PORT=${PORT:-18080}
 ALL_STEPS="host rootfs packages source llama install e5 ingest search ask generate doctor bundle proof run"
 QUESTION="What input voltage range does the piston board accept?"
 # The board's CPU profile; an emulated answer takes minutes, so the answer timeout is an hour here.
+# The profile's own generation timeout (120 s, the lower of it and the answer's applies) ends an emulated answer
+# before its first words (seen: "generation timed out after 120 s"), so the steps use a copy with an hour.
 PROFILE=/opt/manualqa/profiles/rk3588-cpu.toml
-SLOW_ENV="MANUALQA_RUNTIME__PROFILE=$PROFILE MANUALQA_ANSWER__TIMEOUT_S=3600"
+SLOW_PROFILE=/tmp/rk3588-cpu-emulated.toml
+SLOW_ENV="MANUALQA_RUNTIME__PROFILE=$SLOW_PROFILE MANUALQA_ANSWER__TIMEOUT_S=3600"
+MAKE_SLOW_PROFILE="sed 's/^timeout_s = .*/timeout_s = 3600.0  # emulated: an answer takes minutes/' $PROFILE > $SLOW_PROFILE"
 # The pipeline steps search with MiniLM alone (COMPANION=off): the multilingual companion would embed every
 # chunk a second time with a model ~4x MiniLM's cost, hours more under qemu's TCG. The e5 step shows that
 # `make install` converted it on aarch64 and that it embeds there; COMPANION=auto runs the steps with it.
@@ -248,10 +252,11 @@ EOF"
 do_ingest() { inside "env $PIPE_ENV nice -n $NICE .venv/bin/manualqa ingest sample_manuals"; }
 do_search() { inside "env $PIPE_ENV nice -n $NICE .venv/bin/manualqa search 'piston board input voltage' --k 3"; }
 do_ask() { inside "env $PIPE_ENV nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --extractive"; }
-do_generate() { inside "env $PIPE_ENV $SLOW_ENV nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --mode generate"; }
+do_generate() { inside "$MAKE_SLOW_PROFILE; env $PIPE_ENV $SLOW_ENV nice -n $NICE .venv/bin/manualqa ask '$QUESTION' --mode generate"; }
 do_doctor() {
-    inside "env $PIPE_ENV $SLOW_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $PROFILE --no-answers --json > /tmp/doctor.json || true
-        env $PIPE_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $PROFILE --no-answers | tee /tmp/doctor.txt || true
+    inside "$MAKE_SLOW_PROFILE
+        env $PIPE_ENV $SLOW_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $SLOW_PROFILE --no-answers --json > /tmp/doctor.json || true
+        env $PIPE_ENV nice -n $NICE .venv/bin/manualqa doctor --profile $SLOW_PROFILE --no-answers | tee /tmp/doctor.txt || true
         .venv/bin/python - <<'EOF'
 import json, sys
 d = json.load(open('/tmp/doctor.json'))
@@ -272,14 +277,16 @@ do_proof() {
     archive=$(cd "$ROOTFS/opt/manualqa" && ls dist/manualqa-bundle-*-aarch64.tar.gz | head -1)
     [ -n "$archive" ] || die "no aarch64 bundle in $ROOTFS/opt/manualqa/dist: run the bundle step"
     rm -rf "$ROOTFS/tmp/mqa-proof" && mkdir -p "$ROOTFS/tmp/mqa-proof"
+    inside "$MAKE_SLOW_PROFILE"
     unshare --net -- chroot "$ROOTFS" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb $QEMU_ENV \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        MANUALQA_PROOF_INNER=1 MANUALQA_ANSWER__TIMEOUT_S=3600 $PIPE_ENV \
+        MANUALQA_PROOF_INNER=1 $SLOW_ENV $PIPE_ENV \
         /bin/bash -c "cd /opt/manualqa && nice -n $NICE bash deploy/offline_proof.sh $archive /tmp/mqa-proof"
 }
 
 do_run() {
-    inside "setsid env $PIPE_ENV $SLOW_ENV nice -n $NICE make run HOST=127.0.0.1 PORT=$PORT > /tmp/make-run.log 2>&1 &
+    inside "$MAKE_SLOW_PROFILE
+        setsid env $PIPE_ENV $SLOW_ENV nice -n $NICE make run HOST=127.0.0.1 PORT=$PORT > /tmp/make-run.log 2>&1 &
         pid=\$!; ok=0
         for i in \$(seq 1 1800); do
             if curl -fsS http://127.0.0.1:$PORT/api/v1/health > /tmp/health.json 2>/dev/null; then ok=1; break; fi
