@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args, get_type_hints
 
 from gateway.errors import GatewayError
 from ingest.models import ChunkParams, ParseLimits
-from retrieval.types import DEFAULT_EMBEDDING_MODEL, SearchParams
+from retrieval.types import DEFAULT_EMBEDDING_MODEL, SearchParams, failed_agreement
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -190,8 +190,7 @@ def _passed_check(folder: Path) -> bool:
     """False for a conversion whose record says its vectors did not agree with the source's (the conversion
     failed and `make install` went on): "auto" then searches without it, as without any."""
     try:
-        check = json.loads((folder / _COMPANION_FILES[2]).read_text(encoding="utf-8")).get("check")
-        return not (isinstance(check, dict) and float(check.get("min_cosine", 1.0)) < float(check.get("floor", 0.0)))
+        return not failed_agreement(json.loads((folder / _COMPANION_FILES[2]).read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError, AttributeError):
         return False
 

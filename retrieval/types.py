@@ -135,3 +135,10 @@ class SearchParams:
 # Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in
 # scope, the closest passage whatever order is kept (the answer's not-found check reads it).
 CLOSEST = "closest_cosine"
+
+
+def failed_agreement(record: object) -> bool:
+    """True for a conversion record (manualqa_embedder.json) whose agreement check with its source failed: its
+    vectors are wrong on the machine that converted it, so it is never searched with."""
+    check = record.get("check") if isinstance(record, dict) else None
+    return isinstance(check, dict) and float(check.get("min_cosine", 1.0)) < float(check.get("floor", 0.0))

@@ -56,7 +56,7 @@ from retrieval.embedders.base import (
     file_sha256,
 )
 from retrieval.embedders.unigram import UnigramTokenizer, UnsupportedTokenizer
-from retrieval.types import RetrievalError
+from retrieval.types import RetrievalError, failed_agreement
 
 if TYPE_CHECKING:  # onnxruntime has no annotations: InferenceSession names what the session is, unchecked
     from onnxruntime import InferenceSession
@@ -164,8 +164,8 @@ def _recorded(model_dir: Path) -> OnnxRecord | None:
         prompts = record.get("prompts") or {}
         if pooling not in POOLINGS or not isinstance(prompts, dict):
             raise ValueError(f"pooling {pooling!r} is none of {', '.join(POOLINGS)}")
-        check = record.get("check")
-        if isinstance(check, dict) and float(check.get("min_cosine", 1.0)) < float(check.get("floor", 0.0)):
+        if failed_agreement(record):
+            check = record["check"]
             # the conversion ran, wrote its files, and its vectors did not agree with the source's: loading it
             # would search with wrong vectors (seen on an emulated aarch64, min cosine 0.53)
             raise RetrievalError(f"ONNX embedding model: {model_dir} failed its agreement check when it was "
