@@ -160,10 +160,12 @@ browser:
 
 # Debian's Tesseract (English) and poppler's pdftoppm/pdfimages: OCR of scanned pages at ingest (issue 26).
 # Best effort, like chromium: without them the gateway still runs, and ingest says which pages it could not
-# read and what to install. Other languages: their tesseract-ocr-<lang> package (ingest.ocr_languages).
-OCR_PACKAGES ?= tesseract-ocr tesseract-ocr-eng poppler-utils
+# read and what to install. Chinese and German data too: ingest.ocr_languages "auto" reads a manual's scans in
+# the language of its text layer (plus English); other languages: their tesseract-ocr-<lang> package.
+OCR_PACKAGES ?= tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-deu poppler-utils
 ocr:
-	@{ command -v pdftoppm && command -v pdfimages && tesseract --list-langs | grep -qx eng; } >/dev/null 2>&1 || \
+	@( command -v pdftoppm && command -v pdfimages && langs="$$(tesseract --list-langs)" && \
+	   for l in eng chi_sim deu; do echo "$$langs" | grep -qx $$l || exit 1; done ) >/dev/null 2>&1 || \
 		( (apt-get $(APT_WAIT) update -qq && apt-get $(APT_WAIT) install -y -qq $(OCR_PACKAGES)) >/dev/null 2>&1 || \
 		  echo "warning: could not install $(OCR_PACKAGES); scanned pages will not be read (OCR tests will fail)" )
 

@@ -96,7 +96,8 @@ class ParseLimits:
     drop_drawings: bool = True
     # OCR of pages without a usable text layer (ingest.ocr): "auto", "off" or "always"
     ocr: str = "auto"
-    ocr_languages: tuple[str, ...] = ("eng",)
+    # Tesseract's languages, or ("auto",): the manual's text-layer languages plus English (ingest.ocr_languages)
+    ocr_languages: tuple[str, ...] = ("auto",)
     ocr_dpi: int = 300  # the resolution pages are rendered at for Tesseract
     ocr_page_timeout_s: float = 60.0  # CPU-seconds per page, for rendering and for recognition each
     ocr_max_pixels: int = 60_000_000  # a page is rendered at a lower dpi rather than bigger than this
@@ -106,8 +107,11 @@ class ParseLimits:
         if self.ocr not in ("auto", "off", "always"):
             raise ValueError(f"ocr must be \"auto\", \"off\" or \"always\", not {self.ocr!r}")
         if not self.ocr_languages or not all(re.fullmatch(r"[A-Za-z0-9_]{2,40}", lang) for lang in self.ocr_languages):
-            raise ValueError(f"ocr_languages must be Tesseract language names such as [\"eng\", \"deu\"], "
-                             f"not {list(self.ocr_languages)!r}")
+            raise ValueError(f"ocr_languages must be [\"auto\"] or Tesseract language names such as "
+                             f"[\"eng\", \"deu\"], not {list(self.ocr_languages)!r}")
+        if "auto" in self.ocr_languages and len(self.ocr_languages) > 1:
+            raise ValueError(f"ocr_languages \"auto\" chooses by itself and stands alone, not in "
+                             f"{list(self.ocr_languages)!r}")
         if not 50 <= self.ocr_dpi <= 1200:
             raise ValueError(f"ocr_dpi must be between 50 and 1200, not {self.ocr_dpi}")
         if self.ocr_page_timeout_s <= 0:

@@ -30,6 +30,8 @@ from typing import TypedDict
 
 from ingest.child_wait import run_child
 from ingest.models import OcrPage
+from ingest.ocr_languages import AUTO, choose, installed, missing_note, probe_set, text_languages
+from ingest.text.scripts import joins_unspaced as joins
 
 MODES = ("auto", "off", "always")
 INSTALL_HINT = "install tesseract-ocr (Debian: apt-get install tesseract-ocr tesseract-ocr-eng poppler-utils)"
@@ -86,8 +88,10 @@ class OcrUnavailable(OcrError):
     """The OCR programs or the language data are not installed: no page can be read."""
 
 
-def unread_notes(unread: dict[int, str]) -> list[str]:
-    """"could not read 2 pages (10, 11): <why>", one line a reason; blank pages are not counted."""
+def unread_notes(unread: dict[int, str], engine: dict[str, object] | None = None,
+                 read_pages: int = 0) -> list[str]:
+    """"could not read 2 pages (10, 11): <why>", one line a reason; blank pages are not counted. With
+    the OCR engine's record: a line for the languages its pages were read without (ingest.ocr_languages)."""
     by_reason: dict[str, list[int]] = {}
     for page, reason in sorted(unread.items()):
         if reason not in (BLANK, NOTHING_FOUND):
@@ -96,6 +100,9 @@ def unread_notes(unread: dict[int, str]) -> list[str]:
     for reason, pages in by_reason.items():
         shown = ", ".join(map(str, pages[:12])) + (", ..." if len(pages) > 12 else "")
         notes.append(f"could not read {len(pages)} page{'s' if len(pages) > 1 else ''} ({shown}): {reason}")
+    missing = (engine or {}).get("missing")
+    if isinstance(missing, list) and missing:
+        notes.append(missing_note([str(m) for m in missing], read_pages))
     return notes
 
 
@@ -241,6 +248,8 @@ def parse_tsv(tsv: str) -> tuple[str, OcrPage]:
     if not rows:
         return "", OcrPage(0.0, [])
     head = {name: i for i, name in enumerate(rows[0])}
+    if "level" not in head or "text" not in head:  # e.g. a TESSDATA_PREFIX without configs/tsv: plain text came
+        raise OcrError("Tesseract did not write its TSV output (is the tsv config in its tessdata/configs?)")
     width = height = 0.0
     parts: list[str] = []
     words: list[list[float]] = []
@@ -261,7 +270,8 @@ def parse_tsv(tsv: str) -> tuple[str, OcrPage]:
         word = unicodedata.normalize("NFC", text).translate(_CHAR_MAP)
         par = (row[head["block_num"]], row[head["par_num"]])
         line = (*par, row[head["line_num"]])
-        sep = "" if last_line is None else " " if line == last_line else "\n" if par == last_par else "\n\n"
+        sep = "" if last_line is None else (
+            ("" if joins(parts[-1], word) else " ") if line == last_line else "\n" if par == last_par else "\n\n")
         last_line, last_par = line, par
         parts.append(sep)
         length += len(sep)
@@ -310,18 +320,23 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
                          sizes[p][0] * sizes[p][1] / 5184.0, min_chars)]
     if not todo:
         return out
+    replaced: dict[int, str] = {}
+    pages: dict[int, OcrPage] = {}
+    read: dict[int, tuple[str, OcrPage]] = {}  # the probe page, when it was read with the chosen languages
+    missing: list[str] = []
     try:
-        lang = check_languages(tuple(languages))
         tool("pdftoppm")
+        if list(languages) == [AUTO]:
+            languages, missing = _auto_languages(path, texts, sizes, todo, set(blank), images, read,
+                                                 dpi=dpi, timeout_s=timeout_s, max_pixels=max_pixels)
+        lang = check_languages(tuple(languages))
     except (OcrUnavailable, OSError, subprocess.TimeoutExpired) as exc:
         unread.update({p: str(exc) for p in blank})
         return out
-    replaced: dict[int, str] = {}
-    pages: dict[int, OcrPage] = {}
     for page in todo:
         try:
             check_images(images.get(page, []), max_pixels)
-            text, found = ocr_page(path, page, sizes[page], lang, dpi, timeout_s, max_pixels)
+            text, found = read.get(page) or ocr_page(path, page, sizes[page], lang, dpi, timeout_s, max_pixels)
         except OcrError as exc:
             if page in blank:
                 unread[page] = f"OCR failed: {exc}"
@@ -336,5 +351,31 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
     out["text"], out["ocr"] = replaced, pages
     if pages:
         out["engine"] = {"engine": tesseract_version() or "tesseract", "languages": list(languages), "dpi": dpi,
-                         "min_confidence": min_confidence}
+                         "min_confidence": min_confidence, **({"missing": missing} if missing else {})}
     return out
+
+
+def _auto_languages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, float]], todo: list[int],
+                    blank: set[int], images: dict[int, list[tuple[int, int, float]]],
+                    read: dict[int, tuple[str, OcrPage]], *,
+                    dpi: int, timeout_s: float, max_pixels: int) -> tuple[list[str], list[str]]:
+    """ingest.ocr_languages "auto" (ingest.ocr_languages module): (languages to read with, those wanted but
+    not installed). Without a text layer to say, the first page to read is probed with every installed
+    language; it lands in `read` when the choice is the probe's own set (it is not read twice). Pages with
+    too little text layer to count (`blank`) say nothing of the language."""
+    have = installed(tool("tesseract"))
+    codes = text_languages(texts, blank)
+    probe: list[str] = []
+    text, found = "", OcrPage(0.0, [])
+    if not codes and todo:
+        probe = probe_set(have)
+        try:
+            check_images(images.get(todo[0], []), max_pixels)
+            text, found = ocr_page(path, todo[0], sizes[todo[0]], "+".join(probe), dpi, timeout_s, max_pixels)
+        except OcrError:
+            pass  # the page fails again, alone, when it is read with the choice
+        codes = text_languages({todo[0]: text}, set())
+    chosen, missing = choose(codes, have)
+    if probe and chosen == probe and text:
+        read[todo[0]] = (text, found)
+    return chosen, missing

@@ -458,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-drawings", action="store_true",
                         help="parse whole content streams (ingest.drop_drawings = false)")
     parser.add_argument("--ocr", default="off", help="auto, off or always (ingest.ocr)")
-    parser.add_argument("--ocr-languages", default="eng", help="Tesseract languages, '+'-joined")
+    parser.add_argument("--ocr-languages", default="auto",
+                        help="Tesseract languages, '+'-joined, or auto (ingest.ocr_languages)")
     parser.add_argument("--ocr-dpi", type=int, default=300)
     parser.add_argument("--ocr-timeout-s", type=float, default=60.0, help="CPU-seconds per page and program")
     parser.add_argument("--ocr-max-pixels", type=int, default=60_000_000)

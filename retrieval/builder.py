@@ -179,6 +179,7 @@ def collect_entries(
     """
     from ingest.discover import find_pdfs, sha256_file
     from ingest.ocr import unread_notes
+    from ingest.ocr_languages import languages_arrived
 
     report = IngestReport(parent=base.id if base else None)
     base_manuals: list[dict[str, Any]] = list(base.manifest.get("manuals", [])) if base else []
@@ -209,6 +210,7 @@ def collect_entries(
     report.failed += [failure(p, msg) for p, msg in errors]
     by_name = {m["file_name"]: m for m in base_manuals}
     base_shas = {m["sha256"] for m in base_manuals}
+    ocr_arrived = languages_arrived(base_manuals)
     names_in_batch: dict[str, str] = {}
     shas_in_batch: set[str] = set()
     to_parse: list[Path] = []
@@ -227,7 +229,9 @@ def collect_entries(
             continue
         names_in_batch[path.name] = sha
         shas_in_batch.add(sha)
-        if sha in base_shas:
+        if sha in ocr_arrived:  # parsed again below, its scanned pages now read in their language
+            report.unread.append((str(path), f"scanned pages read again: {ocr_arrived[sha]} installed since"))
+        if sha in base_shas and sha not in ocr_arrived:
             try:
                 store_original(path, sha)
             except ValueError as exc:
@@ -272,7 +276,8 @@ def collect_entries(
                 report.failed.append(failure(source or parsed.file_name, str(entry)))
                 continue
             fresh[parsed.sha256] = entry
-            report.unread += [(str(source or parsed.file_name), note) for note in unread_notes(parsed.unread)]
+            notes = unread_notes(parsed.unread, parsed.ocr_engine, len(parsed.ocr))
+            report.unread += [(str(source or parsed.file_name), note) for note in notes]
             report.pages += parsed.page_count
             (report.changed if parsed.file_name in by_name else report.added).append(parsed.file_name)
         waited = time.perf_counter()

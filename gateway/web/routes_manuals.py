@@ -112,7 +112,8 @@ class ManualsController(Controller):
         job_id = jobs.submit("ingest", work, message=f"ingest {name}")
         return UploadAccepted(job=job_id, job_url=f"/api/v1/jobs/{job_id}", file_name=name,
                               sha256=parsed.sha256, pages=parsed.page_count,
-                              pages_without_text=parsed.pages_without_text, unread=unread_notes(parsed.unread))
+                              pages_without_text=parsed.pages_without_text,
+                              unread=unread_notes(parsed.unread, parsed.ocr_engine, len(parsed.ocr)))
 
     @get("/jobs/{job_id:str}", guards=[reader_guard], summary="Progress of an ingest job")
     async def job(self, jobs: NamedDependency[JobRunner], job_id: FromPath[str]) -> Job:

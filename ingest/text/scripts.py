@@ -23,6 +23,8 @@ _HANGUL_RE = re.compile(f"[{HANGUL}]")
 # A PDF's text layer breaks Chinese and Japanese lines anywhere, also inside a word: the break (and
 # any spaces around it) between two such characters is not a word boundary. Korean keeps its spaces.
 _BROKEN_LINE = re.compile(f"(?<=[{HAN}{KANA}])\\s+(?=[{HAN}{KANA}])")
+# Han, kana and the ideographic punctuation and full-width forms set between them ("，", "。", "“")
+_UNSPACED = re.compile(f"[{HAN}{KANA}\u3000-\u303f\uff00-\uffef]")
 
 
 def is_cjk(ch: str) -> bool:
@@ -43,3 +45,9 @@ def script_counts(text: str) -> dict[str, int]:
 def join_cjk_lines(text: str) -> str:
     """Whitespace between two Chinese or Japanese characters removed (a wrapped line, not a space)."""
     return _BROKEN_LINE.sub("", text)
+
+
+def joins_unspaced(before: str, after: str) -> bool:
+    """Whether two words read on one line (OCR gives each Chinese word apart) are written without a space
+    between them: either side is Chinese or Japanese script or its punctuation. Korean keeps its spaces."""
+    return bool(before and after and (_UNSPACED.match(before[-1]) or _UNSPACED.match(after[0])))
