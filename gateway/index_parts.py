@@ -8,6 +8,7 @@ A mixin so that the CLI, the app and tests keep calling these on the one root; t
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
@@ -82,7 +83,27 @@ class IndexParts:
                 e = self.settings.embedding
                 self._companion_folder = companion_setting(self.settings)
                 self._embedder = load_embedder(e.model, batch_size=e.batch_size, companion=self._companion_folder)
+                if self._companion_folder and e.companion.strip().lower() == "auto":
+                    self._embedder = self._without_failing_companion(self._embedder)
             return self._embedder
+
+    def _without_failing_companion(self, embedder: Embedder) -> Embedder:
+        """"auto" found a companion; one that fails its self-check on this machine (retrieval.embedders.
+        self_check: it loads, and embeds noise here) is passed over with a warning, as one that was never
+        converted: searching with it would rank by noise, failing every search would lose what MiniLM finds."""
+        from retrieval.embedders import load_embedder
+        from retrieval.embedders.dual import companion_of
+
+        try:
+            loaded = companion_of(embedder)  # a Protocol check: reads .dim, which loads the model
+            if loaded is not None:
+                loaded.encode_query("self-check")  # loads the model: the self-check runs first
+        except RetrievalError as exc:
+            logging.getLogger("manualqa").warning("embedding.companion = \"auto\": %s; searching without it", exc)
+            self._companion_folder = ""
+            e = self.settings.embedding
+            return load_embedder(e.model, batch_size=e.batch_size)
+        return embedder
 
     @property
     def sentence_cache(self) -> VectorCache:

@@ -36,6 +36,7 @@ import importlib.util
 import json
 import mmap
 import os
+import platform
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -55,6 +56,7 @@ from retrieval.embedders.base import (
     check_batch_size,
     file_sha256,
 )
+from retrieval.embedders.self_check import failure
 from retrieval.embedders.unigram import UnigramTokenizer, UnsupportedTokenizer
 from retrieval.types import RetrievalError, failed_agreement
 
@@ -302,8 +304,28 @@ class OnnxEmbedder:
                 if not isinstance(width, int):
                     raise RetrievalError(f"{self.onnx_file}: output has no fixed embedding size ({width})")
                 self._inputs = {i.name for i in session.get_inputs()}
-                self._tokenizer, self._dim, self._session = tokenizer, width, session
+                self._dim = width
+                self._self_check(session, tokenizer)
+                self._tokenizer, self._session = tokenizer, session
             return self._session, self._tokenizer
+
+    def _self_check(self, session: InferenceSession, tokenizer: Tokenizer | UnigramTokenizer) -> None:
+        """Known questions answered right on this machine before the model is used (retrieval.embedders.
+        self_check): a session that loads but embeds noise here (an int8 kernel this CPU mishandles) is
+        refused with the reason, never searched with."""
+        def embed(prompt: str) -> Callable[[list[str]], np.ndarray]:
+            def run(texts: list[str]) -> np.ndarray:
+                clean = [prompt + unicodedata.normalize("NFKC", t).strip() for t in texts]
+                return np.concatenate([self._embed_batch([e], session) for e in tokenizer.encode_batch(clean)])
+            return run
+
+        why = failure(embed(self.query_prompt), embed(self.document_prompt), self.multilingual)
+        if why is not None:
+            import onnxruntime
+
+            raise RetrievalError(f"ONNX embedding model {self.onnx_file} fails its self-check on this machine: {why} "
+                                 f"(onnxruntime {onnxruntime.__version__}, {platform.machine()}); its vectors would "
+                                 "rank passages by noise, so it is not used (docs/operations.md, Embedder self-check)")
 
     def _new_session(self, threads: int) -> InferenceSession:
         import onnxruntime as ort
