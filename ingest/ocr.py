@@ -31,6 +31,7 @@ from typing import TypedDict
 from ingest.child_wait import run_child
 from ingest.models import OcrPage
 from ingest.ocr_languages import AUTO, choose, installed, missing_note, probe_set, text_languages
+from ingest.ocr_merge import merge
 from ingest.text.scripts import joins_unspaced as joins
 
 MODES = ("auto", "off", "always")
@@ -287,9 +288,12 @@ def parse_tsv(tsv: str) -> tuple[str, OcrPage]:
 
 def chunk_confidence(page: OcrPage, start: int, end: int, min_confidence: float
                      ) -> tuple[float | None, tuple[tuple[int, int], ...]]:
-    """(mean confidence of the words in text[start:end], their doubtful spans relative to start)."""
+    """(mean confidence of the words in text[start:end], their doubtful spans relative to start); None for
+    a span no OCR word touches: the text layer's own text on a page OCR added lines to (ingest.ocr_merge)."""
     inside = [w for w in page.words if w[5] >= start and w[6] <= end]
     if not inside:
+        if page.words and not any(w[6] > start and w[5] < end for w in page.words):
+            return None, ()
         return (page.confidence if page.words else 0.0), ()
     mean = round(sum(w[4] for w in inside) / len(inside), 1)
     doubtful = tuple((int(w[5]) - start, int(w[6]) - start) for w in inside if w[4] < min_confidence)
@@ -345,9 +349,12 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
         if page in blank and ocr_chars < min_chars:
             unread[page] = NOTHING_FOUND
             continue
-        # a page with some text layer keeps it unless OCR read more ("always": unless OCR read nothing)
+        # a page with some text layer keeps it unless OCR read more ("always": unless OCR read nothing);
+        # "auto" keeps a usable text layer whole and adds the lines only OCR read (ingest.ocr_merge)
         if ocr_chars >= min_chars and (mode == "always" or ocr_chars > chars[page]):
-            replaced[page], pages[page] = text, found
+            merged = merge(texts[page], text, found) if mode == "auto" and page not in blank else (text, found)
+            if merged is not None:
+                replaced[page], pages[page] = merged
     out["text"], out["ocr"] = replaced, pages
     if pages:
         out["engine"] = {"engine": tesseract_version() or "tesseract", "languages": list(languages), "dpi": dpi,

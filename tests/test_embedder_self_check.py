@@ -75,8 +75,9 @@ def test_a_model_that_gives_one_vector_to_every_text_is_refused(collapsed: Path)
     from retrieval.embedders.onnx import OnnxEmbedder
 
     embedder = OnnxEmbedder(f"onnx:{collapsed}")  # loads lazily: constructing it is fine
-    with pytest.raises(RetrievalError, match=r"fails its self-check on this machine: it gives every text nearly the "
-                                             r"same vector \(passages on unrelated topics at cosine (0\.9[7-9]\d|1\.000) or more"):
+    with pytest.raises(RetrievalError, match=r"fails its self-check on this machine: it gives every text nearly "
+                                             r"the same vector \(passages on unrelated topics at cosine "
+                                             r"(0\.9[7-9]\d|1\.000) or more"):
         embedder.encode(["Clean the filter."])
     with pytest.raises(RetrievalError, match="self-check"):  # and again: never half-loaded
         embedder.encode_query("fuse?")

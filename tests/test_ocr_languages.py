@@ -23,8 +23,9 @@ from ingest.ocr_languages import choose, text_languages
 pytestmark = pytest.mark.timeout(600)
 
 JIELI = Path(__file__).resolve().parent.parent / "eval" / "zh-dev2" / "manuals" / "jieli_usb_updater_tool_v4.pdf"
-# Words only page 3's screenshots hold (its text layer is the running header and two lines)
-ON_SCREENSHOT = ("检测更新", "最新版本")
+# Page 3: a line of its text layer, and words only its screenshots hold (a dialog's menu entry)
+TEXT_LAYER = "先弹出一个小窗口，点击“检测更新”，确保是最新版本，如果不是最新版本，则按照更新"
+ON_SCREENSHOT = ("打开其他工具",)
 
 
 def tessdata() -> Path:
@@ -72,9 +73,15 @@ def test_screenshots_of_a_chinese_manual_are_read_in_chinese(folder: Path, two_p
     assert "missing" not in entry["ocr"]
     text = version.chunks.page_text(entry["sha256"], 2)
     assert text and all(word in text for word in ON_SCREENSHOT), text[:400]
-    assert "小窗口" in text  # one word per Chinese character from Tesseract, joined without spaces
-    hits = search(store, embedder, "怎么检测更新？", SearchParams(k=3))
-    assert hits[0].page == 2 and hits[0].source == "ocr", [(h.page, h.text[:30]) for h in hits]
+    # the text layer's own lines stay as typed (OCR reads them worse: straight quotes at best) and come first;
+    # OCR adds the lines it alone read, one word per Chinese character from Tesseract joined without spaces
+    assert TEXT_LAYER in text and text.index(TEXT_LAYER) < text.index(ON_SCREENSHOT[0]), text[:600]
+    assert text.count("检测更新") == 1
+    hits = search(store, embedder, "打开其他工具", SearchParams(k=3))
+    assert any(h.page == 2 and h.source == "ocr" and "打开其他工具" in h.text for h in hits), [
+        (h.page, h.source, h.text[:30]) for h in hits]
+    words = version.chunks.ocr_page(entry["sha256"], 2)
+    assert words is not None and "打开" in [text[int(w[5]):int(w[6])] for w in words.words]
 
 
 def test_a_scan_without_text_layer_is_probed_for_its_language(folder: Path) -> None:
@@ -86,7 +93,7 @@ def test_a_scan_without_text_layer_is_probed_for_its_language(folder: Path) -> N
     scan.write_bytes(image_pdf([image_page(raster, 200)], [(raster[0], raster[1])]))
     parsed = parse_pdf(scan, ParseLimits())
     assert parsed.ocr_engine["languages"] == ["chi_sim", "eng"] and sorted(parsed.ocr) == [1]
-    assert any(word in parsed.pages[0].text for word in ON_SCREENSHOT), parsed.pages[0].text[:400]
+    assert "检测更新" in parsed.pages[0].text and "打开其他工具" in parsed.pages[0].text, parsed.pages[0].text[:400]
 
 
 def test_missing_language_data_is_named_then_read_once_installed(folder: Path, two_pages: Path, embedder: Any,
@@ -107,7 +114,8 @@ def test_missing_language_data_is_named_then_read_once_installed(folder: Path, t
                      "install tesseract-ocr-chi-sim, then ingest again"], notes
     entry = store.open().manifest["manuals"][0]
     assert entry["ocr"]["languages"] == ["eng"] and entry["ocr"]["missing"] == ["chi_sim"]
-    assert not any(word in store.open().chunks.page_text(entry["sha256"], 2) for word in ON_SCREENSHOT)
+    english_read = store.open().chunks.page_text(entry["sha256"], 2)
+    assert TEXT_LAYER in english_read and not any(word in english_read for word in ON_SCREENSHOT)
 
     # the data is there now (TESSDATA_PREFIX gone): the same file is parsed again, not kept
     second = store.ingest([two_pages], embedder, ChunkParams(), ParseLimits())
@@ -153,3 +161,25 @@ def test_languages_come_from_the_text_layer_and_english_is_always_read() -> None
     assert choose([], {"eng"}) == (["eng"], [])
     with pytest.raises(ValueError, match="stands alone"):
         ParseLimits(ocr_languages=("auto", "deu"))
+
+
+def test_ocr_adds_to_a_text_layer_only_the_lines_it_lacks() -> None:
+    """ingest.ocr_merge: OCR lines the text layer holds (read worse) are dropped, the others follow it with
+    their words moved; a chunk of the text layer's own text is not OCR text (no confidence)."""
+    from ingest.ocr import chunk_confidence
+    from ingest.ocr_merge import merge
+
+    layer = "1、工具一来上电，红灯和绿灯同时闪一下。\n2、当 JTAG连接失败时，红灯和绿灯都会闪烁。\n"
+    ocr_text, page = parse_tsv(_tsv([(1, "2、当"), (1, "JTAG"), (1, "连接"), (1, "失败"), (1, "时，"), (1, "红灯"),
+                                     (1, "和"), (1, "绿灯"), (1, "都会"), (1, "内烁。"), (2, "isd_download.exe"),
+                                     (2, "141"), (2, "KB"), (3, "L")]))
+    merged = merge(layer, ocr_text, page)
+    assert merged is not None
+    text, words = merged
+    assert text == layer.rstrip() + "\n\nisd_download.exe 141 KB"  # "内烁" (misread) and the speck "L" dropped
+    assert [text[int(w[5]):int(w[6])] for w in words.words] == ["isd_download.exe", "141", "KB"]
+    assert words.confidence == 90.0
+    assert chunk_confidence(words, 0, len(layer.rstrip()), 80.0) == (None, ())
+    assert chunk_confidence(words, 0, len(text), 80.0) == (90.0, ())
+    assert merge(layer, parse_tsv(_tsv([(1, "红灯"), (1, "和"), (1, "绿灯"), (1, "同时"), (1, "闪"), (1, "一下")]))[0],
+                 OcrPage(0.0, [])) is None  # nothing new
