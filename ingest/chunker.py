@@ -63,9 +63,13 @@ def chunk_manual(parsed: ParsedManual, params: ChunkParams = ChunkParams()) -> l
         if page.number in skip or not page.text.strip():
             continue
         kept_here = {key for key, first in first_pages.items() if first == page.number}
-        pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture - kept_here, params)
-        page_language = detect(page.text, manual_language) or manual_language if pieces else manual_language
         ocr = parsed.ocr.get(page.number)
+        # a text layer OCR added lines to (ingest.ocr_merge): no chunk mixes the two, so the typed text is
+        # quoted and ranked as text, not at the confidence of the pictures' words after it
+        added = int(min(w[5] for w in ocr.words)) if ocr is not None and ocr.words else 0
+        pieces, heading = _page_pieces(page.number, page.text, heading, headings, furniture - kept_here, params,
+                                       added)
+        page_language = detect(page.text, manual_language) or manual_language if pieces else manual_language
         for n, piece in enumerate(pieces):
             raw = page.text[piece.start:piece.end]
             text = raw.strip()
@@ -104,8 +108,9 @@ def _running_lines(parsed: ParsedManual) -> tuple[set[str], dict[str, int]]:
 
 
 def _page_pieces(number: int, text: str, heading: str, headings: Headings, furniture: set[str],
-                 params: ChunkParams) -> tuple[list[_Piece], str]:
-    """Chunk spans of one page, and the heading in force at the end of the page."""
+                 params: ChunkParams, added: int = 0) -> tuple[list[_Piece], str]:
+    """Chunk spans of one page, and the heading in force at the end of the page; `added` > 0: where text
+    OCR added after the text layer begins (no chunk spans it)."""
     lines: list[tuple[int, int, str]] = []  # (start, end, stripped text) of non-empty lines
     pos = 0
     for raw in text.split("\n"):
@@ -143,7 +148,8 @@ def _page_pieces(number: int, text: str, heading: str, headings: Headings, furni
     while i < len(lines):
         # a line left out between the previous line and this one (a running footer the text layer set
         # before the page's last paragraph): the chunk text, a slice of the page, must not span it
-        if i and bisect_right(starts, lines[i - 1][0]) < bisect_right(starts, lines[i][0]) - 1:
+        if i and (bisect_right(starts, lines[i - 1][0]) < bisect_right(starts, lines[i][0]) - 1
+                  or lines[i - 1][0] < added <= lines[i][0]):
             sections.append((start, lines[i - 1][1], heading, block))
             start, block = lines[i][0], block + 1
         found = headings.at(number, texts, i, furniture)

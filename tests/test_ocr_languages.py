@@ -80,6 +80,10 @@ def test_screenshots_of_a_chinese_manual_are_read_in_chinese(folder: Path, two_p
     hits = search(store, embedder, "打开其他工具", SearchParams(k=3))
     assert any(h.page == 2 and h.source == "ocr" and "打开其他工具" in h.text for h in hits), [
         (h.page, h.source, h.text[:30]) for h in hits]
+    # no passage mixes the two: the typed line is text (no OCR confidence, no doubt), the pictures' words OCR
+    typed = [h for h in search(store, embedder, "检测更新 最新版本", SearchParams(k=5)) if TEXT_LAYER in h.text]
+    assert typed and all(h.source == "text" and h.ocr_confidence is None and ON_SCREENSHOT[0] not in h.text
+                         for h in typed), [(h.page, h.source, h.text[:40]) for h in typed]
     words = version.chunks.ocr_page(entry["sha256"], 2)
     assert words is not None and "打开" in [text[int(w[5]):int(w[6])] for w in words.words]
 
