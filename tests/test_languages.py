@@ -254,6 +254,11 @@ def test_a_chinese_quantity_word_asks_only_beside_how_much() -> None:
 
     assert asked_quantities("SoC 进了低功耗睡眠，怎么把它叫醒？") == []  # a low-power sleep mode, no value asked
     assert asked_quantities("额定功率是多少？") == ["power"]
+    # the unit asks too, beside its "how many": volts, milliamps, watts
+    assert asked_quantities("开发板要接几伏的电源？") == ["voltage"]
+    assert asked_quantities("待机时耗多少毫安？") == ["current"]
+    assert asked_quantities("这个电源适配器是几瓦的？") == ["power"]
+    assert asked_quantities("伏特表接在哪里？") == []  # no "how many": a meter, not a value
 
 
 def test_a_question_outside_english_skips_the_english_sentence_step(gw: Any) -> None:

@@ -66,10 +66,13 @@ KINDS: dict[str, tuple[str, str]] = {
 # The same questions in Chinese and German (a compound holds the word: "Betriebstemperatur", "输入电压").
 # German "Druck" is also a print and "Strom" electricity at large: only their unambiguous compounds ask.
 # A Chinese quantity word asks for a value only beside a "how much" word (低功耗睡眠 is a sleep mode).
+# The unit itself asks too, after its "how many" ("几伏", "多少毫安", "多少瓦"): 伏 volt, 安培/毫安 ampere,
+# 瓦 watt, 公斤/千克 kilogram, 赫兹 hertz, 毫米/厘米 mm/cm, 摄氏 Celsius (not 度 alone: an angle too).
 ZH_KINDS: dict[str, str] = {
-    "voltage": r"电压", "current": r"电流", "power": r"功率|功耗", "temperature": r"温度",
-    "pressure": r"压力|气压", "duration": r"时间|寿命", "length": r"长度|距离|尺寸", "mass": r"重量",
-    "frequency": r"频率|主频", "torque": r"扭矩|力矩", "humidity": r"湿度", "memory": r"内存|存储容量",
+    "voltage": r"电压|伏", "current": r"电流|安培|毫安", "power": r"功率|功耗|瓦", "temperature": r"温度|摄氏",
+    "pressure": r"压力|气压", "duration": r"时间|寿命", "length": r"长度|距离|尺寸|毫米|厘米",
+    "mass": r"重量|公斤|千克",
+    "frequency": r"频率|主频|赫兹", "torque": r"扭矩|力矩", "humidity": r"湿度", "memory": r"内存|存储容量",
     "resolution": r"分辨率",
 }
 ZH_HOW_MUCH = re.compile(r"多少|多大|多高|多长|多重|多久|几|范围|最大|最小|最高|最低|额定|是什么")
