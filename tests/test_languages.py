@@ -244,6 +244,13 @@ def test_quantities_asked_and_stated_in_chinese_and_german() -> None:
     assert asked_quantities("驱动器的输入电压范围是多少？") == ["voltage"]
     assert asked_quantities("Wie hoch ist die Betriebstemperatur?") == ["temperature"]
     assert asked_quantities("Wo wird das Gerät gedruckt?") == []  # "Druck" is also a print: no pressure
+    # "Spannung" is also mechanical tension: only the electrical compounds and "welche Spannung" ask for volts
+    assert asked_quantities("Die Gewindestange steht unter Spannung, woran liegt das?") == []
+    assert asked_quantities("Wie stelle ich die Riemenspannung ein?") == []
+    assert asked_quantities("Welche Betriebsspannung braucht das Netzteil?") == ["voltage"]
+    assert asked_quantities("Welche Spannung liefert das Netzteil?") == ["voltage"]
+    assert asked_quantities("Wie viel Watt hat die Spindel?") == ["power"]
+    assert asked_quantities("Auf welchen Motorstrom stelle ich die Treiber ein?") == ["current"]
     assert states("输入电压范围为12V至24V", "voltage")  # the unit against a CJK character
     assert states("工作温度为-20℃至60℃", "temperature")
     assert not states("输入电压范围见第3章", "voltage")

@@ -77,9 +77,15 @@ ZH_KINDS: dict[str, str] = {
 }
 ZH_HOW_MUCH = re.compile(r"多少|多大|多高|多长|多重|多久|几|范围|最大|最小|最高|最低|额定|是什么")
 DE_KINDS: dict[str, str] = {
-    "voltage": r"spannung",
-    "current": r"stromaufnahme|stromverbrauch|stromstärke|ausgangsstrom|eingangsstrom|wie viel strom",
-    "power": r"leistungsaufnahme|nennleistung|wattzahl",
+    # "Spannung" is also mechanical tension ("unter Spannung", Riemen-, Vor-, Federspannung): only the electrical
+    # compounds and "welche Spannung" ask for volts
+    "voltage": r"(?:betriebs|eingangs|ausgangs|versorgungs|nenn|netz|lade|akku|batterie|gleich|wechsel|hoch|nieder"
+               r"|klein|steuer|signal|logik|referenz|speise|anschluss|motor|spitzen|leerlauf)spannung"
+               r"|spannungs(?:bereich|versorgung|quelle|wert)|(?:welche|wie viel|wieviel|wie hohe?)\s+spannung"
+               r"|\bvolt\b",
+    "current": r"stromaufnahme|stromverbrauch|stromstärke|ausgangsstrom|eingangsstrom|wie viel strom|motorstrom"
+               r"|spulenstrom|phasenstrom|\bampere\b",
+    "power": r"leistungsaufnahme|nennleistung|wattzahl|\bwatt\b",
     "temperature": r"temperatur(?!e)",
     "pressure": r"betriebsdruck|luftdruck",
     "duration": r"wie lange|lebensdauer",
