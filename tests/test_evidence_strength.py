@@ -93,4 +93,16 @@ def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
     strong, ev = evidence_is_strong([german], 0.36, question_language="en")
     assert strong and ev["cross_language"] is True
     unrelated = dataclasses.replace(german, term_score=CROSS_MIN_TERMS - 0.05)
-    assert evidence_is_strong([unrelated], 0.36, question_language="en")[0] is False
+    weak, ev = evidence_is_strong([unrelated], 0.36, question_language="en")
+    assert weak is False and ev["word_share"] == round(CROSS_MIN_TERMS - 0.05, 4)
+    # the not-found flag names what decided: the words, not the English cosine that did not count
+    from gateway.answer.pipeline import _weakness
+    from gateway.config import AnswerSettings
+
+    found = _weakness("How do I purge the LNG line?", [unrelated], False, ev, AnswerSettings())
+    assert found is not None and found.flag == f"weak_evidence: word share {ev['word_share']} below {CROSS_MIN_TERMS}"
+    english = dataclasses.replace(unrelated, language="en")
+    weak, ev = evidence_is_strong([english], 0.36, question_language="en")
+    assert "word_share" not in ev
+    found = _weakness("How do I purge the LNG line?", [english], False, ev, AnswerSettings())
+    assert found is not None and found.flag == "weak_evidence: best similarity 0.2"

@@ -25,6 +25,8 @@ class Strength(TypedDict, total=False):
     best_similarity: float | None  # the best cosine of the question to a passage (None: no passage)
     agree: bool  # dense and lexical search agree on a top passage
     cross_language: bool  # only when true: the question and the first passage are in different languages
+    word_share: float  # outside English, where the question's words decide: the best share a passage holds
+    word_share_floor: float  # ... and the share that makes evidence (OTHER_MIN_TERMS, CROSS_MIN_TERMS)
 
 
 class Event(msgspec.Struct, frozen=True, tag_field="type"):

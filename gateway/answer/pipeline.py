@@ -119,10 +119,12 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: floa
     strong = best >= min_similarity or (agree and best >= min_similarity - AGREE_RELIEF)
     passage_language = hits[0].language
     cross = bool(question_language and passage_language and question_language != passage_language)
+    evidence: Strength = {"best_similarity": round(best, 4), "agree": agree}
     if question_language and passage_language and (cross or question_language != "en"):
         share = max((h.term_score or 0.0) for h in hits)
-        strong = share >= (CROSS_MIN_TERMS if cross else OTHER_MIN_TERMS)
-    evidence: Strength = {"best_similarity": round(best, 4), "agree": agree}
+        floor = CROSS_MIN_TERMS if cross else OTHER_MIN_TERMS
+        strong = share >= floor
+        evidence["word_share"], evidence["word_share_floor"] = round(share, 4), floor
     if cross:
         evidence["cross_language"] = True
     return strong, evidence
@@ -274,8 +276,10 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: Strength,
               settings: AnswerSettings) -> Weak | None:
     """Why the evidence cannot be shown as an answer (None: it can)."""
     if not strong:
-        return Weak(NOT_FOUND_TEXT if given else NO_PASSAGE_TEXT,
-                    AnswerFlag("weak_evidence", f"best similarity {ev['best_similarity']}"))
+        # name what decided: outside English the share of the question's words, else the best cosine
+        why = (f"word share {ev['word_share']} below {ev['word_share_floor']}" if "word_share" in ev
+               else f"best similarity {ev['best_similarity']}")
+        return Weak(NOT_FOUND_TEXT if given else NO_PASSAGE_TEXT, AnswerFlag("weak_evidence", why))
     # Only the first passage's manual counts: a value of the asked kind stated for another machine
     # (another manual, brought up by one close sentence) does not answer for this one.
     first = [h for h in given if h.manual_sha256 == given[0].manual_sha256]
