@@ -30,7 +30,7 @@ from typing import TypedDict
 
 from ingest.child_wait import run_child
 from ingest.models import OcrPage
-from ingest.ocr_languages import AUTO, choose, installed, missing_note, probe_set, text_languages
+from ingest.ocr_languages import AUTO, choose, installed, missing_note, package, probe_set, text_languages
 from ingest.ocr_merge import merge
 from ingest.text.scripts import joins_unspaced as joins
 
@@ -125,17 +125,17 @@ def tesseract_version() -> str | None:
     return first[0].strip() if first else None
 
 
-def check_languages(languages: tuple[str, ...] | list[str]) -> str:
-    """Tesseract's -l argument ("eng+deu"), after checking each language's data is installed."""
+def check_languages(languages: tuple[str, ...] | list[str], have: set[str] | None = None) -> str:
+    """Tesseract's -l argument ("eng+deu"), after checking each language's data is installed (`have`: what
+    `tesseract --list-langs` said, when the caller already asked)."""
     bad = [lang for lang in languages if not _LANG_RE.match(lang)]
     if bad or not languages:
         raise OcrUnavailable(f"not an OCR language name: {bad or 'none given'} (ingest.ocr_languages)")
-    out = subprocess.run([tool("tesseract"), "--list-langs"], capture_output=True, timeout=20, check=False)
-    have = set(out.stdout.decode("utf-8", "replace").split()[1:]) if out.returncode == 0 else set()
+    have = installed(tool("tesseract")) if have is None else have
     missing = [lang for lang in languages if have and lang not in have]
     if missing:
         raise OcrUnavailable(f"Tesseract has no data for {', '.join(missing)}: install "
-                             + " ".join(f"tesseract-ocr-{m.lower().replace('_', '-')}" for m in missing))
+                             + " ".join(package(m) for m in missing))
     return "+".join(languages)
 
 
@@ -330,10 +330,11 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
     missing: list[str] = []
     try:
         tool("pdftoppm")
+        have = installed(tool("tesseract"))
         if list(languages) == [AUTO]:
-            languages, missing = _auto_languages(path, texts, sizes, todo, set(blank), images, read,
+            languages, missing = _auto_languages(path, texts, sizes, todo, set(blank), images, read, have,
                                                  dpi=dpi, timeout_s=timeout_s, max_pixels=max_pixels)
-        lang = check_languages(tuple(languages))
+        lang = check_languages(tuple(languages), have)
     except (OcrUnavailable, OSError, subprocess.TimeoutExpired) as exc:
         unread.update({p: str(exc) for p in blank})
         return out
@@ -364,13 +365,12 @@ def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, 
 
 def _auto_languages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, float]], todo: list[int],
                     blank: set[int], images: dict[int, list[tuple[int, int, float]]],
-                    read: dict[int, tuple[str, OcrPage]], *,
+                    read: dict[int, tuple[str, OcrPage]], have: set[str], *,
                     dpi: int, timeout_s: float, max_pixels: int) -> tuple[list[str], list[str]]:
     """ingest.ocr_languages "auto" (ingest.ocr_languages module): (languages to read with, those wanted but
     not installed). Without a text layer to say, the first page to read is probed with every installed
     language; it lands in `read` when the choice is the probe's own set (it is not read twice). Pages with
     too little text layer to count (`blank`) say nothing of the language."""
-    have = installed(tool("tesseract"))
     codes = text_languages(texts, blank)
     probe: list[str] = []
     text, found = "", OcrPage(0.0, [])
