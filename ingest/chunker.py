@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ingest.headings import Headings, furniture_key
 from ingest.models import Chunk, ChunkParams, ParsedManual, ParseLimits
-from ingest.ocr import chunk_confidence
+from ingest.ocr_tsv import chunk_confidence
 from ingest.text.languages import detect
 from ingest.text.pagenumbers import is_page_number_line
 

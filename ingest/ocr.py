@@ -11,53 +11,41 @@ Which pages (ingest.ocr): "auto" reads pages with no text layer, or with too lit
 images that cover them (a scan with a stamped header); "always" reads every page; "off" none.
 The binaries are found lazily: a gateway without them still ingests and serves, and says which
 pages it could not read and what to install.
+
+Running the programs is ingest.ocr_tools, reading Tesseract's output ingest.ocr_tsv; the names imported
+`as` themselves below moved there and are still importable from here.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import os
 import re
-import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import unicodedata
 from pathlib import Path
 from typing import TypedDict
 
-from ingest.child_wait import run_child
 from ingest.models import OcrPage
 from ingest.ocr_languages import AUTO, choose, installed, missing_note, package, probe_set, text_languages
 from ingest.ocr_merge import merge
-from ingest.text.scripts import joins_unspaced as joins
+from ingest.ocr_tools import OcrError as OcrError
+from ingest.ocr_tools import OcrUnavailable, _run, page_images, tool
+from ingest.ocr_tools import tesseract_version as tesseract_version
+from ingest.ocr_tsv import chunk_confidence as chunk_confidence
+from ingest.ocr_tsv import parse_tsv as parse_tsv
 
 MODES = ("auto", "off", "always")
-INSTALL_HINT = "install tesseract-ocr (Debian: apt-get install tesseract-ocr tesseract-ocr-eng poppler-utils)"
 # "auto": a page whose images cover at least this share of it, and which holds fewer text-layer
 # characters than SPARSE_CHARS_PER_SQIN per square inch of image, is read from its image.
 IMAGE_COVERAGE = 0.5
 SPARSE_CHARS_PER_SQIN = 3.0
 MIN_DPI = 50
-WALL_FACTOR = 10  # a page program stuck (not using CPU) is stopped after this x its CPU limit in wall time
-# Starts a page program with its CPU limit in force, then becomes it (exec keeps the pid and the limit).
-_CPU_LIMITED = (
-    "import os, resource as r, sys\n"
-    "cpu, (_, hard) = int(sys.argv[1]), r.getrlimit(r.RLIMIT_CPU)\n"
-    "if hard == r.RLIM_INFINITY or hard > cpu + 1: r.setrlimit(r.RLIMIT_CPU, (cpu, cpu + 1))\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
 IMAGE_PIXELS_FACTOR = 10  # an image of more than this many times ocr_max_pixels is refused, not decoded
 # Why a page without text stayed unread: the first two are blank pages, not failures
 BLANK = "no text on the page"
 NOTHING_FOUND = "no text layer, and OCR found no text on the page image"
 OFF_REASON = "no text layer, and OCR is off (ingest.ocr)"
-_WORD_FLOOR = 20.0  # words Tesseract is less sure of than this are noise (photos, drawings): dropped
 _LANG_RE = re.compile(r"^[A-Za-z0-9_+-]{2,40}$")
-_CHAR_MAP = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-                           "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
 
 
 class OcrSettings(TypedDict):
@@ -81,14 +69,6 @@ class OcrRead(TypedDict):
     engine: dict[str, object]
 
 
-class OcrError(Exception):
-    """One page could not be read; the message says why (no file name: the caller adds the page)."""
-
-
-class OcrUnavailable(OcrError):
-    """The OCR programs or the language data are not installed: no page can be read."""
-
-
 def unread_notes(unread: dict[int, str], engine: dict[str, object] | None = None,
                  read_pages: int = 0) -> list[str]:
     """"could not read 2 pages (10, 11): <why>", one line a reason; blank pages are not counted. With
@@ -107,24 +87,6 @@ def unread_notes(unread: dict[int, str], engine: dict[str, object] | None = None
     return notes
 
 
-def tool(name: str) -> str:
-    """The path of `name` (tesseract, pdftoppm, pdfimages) or OcrUnavailable saying what to install."""
-    found = shutil.which(name)
-    if not found:
-        raise OcrUnavailable(f"{name} is not installed: {INSTALL_HINT}")
-    return found
-
-
-def tesseract_version() -> str | None:
-    """"tesseract 5.3.0" (what the manifest records), None when it is not installed."""
-    try:
-        out = subprocess.run([tool("tesseract"), "--version"], capture_output=True, timeout=20, check=False)
-    except (OcrError, OSError, subprocess.TimeoutExpired):
-        return None
-    first = (out.stdout or out.stderr).decode("utf-8", "replace").strip().splitlines()
-    return first[0].strip() if first else None
-
-
 def check_languages(languages: tuple[str, ...] | list[str], have: set[str] | None = None) -> str:
     """Tesseract's -l argument ("eng+deu"), after checking each language's data is installed (`have`: what
     `tesseract --list-langs` said, when the caller already asked)."""
@@ -137,28 +99,6 @@ def check_languages(languages: tuple[str, ...] | list[str], have: set[str] | Non
         raise OcrUnavailable(f"Tesseract has no data for {', '.join(missing)}: install "
                              + " ".join(package(m) for m in missing))
     return "+".join(languages)
-
-
-def page_images(path: Path, timeout_s: float) -> dict[int, list[tuple[int, int, float]]]:
-    """The images placed on each page, from `pdfimages -list` (no image is decoded): page ->
-    [(width px, height px, square inches on the page)]. {} when pdfimages is missing or fails: then
-    "auto" reads only the pages with no text at all, and no image is refused for its size."""
-    try:
-        out = subprocess.run([tool("pdfimages"), "-list", str(path)], capture_output=True,
-                             timeout=max(5.0, WALL_FACTOR * timeout_s), check=False, stdin=subprocess.DEVNULL)
-    except (OcrError, OSError, subprocess.TimeoutExpired):
-        return {}
-    found: dict[int, list[tuple[int, int, float]]] = {}
-    for line in out.stdout.decode("utf-8", "replace").splitlines()[2:]:
-        cols = line.split()
-        try:
-            page, width, height, xppi, yppi = int(cols[0]), int(cols[3]), int(cols[4]), float(cols[12]), float(cols[13])
-        except (IndexError, ValueError):
-            continue
-        if cols[2] in ("image", "stencil"):
-            sqin = (width / xppi) * (height / yppi) if xppi > 0 and yppi > 0 else 0.0
-            found.setdefault(page, []).append((width, height, sqin))
-    return found
 
 
 def needs_ocr(mode: str, text_chars: int, image_sqin: float, page_sqin: float, min_chars: int) -> bool:
@@ -193,36 +133,6 @@ def check_images(images: list[tuple[int, int, float]], max_pixels: int) -> None:
                            f"(over {IMAGE_PIXELS_FACTOR} x ingest.ocr_max_pixels)")
 
 
-def _run(command: list[str], cpu_s: float, what: str) -> tuple[bytes, str]:
-    """Run one program on a page under a CPU-time limit of its own (RLIMIT_CPU, set before it starts,
-    as ingest.sandbox does for the worker), so a busy box makes a page slower, never refused; a
-    program stuck without using CPU is stopped after WALL_FACTOR x that in wall-clock time."""
-    cpu = max(1, math.ceil(cpu_s))
-    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # one thread: the worker's share of the box
-    try:
-        # a program still using CPU at the backstop is starved by a busy box, not stuck: it gets more time
-        proc = run_child([sys.executable, "-I", "-S", "-c", _CPU_LIMITED, str(cpu), *command],
-                         WALL_FACTOR * cpu, stdin=subprocess.DEVNULL, env=env)
-    except subprocess.TimeoutExpired:
-        raise OcrError(f"{what} was not finished after {WALL_FACTOR * cpu} s of wall-clock time and was stopped: "
-                       f"it is stuck, or the box is overloaded ({WALL_FACTOR} x ingest.ocr_page_timeout_s)") from None
-    except OSError as exc:
-        raise OcrError(f"{what} could not be started ({exc.strerror or exc})") from None
-    if proc.returncode == -signal.SIGXCPU:
-        raise OcrError(f"{what} used more than {cpu} s of CPU time on the page and was stopped "
-                       "(ingest.ocr_page_timeout_s)")
-    if proc.returncode == -signal.SIGKILL:
-        raise OcrError(f"{what} was killed: over its {cpu} s CPU limit (ingest.ocr_page_timeout_s) or out of "
-                       "memory (ingest.memory_mb)")
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace")
-        if proc.returncode < 0 or "alloc" in err.lower() or "memory" in err.lower():
-            raise OcrError(f"{what} ran out of memory or crashed on the page image (ingest.memory_mb)")
-        last = (err.strip().splitlines() or ["no output"])[-1][:160]
-        raise OcrError(f"{what} failed (exit {proc.returncode}: {last})")
-    return proc.stdout, proc.stderr.decode("utf-8", "replace")
-
-
 def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi: int, timeout_s: float,
              max_pixels: int) -> tuple[str, OcrPage]:
     """Render page `page` of `path` and read it: (text, OcrPage); raises OcrError."""
@@ -241,63 +151,6 @@ def ocr_page(path: Path, page: int, size_pt: tuple[float, float], lang: str, dpi
     if damage and not page_words.words:
         raise OcrError(f"the page image is damaged and nothing could be read from it ({damage[0][:120]})")
     return text, page_words
-
-
-def parse_tsv(tsv: str) -> tuple[str, OcrPage]:
-    """Tesseract's TSV -> page text (a line per line, a blank line between paragraphs) and its words."""
-    rows = list(csv.reader(tsv.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE))
-    if not rows:
-        return "", OcrPage(0.0, [])
-    head = {name: i for i, name in enumerate(rows[0])}
-    if "level" not in head or "text" not in head:  # e.g. a TESSDATA_PREFIX without configs/tsv: plain text came
-        raise OcrError("Tesseract did not write its TSV output (is the tsv config in its tessdata/configs?)")
-    width = height = 0.0
-    parts: list[str] = []
-    words: list[list[float]] = []
-    last_line: tuple[str, ...] | None = None
-    last_par: tuple[str, ...] | None = None
-    length = 0
-    for row in rows[1:]:
-        if len(row) < len(head):
-            continue
-        level = row[head["level"]]
-        if level == "1":
-            width, height = float(row[head["width"]]), float(row[head["height"]])
-            continue
-        text = row[head["text"]].strip() if level == "5" else ""
-        conf = float(row[head["conf"]] or -1)
-        if not text or conf < _WORD_FLOOR or not width or not height:
-            continue
-        word = unicodedata.normalize("NFC", text).translate(_CHAR_MAP)
-        par = (row[head["block_num"]], row[head["par_num"]])
-        line = (*par, row[head["line_num"]])
-        sep = "" if last_line is None else (
-            ("" if joins(parts[-1], word) else " ") if line == last_line else "\n" if par == last_par else "\n\n")
-        last_line, last_par = line, par
-        parts.append(sep)
-        length += len(sep)
-        x, y = float(row[head["left"]]), float(row[head["top"]])
-        w, h = float(row[head["width"]]), float(row[head["height"]])
-        words.append([round(x / width, 4), round(y / height, 4), round((x + w) / width, 4),
-                      round((y + h) / height, 4), round(conf, 1), length, length + len(word)])
-        parts.append(word)
-        length += len(word)
-    mean = sum(w[4] for w in words) / len(words) if words else 0.0
-    return "".join(parts), OcrPage(round(mean, 1), words)
-
-
-def chunk_confidence(page: OcrPage, start: int, end: int, min_confidence: float
-                     ) -> tuple[float | None, tuple[tuple[int, int], ...]]:
-    """(mean confidence of the words in text[start:end], their doubtful spans relative to start); None for
-    a span no OCR word touches: the text layer's own text on a page OCR added lines to (ingest.ocr_merge)."""
-    inside = [w for w in page.words if w[5] >= start and w[6] <= end]
-    if not inside:
-        if page.words and not any(w[6] > start and w[5] < end for w in page.words):
-            return None, ()
-        return (page.confidence if page.words else 0.0), ()
-    mean = round(sum(w[4] for w in inside) / len(inside), 1)
-    doubtful = tuple((int(w[5]) - start, int(w[6]) - start) for w in inside if w[4] < min_confidence)
-    return mean, doubtful
 
 
 def read_pages(path: Path, texts: dict[int, str], sizes: dict[int, tuple[float, float]], *, mode: str,

@@ -72,7 +72,7 @@ def _tree_bytes(path: Path) -> int:
 def ocr_record(limits: ParseLimits) -> dict[str, object]:
     """What a version records of how pages without a text layer were read: the settings and the
     Tesseract that read them (None: not installed, so no page could be)."""
-    from ingest.ocr import tesseract_version
+    from ingest.ocr_tools import tesseract_version
 
     return {**limits.ocr_settings(), "tesseract": tesseract_version() if limits.ocr != "off" else None}
 

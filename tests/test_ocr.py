@@ -254,10 +254,10 @@ def test_a_page_over_its_cpu_limit_is_stopped(folder: Path, monkeypatch: pytest.
     Read in this process (ingest.pdf.extract, what the parse worker runs) so that the programs' wall-clock
     backstop, 10 x their 1 CPU-second, can be moved out of the way: in the nice-10 worker beside busy
     processes they may get a tenth of a core, and then the backstop raced the CPU limit."""
-    from ingest import ocr
+    from ingest import ocr_tools
     from ingest.pdf import extract
 
-    monkeypatch.setattr(ocr, "WALL_FACTOR", 600)
+    monkeypatch.setattr(ocr_tools, "WALL_FACTOR", 600)
     limits = ParseLimits(ocr_page_timeout_s=0.5, ocr_dpi=600)
     scan = scanned(folder, "scan_slow.pdf", [SCAN_LINES])
     with pytest.raises(IngestError, match=r"OCR failed: .* used more than 1 s of CPU time on the page and was "

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from ingest.models import ChunkParams, OcrPage, ParseLimits
-from ingest.ocr import parse_tsv
 from ingest.ocr_languages import choose, text_languages
+from ingest.ocr_tsv import parse_tsv
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -170,8 +170,8 @@ def test_languages_come_from_the_text_layer_and_english_is_always_read() -> None
 def test_ocr_adds_to_a_text_layer_only_the_lines_it_lacks() -> None:
     """ingest.ocr_merge: OCR lines the text layer holds (read worse) are dropped, the others follow it with
     their words moved; a chunk of the text layer's own text is not OCR text (no confidence)."""
-    from ingest.ocr import chunk_confidence
     from ingest.ocr_merge import merge
+    from ingest.ocr_tsv import chunk_confidence
 
     layer = "1、工具一来上电，红灯和绿灯同时闪一下。\n2、当 JTAG连接失败时，红灯和绿灯都会闪烁。\n"
     ocr_text, page = parse_tsv(_tsv([(1, "2、当"), (1, "JTAG"), (1, "连接"), (1, "失败"), (1, "时，"), (1, "红灯"),
