@@ -16,7 +16,7 @@ import pytest
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from retrieval.embedders.base import MINILM_CONFIG_DIR
-from retrieval.embedders.onnx import _read_tokenizer
+from retrieval.embedders.onnx_files import _read_tokenizer
 from retrieval.embedders.unigram import UnigramTokenizer, UnsupportedTokenizer
 
 TEXTS = [

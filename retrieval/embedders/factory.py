@@ -78,7 +78,7 @@ def _weights_recorded(spec: str, model_hash: str) -> str:
     """`spec`, or the name of the earlier weights of that built-in model whose hash the index records."""
     if not spec.startswith(ONNX_PREFIX) or not model_hash:
         return spec
-    from retrieval.embedders.onnx import SUPERSEDED
+    from retrieval.embedders.onnx_files import SUPERSEDED
 
     for older in SUPERSEDED.get(spec[len(ONNX_PREFIX):], ()):
         candidate = ONNX_PREFIX + older

