@@ -266,6 +266,11 @@ def test_a_chinese_quantity_word_asks_only_beside_how_much() -> None:
     assert asked_quantities("待机时耗多少毫安？") == ["current"]
     assert asked_quantities("这个电源适配器是几瓦的？") == ["power"]
     assert asked_quantities("伏特表接在哪里？") == []  # no "how many": a meter, not a value
+    # the "how much" asks within its own clause: a model and a count of chips, no memory size
+    assert asked_quantities("板子上的 DDR 内存是什么型号，一共几颗？") == []
+    assert asked_quantities("板上有几颗内存？") == []  # 几颗: a count of parts
+    assert asked_quantities("内存是多少，型号是什么？") == ["memory"]
+    assert asked_quantities("输入电压是什么？") == ["voltage"]  # the clause ends on 是什么
 
 
 def test_a_question_outside_english_skips_the_english_sentence_step(gw: Any) -> None:

@@ -75,7 +75,12 @@ ZH_KINDS: dict[str, str] = {
     "frequency": r"频率|主频|赫兹", "torque": r"扭矩|力矩", "humidity": r"湿度", "memory": r"内存|存储容量",
     "resolution": r"分辨率",
 }
-ZH_HOW_MUCH = re.compile(r"多少|多大|多高|多长|多重|多久|几|范围|最大|最小|最高|最低|额定|是什么")
+# The "how much" asks within its own clause ("内存是什么型号，一共几颗" asks for a model and a count of
+# chips, not a memory size): "是什么" only where the clause ends on it ("是什么型号" asks for a model), "几"
+# not before a classifier of things counted (几颗, 几个, 几根: a count of parts).
+ZH_HOW_MUCH = re.compile(r"多少|多大|多高|多长|多重|多久|几(?![颗个根块条片只台路位次种组款处])|范围|最大|最小|最高"
+                         r"|最低|额定|是什么(?=\s*(?:$|[？?，,。；;！!]))")
+_ZH_CLAUSES = re.compile(r"[，,。？?；;！!]")
 DE_KINDS: dict[str, str] = {
     # "Spannung" is also mechanical tension ("unter Spannung", Riemen-, Vor-, Federspannung): only the electrical
     # compounds and "welche Spannung" ask for volts
@@ -121,9 +126,9 @@ def asks_how_to(question: str) -> bool:
 def asked_quantities(question: str) -> list[str]:
     """The kinds of quantity the question plainly asks for ("how heavy" -> mass)."""
     low = _NOT_A_VALUE.sub(" ", question.lower())
-    zh = ZH_HOW_MUCH.search(low) is not None
+    zh = [clause for clause in _ZH_CLAUSES.split(low) if ZH_HOW_MUCH.search(clause)] if has_cjk(low) else []
     return [kind for kind, pattern in _ASKED.items()
-            if pattern.search(low) or zh and kind in _ASKED_ZH and _ASKED_ZH[kind].search(low)]
+            if pattern.search(low) or kind in _ASKED_ZH and any(_ASKED_ZH[kind].search(c) for c in zh)]
 
 
 def states(text: str, kind: str) -> bool:
