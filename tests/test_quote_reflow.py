@@ -111,3 +111,23 @@ def test_the_pipelines_quotes_have_no_wrapped_line_ends(gw: Services) -> None:
         assert [c.passage[s:e] for s, e in c.spans] == c.sentences
         assert c.passage.count("\n") < raw[c.chunk_id].count("\n"), c.passage
         assert c.to_dict()["passage"] == c.passage
+
+
+def test_a_comment_wrapped_over_slash_lines_is_joined() -> None:
+    """A manual that writes its instructions as "// " comments wraps a sentence over several of them
+    (eval/zh-dev's quick start): the sentence reads whole, its "// " continuation markers gone; a line of
+    code between comments, or a comment that ends a sentence, keeps its break."""
+    text = ("// 熟悉Vivado 和Xilinx FPGA 使用的用户应该了解，bitstream 文件烧录到FPGA 中\n"
+            "// 去之后FPGA 不能掉电，因为一旦掉电之后FPGA 烧录的内容即丢失，需要重新使用\n"
+            "// Vivado 的Hardware Manager 进行烧录方能使用。\nmake bit\n// 运行该命令将生成文件。\n// 下一步")
+    joined, where = reflow(text)
+    assert "烧录到FPGA 中去之后FPGA 不能掉电" in joined
+    assert "需要重新使用Vivado 的Hardware Manager" in joined
+    assert "方能使用。\nmake bit\n// 运行该命令将生成文件。\n// 下一步" in joined
+    assert len(where) == len(text) + 1 and joined[where[text.index("去之后")]] == "去"
+    # the one-line form the extractive answer quotes
+    assert "烧录到FPGA 中去之后FPGA" in unwrap_words(text)
+    english = ("// This command builds the bitstream for the board and writes the\n"
+               "// result into the obj folder of the project.\n// Next step")
+    assert reflow(english)[0] == ("// This command builds the bitstream for the board and writes the result into "
+                                  "the obj folder of the project.\n// Next step")

@@ -17,7 +17,9 @@ that only wraps a line, and keeps one that means something:
 - joined with a space: the rest ("... according to EN" + "60825 standard." -> one line);
 - joined without one: a word hyphenated at the line end ("con-\\nnector" -> "connector", as ingest joins
   it: lower case on both sides; "Raspberry-\\nPi" keeps its hyphen), and a wrapped line of Chinese or
-  Japanese (written without spaces: "波特率为" + "115200，" -> "波特率为115200，").
+  Japanese (written without spaces: "波特率为" + "115200，" -> "波特率为115200，");
+- a sentence a code comment wraps over lines that each begin "// " (a manual that writes its steps as
+  comments: "烧录到FPGA 中" + "// 去之后FPGA 不能掉电") joined by the same rules, the "// " going too.
 
 The first rule ("Clean" + "the Printer frequently.") is `join_short_lines` (EvidenceParams.join_short_lines,
 on as shipped; bench/experiments/answer_first.py measures the quotes with it off too).
@@ -37,6 +39,7 @@ from ingest.text.sentences import BULLETS
 WRAP_SHARE = 0.6  # a line this long (share of the passage's longest) ended because the column did
 LOWER_SHARE = 0.4  # ... and this long, when the next line goes on in lower case
 MIN_WORDS = 3  # a line of fewer words is a label, a cell or a list entry, not wrapped prose
+COMMENT = "//"  # a line of a code comment; two of them wrap one sentence as prose lines do
 
 _ITEM_RE = re.compile(rf"^(?:[{BULLETS}*\-–]\s|\d{{1,3}}[.)]\s|\(?[a-zA-Z0-9]\)\s)")
 _FIELD_RE = re.compile(r"^[^\s:]{1,24}:\s+\S")  # "ser: Get Serial Number", "DEBUG: ..."
@@ -48,16 +51,23 @@ _OPENERS = "(\"'“‘"
 _NO_SPACE_RE = re.compile(f"[{HAN}{KANA}]")  # written without spaces between words
 _BROKEN_WORD_RE = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_])")
 _BROKEN_CJK_RE = re.compile(f"(?<=[{HAN}{KANA}])[ \t]*\n[ \t]*(?=[{HAN}{KANA}])")
+_BROKEN_CJK_COMMENT_RE = re.compile(f"(?<=[{HAN}{KANA}])[ \t]*\n[ \t]*//[ \t]*(?=[{HAN}{KANA}])")
 
 
 def unwrap_words(text: str) -> str:
     """Words the PDF's line ends broke, whole again: "con-\\nnector" -> "connector", "Raspberry-\\nPi" ->
-    "Raspberry-Pi", Chinese or Japanese characters joined without a space; other breaks as they are."""
+    "Raspberry-Pi", Chinese or Japanese characters joined without a space, also across the "// " of a
+    comment that goes on ("烧录到FPGA 中\\n// 去之后"); other breaks as they are."""
     def word(m: re.Match[str]) -> str:
         before, after = text[m.start() - 1], text[m.end()]
         return "" if before.islower() and after.islower() else "-"
 
-    return _BROKEN_CJK_RE.sub("", _BROKEN_WORD_RE.sub(word, text))
+    def comment(m: re.Match[str]) -> str:
+        whole = m.string
+        line = whole[whole.rfind("\n", 0, m.start()) + 1:m.start()]
+        return "" if _comment(line) is not None else m.group(0)
+
+    return _BROKEN_CJK_RE.sub("", _BROKEN_CJK_COMMENT_RE.sub(comment, _BROKEN_WORD_RE.sub(word, text)))
 
 
 def _join(a: str, b: str, width: int, join_short_lines: bool = True) -> str | None:
@@ -108,6 +118,12 @@ def _width(lines: list[str]) -> int:
     return max(prose or [len(line.strip()) for line in lines] or [0])
 
 
+def _comment(line: str) -> str | None:
+    """The words of a "// " comment line (a manual that writes its instructions as code comments), else None."""
+    line = line.strip()
+    return line[len(COMMENT):].strip() if line.startswith(COMMENT) else None
+
+
 def reflow(text: str, join_short_lines: bool = True) -> tuple[str, list[int]]:
     """(text with its wrapped line ends joined, where each index of `text` went; see the module doc).
 
@@ -119,7 +135,12 @@ def reflow(text: str, join_short_lines: bool = True) -> tuple[str, list[int]]:
     for a, b in zip(lines, lines[1:], strict=False):
         nl = offset + len(a)
         offset = nl + 1
-        joined = _join(a.strip(), b.strip(), width, join_short_lines)
+        said, goes_on = _comment(a), _comment(b)
+        in_comment = said is not None and goes_on is not None
+        if in_comment:  # a comment wrapped over "// " lines: joined as prose is
+            joined = _join(said or "", goes_on or "", width, join_short_lines)
+        else:
+            joined = _join(a.strip(), b.strip(), width, join_short_lines)
         if joined is None:
             continue
         start, end = nl, nl + 1
@@ -127,6 +148,10 @@ def reflow(text: str, join_short_lines: bool = True) -> tuple[str, list[int]]:
             start -= 1
         while end < len(text) and text[end] in " \t":
             end += 1
+        if in_comment:
+            end += len(COMMENT)
+            while end < len(text) and text[end] in " \t":
+                end += 1
         if joined == "-":
             edits.append((start - 1, end, ""))  # the hyphen and the break
         else:
