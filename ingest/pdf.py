@@ -28,6 +28,7 @@ from ingest.labels import page_labels
 from ingest.models import IngestError
 from ingest.ocr import BLANK
 from ingest.outline import read_outline
+from ingest.respace import respace_pages
 from ingest.worker_limits import die_with_parent, limit_memory, limit_time
 
 if TYPE_CHECKING:
@@ -383,6 +384,7 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
 
     if failed == page_count:
         raise IngestError("PDF is malformed: no page could be read")
+    pages, _replaced = respace_pages(path, pages, normalise_text)  # words glued together: poppler reads them
     read = _read_images(path, reader, pages, ocr)
     pages = [(n, read["text"].get(n, text)) for n, text in pages]
     without = [n for n, text in pages if sum(not ch.isspace() for ch in text) < MIN_TEXT_CHARS]

@@ -1,0 +1,83 @@
+"""Pages whose text layer glued its words together, read again by poppler's `pdftotext`.
+
+Some PDFs set justified text by placing each word rather than by writing a space between words. pypdf
+then reads such a line as one word ("AmbestenstelltmaninderOszilloskop-KonfigurationeineSamplingzeit"
+in eval/de-dev's picoCosmo Anleitung, 13 of its 17 pages): no word of it can be found by the lexical
+search, the embedder reads noise, and the evidence quotes it as it is. Poppler's `pdftotext` (installed
+with `pdftoppm` for OCR) places words by their positions and reads the same pages with their spaces.
+
+A page is read again when GLUED_SHARE of its letters or more are in words of GLUED_LETTERS letters or
+more: on the 30 manuals of the training corpus, the sample manuals and the development halves no page
+of ordinary text reaches 0.03 (German compounds included: "Traktionsbatteriezellblocktemperatur" is
+one word on a page of a table, 0.18, which poppler reads the same and is kept), and the glued pages are
+at 0.26-0.47. The new reading replaces the old only when it holds the same letters (SAME_LETTERS, as a
+multiset: the order of columns may differ) and at most half the glued share; otherwise, or without
+pdftotext, the page stays as pypdf read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+GLUED_LETTERS = 25  # a run of letters this long is rarely one word, even in German
+GLUED_SHARE = 0.08  # a page with this share of its letters in such runs is read again
+SAME_LETTERS = 0.98  # the new reading holds the same letters (Dice over the multiset of non-space characters)
+MIN_LETTERS = 200  # pages with fewer letters are left as they are: too little to judge
+TIMEOUT_S = 30.0  # one page's pdftotext
+_LETTERS_RE = re.compile(r"[^\W\d_]+")
+
+
+def glued_share(text: str) -> float:
+    """The share of the text's letters in runs of GLUED_LETTERS letters or more (0.0 without letters)."""
+    runs = [len(run) for run in _LETTERS_RE.findall(text)]
+    letters = sum(runs)
+    return sum(n for n in runs if n >= GLUED_LETTERS) / letters if letters >= MIN_LETTERS else 0.0
+
+
+def same_letters(a: str, b: str) -> float:
+    """How alike two readings' non-space characters are as multisets (Dice coefficient, 1.0 = the same)."""
+    ca, cb = Counter("".join(a.split())), Counter("".join(b.split()))
+    total = sum(ca.values()) + sum(cb.values())
+    return 2 * sum((ca & cb).values()) / total if total else 1.0
+
+
+def _pdftotext(path: Path, page: int) -> str | None:
+    """Poppler's reading of one page, None when pdftotext is missing or fails."""
+    exe = shutil.which("pdftotext")
+    if exe is None:
+        return None
+    try:
+        done = subprocess.run([exe, "-q", "-f", str(page), "-l", str(page), "-enc", "UTF-8", str(path), "-"],
+                              capture_output=True, timeout=TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
+
+
+def respace_pages(path: Path, pages: list[tuple[int, str]], normalise: Callable[[str], str],
+                  read: Callable[[Path, int], str | None] = _pdftotext) -> tuple[list[tuple[int, str]], list[int]]:
+    """The pages with each glued one replaced by pdftotext's reading where that is better (module doc),
+    and the numbers of the pages replaced. normalise: what the text layer's text went through
+    (ingest.pdf.normalise_text), so both readings are compared and kept alike."""
+    out: list[tuple[int, str]] = []
+    replaced: list[int] = []
+    for number, text in pages:
+        share = glued_share(text)
+        if share >= GLUED_SHARE:
+            raw = read(path, number)
+            again = normalise(raw) if raw else ""
+            if again and same_letters(text, again) >= SAME_LETTERS and glued_share(again) <= share / 2:
+                text = again
+                replaced.append(number)
+        out.append((number, text))
+    if replaced:
+        log.info("%s: pages %s read again by pdftotext (words glued in the text layer)", path.name, replaced)
+    return out, replaced
