@@ -246,7 +246,10 @@ class IndexParts:
         """Hits from one pinned index version (activation meanwhile cannot mix versions), searched with
         the embedder that version was built with, re-ranked as configured, with the display titles."""
         from gateway.answer.deps import Retrieved  # noqa: F811 - at run time too: it is built here
+        from ingest.text.languages import detect_question
+        from retrieval.companion import reads_other_languages, sentence_similarity
         from retrieval.embedders.base import similarity_to
+        from retrieval.embedders.dual import companion_of
         from retrieval.search import search_with_timings
         from retrieval.types import NoIndexError
 
@@ -266,7 +269,12 @@ class IndexParts:
         timings["embed_ms"] = embed_ms
         timings["total_ms"] += embed_ms
         self.show_titles(hits)
-        return Retrieved(hits, timings, version, similarity_to(embedder, query, vector, cache=self.sentence_cache))
+        similar = similarity_to(embedder, query, vector, cache=self.sentence_cache)
+        companion = companion_of(embedder)
+        if companion is not None and reads_other_languages(detect_question(query), [h.language for h in hits]):
+            # the evidence's sentences outside English: scored by the multilingual companion too
+            similar = sentence_similarity(similar, similarity_to(companion, query, cache=self.sentence_cache))
+        return Retrieved(hits, timings, version, similar)
 
     def show_titles(self, items: Sequence[Hit | MutableMapping[str, object]]) -> None:
         """Display titles the admin gave (gateway.records.titles) on hits or manual rows, in place."""

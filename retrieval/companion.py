@@ -20,7 +20,7 @@ searched without one (as before the setting); `companion_note` says why.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,3 +109,33 @@ def companion_ranking(version: IndexReader, embedder: Embedder, query: str, para
     t = time.perf_counter()
     ranking = vectors.search(qvec, candidates, rows)
     return CompanionSide(ranking, weight, dense_weight, embed_ms, (time.perf_counter() - t) * 1000)
+
+
+# The evidence's sentences outside English (gateway.answer.extractive.similarity_scorer): MiniLM's cosine
+# between a Chinese or German question and a sentence says little, the companion's says more but sits in
+# a narrow band (e5: most sentences of the top passages within 0.05 of each other, MiniLM's spread over
+# 0.3-0.5). So the companion's cosine, less its mean over the candidates, scaled by SENTENCE_SCALE, is
+# added to the primary's. Chosen on the development halves (zh-dev, zh-dev2, de-dev, de-dev2; 214
+# answerable questions): quoted gold evidence 81 -> 90 / 94 / 95 / 93 at scale 6 / 10 / 16 / 25, and 78 with the
+# companion's cosine alone (docs/bench/experiments/companion_sentences.md).
+SENTENCE_SCALE = 10.0
+SENTENCE_PASSAGES = 5  # the passages whose language decides (an answer reads at most answer.max_passages = 5)
+
+
+def reads_other_languages(query_language: str, passage_languages: list[str]) -> bool:
+    """Whether the question or one of the first passages is not in English (a passage of unknown language,
+    from a version written before languages, counts as English)."""
+    return query_language != "en" or any(lang not in ("", "en") for lang in passage_languages[:SENTENCE_PASSAGES])
+
+
+def sentence_similarity(primary: Callable[[list[str]], list[float]], companion: Callable[[list[str]], list[float]],
+                        scale: float = SENTENCE_SCALE) -> Callable[[list[str]], list[float]]:
+    """The primary's cosine to each text plus `scale` x the companion's above its mean over the texts."""
+    def similar(texts: list[str]) -> list[float]:
+        base, other = primary(texts), companion(texts)
+        if not other:
+            return base
+        mean = sum(other) / len(other)
+        return [a + scale * (b - mean) for a, b in zip(base, other, strict=True)]
+
+    return similar

@@ -288,3 +288,32 @@ def test_a_version_without_companion_vectors_is_searched_without_one(plain_gw: S
         a, _ = search_with_timings(plain_gw.store, plain, question)
         b, _ = search_with_timings(plain_gw.store, dual, question)
         assert [h.to_dict() for h in a] == [h.to_dict() for h in b], question
+
+
+def test_evidence_sentences_outside_english_are_scored_by_the_companion_too(dual_gw: Services, dual: Any) -> None:
+    """The evidence's sentence scores (extractive.similarity_scorer's `similar`): for a Chinese question the
+    companion's cosine, above its mean, is added (SENTENCE_SCALE x) to MiniLM's, which alone says little
+    there; for an English question about the English manual they are MiniLM's, as without a companion."""
+    from retrieval.companion import SENTENCE_SCALE, reads_other_languages, sentence_similarity
+    from retrieval.embedders.base import similarity_to
+
+    texts = ["本驱动器的输入电压范围为12V至24V，请勿超过24V。", "将电机的三根相线分别接到U、V、W端子。",
+             "如果指示灯闪烁红色，表示过流保护已经触发。"]
+    question = "指示灯闪红灯是什么意思？"
+    got = dual_gw.retrieve(question, 5)
+    minilm = similarity_to(dual, question)(texts)
+    e5 = similarity_to(companion_of(dual), question)(texts)
+    mean = sum(e5) / len(e5)
+    assert got.similar(texts) == pytest.approx([a + SENTENCE_SCALE * (b - mean) for a, b in zip(minilm, e5)])
+    assert got.similar(texts) != pytest.approx(minilm)
+
+    english = "How often do I clean the intake strainer?"
+    got = dual_gw.retrieve(english, 5, manuals=["aquaflow_en.pdf"])
+    assert {h.language for h in got.hits} == {"en"}
+    lines = ["Clean the intake strainer every 200 operating hours.", "The pump delivers up to 200 litres per minute."]
+    assert got.similar(lines) == pytest.approx(similarity_to(dual, english)(lines))
+    # the rule itself: the question's language, or a first passage's
+    assert reads_other_languages("zh", ["en"]) and reads_other_languages("en", ["en", "de"])
+    assert not reads_other_languages("en", ["en", "", "en"])
+    assert not reads_other_languages("en", ["en"] * 5 + ["zh"])  # beyond the passages an answer reads
+    assert sentence_similarity(lambda t: [0.5] * len(t), lambda t: [])(["x"]) == [0.5]
