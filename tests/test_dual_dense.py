@@ -304,7 +304,8 @@ def test_evidence_sentences_outside_english_are_scored_by_the_companion_too(dual
     minilm = similarity_to(dual, question)(texts)
     e5 = similarity_to(companion_of(dual), question)(texts)
     mean = sum(e5) / len(e5)
-    assert got.similar(texts) == pytest.approx([a + SENTENCE_SCALE * (b - mean) for a, b in zip(minilm, e5)])
+    blended = [a + SENTENCE_SCALE * (b - mean) for a, b in zip(minilm, e5, strict=True)]
+    assert got.similar(texts) == pytest.approx(blended)
     assert got.similar(texts) != pytest.approx(minilm)
 
     english = "How often do I clean the intake strainer?"
