@@ -39,7 +39,7 @@ class ParsedManual:
     # the PDF's bookmarks as (page, title), in order; empty when it has none (ingest.outline)
     outline: list[tuple[int, str]] = field(default_factory=list)
     # the PDF's own metadata title, tidied ("" when it has none or it says nothing); `title` is the
-    # one chosen from it, page 1 or the file name (ingest.pdf.choose_title)
+    # one chosen from it, page 1 or the file name (ingest.titles.choose_title)
     pdf_title: str = ""
     # Pages whose text was read from the page image (ingest.ocr): page -> OcrPage
     ocr: dict[int, OcrPage] = field(default_factory=dict)

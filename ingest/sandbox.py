@@ -33,7 +33,8 @@ from typing import Literal, overload
 from ingest.child_wait import MAX_PERIODS, run_child
 from ingest.discover import sha256_file
 from ingest.models import IngestError, OcrPage, PageText, ParsedManual, ParseLimits
-from ingest.pdf import Labels, Parsed, check_file, memory_message
+from ingest.pdf import Labels, Parsed, memory_message
+from ingest.pdf_open import check_file
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 try:

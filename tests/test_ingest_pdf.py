@@ -11,7 +11,8 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 
 from ingest import IngestError, ParsedManual, ParseLimits, find_pdfs, parse_many, parse_pdf, sha256_file
-from ingest.pdf import choose_title, is_generic_title, meaningful_title, normalise_text
+from ingest.pdf import normalise_text
+from ingest.titles import choose_title, is_generic_title, meaningful_title
 from tests.support.pdfs import tiny_pdf
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_manuals"
@@ -268,7 +269,7 @@ def test_find_pdfs(tmp_path: Path) -> None:
 
 def test_a_date_set_large_on_the_title_page_is_not_the_title() -> None:
     """Title pages often set the release date as large as the name; a date names no manual."""
-    from ingest.pdf import page_title
+    from ingest.titles import page_title
 
     page1 = "Acme XR-200 Pump User Manual\nOctober 31, 2025\nContents\n1 Overview 3"
     assert page_title("October 31, 2025", page1, "xr200") == "Acme XR-200 Pump User Manual"

@@ -204,7 +204,7 @@ def test_health_notes_an_index_written_before_languages(gw: Any) -> None:
 
 
 def test_a_stale_metadata_title_gives_way_to_the_front_page() -> None:
-    from ingest.pdf import choose_title
+    from ingest.titles import choose_title
 
     front = "BLDC-300 无刷电机驱动器\n使用说明书\n版本 V3.0\n第一章 概述"
     # the metadata still names version 1.0 of a document whose cover says 3.0
@@ -214,7 +214,7 @@ def test_a_stale_metadata_title_gives_way_to_the_front_page() -> None:
 
 
 def test_a_metadata_title_the_front_pages_do_not_carry_gives_way() -> None:
-    from ingest.pdf import choose_title
+    from ingest.titles import choose_title
 
     # the updater tool's guide was written over a recruitment notice, whose title its metadata kept
     # (eval/zh-dev2's jieli_usb_updater_tool_v4.pdf)

@@ -1,13 +1,13 @@
 """Which manuals' titles change if a metadata title whose words the front pages lack is stale.
 
-Issue 47 item 2. ingest.pdf.choose_title keeps a PDF's metadata title unless it is generic or stale
-(ingest.pdf.is_stale_title). Three staleness rules are compared on the same first pages:
+Issue 47 item 2. ingest.titles.choose_title keeps a PDF's metadata title unless it is generic or stale
+(ingest.titles.is_stale_title). Three staleness rules are compared on the same first pages:
 - "version" (before issue 47 item 2): only a version the front pages replace ("... V1.0" metadata on
   a V3.0 cover);
 - "reverted" (commit f7dbe7f took it out): that, or a metadata title with less than --share of its
   content words (ingest.text.terms.content_terms) among the front pages' content words, unless the
   front text is shorter than --min-front characters (a cover with a word or two says nothing);
-- "product": whatever ingest.pdf.is_stale_title does now.
+- "product": whatever ingest.titles.is_stale_title does now.
 A row is printed where the product's title differs from the version rule's or the reverted rule's.
 
 Only the first two pages are read, the way ingest.pdf.extract reads them (drawings stripped, page 1's
@@ -44,7 +44,9 @@ def front_pages(path: Path) -> tuple[str | None, str, str, str]:
     """(metadata title, largest text of page 1, page 1 text, pages 1-2 text) as ingest.pdf.extract
     computes them, without OCR."""
     from ingest.drawings import strip_drawings
-    from ingest.pdf import _largest_text, normalise_text, open_reader
+    from ingest.pdf import normalise_text
+    from ingest.pdf_open import open_reader
+    from ingest.titles import _largest_text
 
     reader, page_count, meta_title = open_reader(path, 100000)
     try:
@@ -68,7 +70,7 @@ def front_pages(path: Path) -> tuple[str | None, str, str, str]:
 
 
 def version_rule(title: str, front_text: str) -> bool:
-    from ingest.pdf import _VERSION
+    from ingest.titles import _VERSION
 
     said = {m.group(1) for m in _VERSION.finditer(title)}
     shown = {m.group(1) for m in _VERSION.finditer(front_text)}
@@ -91,17 +93,17 @@ def share_rule(share: float, min_front: int) -> Callable[[str, str], bool]:
 
 def title_with(rule: Callable[[str, str], bool] | None, meta: str | None, big: str, page1: str, stem: str,
                front: str) -> str:
-    """ingest.pdf.choose_title with its staleness test swapped for `rule` (None: the product's own)."""
-    import ingest.pdf as pdf
+    """ingest.titles.choose_title with its staleness test swapped for `rule` (None: the product's own)."""
+    import ingest.titles as titles
 
     if rule is None:
-        return pdf.choose_title(meta, big, page1, stem, front)
-    saved = pdf.is_stale_title
-    pdf.is_stale_title = rule
+        return titles.choose_title(meta, big, page1, stem, front)
+    saved = titles.is_stale_title
+    titles.is_stale_title = rule
     try:
-        return pdf.choose_title(meta, big, page1, stem, front)
+        return titles.choose_title(meta, big, page1, stem, front)
     finally:
-        pdf.is_stale_title = saved
+        titles.is_stale_title = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(part.endswith("test") for folder in args.folders for part in folder.resolve().parts):
         parser.error("test splits are not measured here")
-    from ingest.pdf import meaningful_title
     from ingest.text.terms import content_terms
+    from ingest.titles import meaningful_title
 
     skip = reserved()
     rule = share_rule(args.share, args.min_front)
