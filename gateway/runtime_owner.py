@@ -6,7 +6,7 @@ the profile switch, each with its own idea of "failed". Here it is one state mac
     unloaded -> loading -> ready
                        \\-> failed(reason)     the load failed: no retry until reset() or a switch
     ready -> restarting -> ready               the worker crashed; it restarts with a backoff
-    ready -> failed(reason)                    repeated crashes (runtimes.supervised.CrashPolicy)
+    ready -> failed(reason)                    repeated crashes (runtimes.crash_policy.CrashPolicy)
 
 While failed, the pipeline answers with the evidence (extractive) and /api/v1/health says
 ``degraded`` with the reason; an admin's reload (POST /api/v1/deployment/reload) calls reset().

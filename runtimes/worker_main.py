@@ -1,6 +1,6 @@
 """The backend's own process: load one artifact, then serve the gateway's requests over a pipe.
 
-Run as ``python -m runtimes.worker_main`` by runtimes.supervised; never by hand. A segfault,
+Run as ``python -m runtimes.worker_main`` by runtimes.worker_lifecycle (SupervisedRuntime); never by hand. A segfault,
 abort or OOM kill here ends this process only: the gateway sees the pipe close, names the signal,
 and carries on. The first message on stdin says what to load (worker_protocol.Init); further
 requests follow on stdin; replies go to the descriptor named by --reply-fd, and

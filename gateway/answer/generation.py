@@ -169,7 +169,7 @@ def _pump(lock: threading.Lock, runtime: Runtime, messages: list[dict[str, str]]
     backend's worker process died) or ("timeout", None).
     """
     from runtimes.base import GenerationStats
-    from runtimes.supervised import WorkerCrashed
+    from runtimes.crash_policy import WorkerCrashed
 
     stop = threading.Event()  # what the runtime watches: set on cancel or timeout
     tq = time.perf_counter()
