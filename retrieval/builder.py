@@ -34,7 +34,7 @@ from retrieval.writer import pause_point, write_version
 
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
-    from retrieval.versions import IndexVersion
+    from retrieval.index_version import IndexVersion
 
 __all__ = ["Embedding", "Entry", "IngestReport", "LabelReader", "Progress", "collect_entries", "embedding_info",
            "failure", "parse_in_background", "pause_point", "reuse_manual", "reuse_manuals", "write_version"]

@@ -18,7 +18,7 @@ from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:
     from retrieval.embedders.base import Embedder
-    from retrieval.versions import IndexVersion
+    from retrieval.index_version import IndexVersion
 
 Progress = Callable[[str, int, int], None]
 # sha256 of a stored original -> its printed page labels, one per page (None: cannot be read)

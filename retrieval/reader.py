@@ -1,6 +1,6 @@
 """What searching and showing an index version reads of it: Protocols at the seam.
 
-`retrieval.versions.IndexVersion` (an opened version: its chunk store, FAISS index and manifest) and
+`retrieval.index_version.IndexVersion` (an opened version: its chunk store, FAISS index and manifest) and
 `retrieval.versions.IndexStore` (which opens them) are the implementations; search, the gateway and
 test doubles depend on these Protocols only.
 """

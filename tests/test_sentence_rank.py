@@ -119,10 +119,11 @@ def test_ingest_stores_every_chunks_sentences_and_an_older_version_ranks_the_sam
     import shutil
     import sqlite3
 
+    from retrieval.manifest import CHUNKS_DB
     from retrieval.search import search_with_timings
     from retrieval.sentence_rank import VectorCache
     from retrieval.types import SearchParams
-    from retrieval.versions import CHUNKS_DB, IndexStore
+    from retrieval.versions import IndexStore
 
     store = IndexStore(sample_data_dir)
     ver = store.open()
@@ -163,7 +164,8 @@ def test_the_next_ingest_after_an_older_version_stores_the_kept_manuals_sentence
     import sqlite3
 
     from ingest.models import ChunkParams, ParseLimits
-    from retrieval.versions import CHUNKS_DB, IndexStore
+    from retrieval.manifest import CHUNKS_DB
+    from retrieval.versions import IndexStore
 
     data = tmp_path / "data"
     shutil.copytree(sample_data_dir, data)

@@ -25,8 +25,9 @@ from bench.suite.model_answers import WORK, assemble
 from gateway.answer import prompting
 from gateway.answer.grammar import DECLINE, citation_grammar
 from gateway.qa.metrics import CORRECT, correctness
+from retrieval.manifest import CHUNKS_DB
 from retrieval.types import Hit
-from retrieval.versions import CHUNKS_DB, IndexStore
+from retrieval.versions import IndexStore
 
 SHIPPED = prompting.SYSTEM_PROMPT
 _RULE3 = '3. If the passages do not contain the answer, say: "The manuals do not cover this." Do not guess.'

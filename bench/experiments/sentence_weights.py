@@ -45,8 +45,9 @@ EVIDENCE_SHARE = 0.6
 def replay_items(split: str, label: str) -> list[tuple[dict[str, Any], list[Any] | None]]:
     """(question, given hits or None when the replay refused it) for each answerable question of the run."""
     from bench.suite.answer_eval import data_dir
+    from retrieval.manifest import CHUNKS_DB
     from retrieval.types import Hit
-    from retrieval.versions import CHUNKS_DB, IndexStore
+    from retrieval.versions import IndexStore
 
     d = data_dir(split, label)
     db = sqlite3.connect(d / "gateway.db")

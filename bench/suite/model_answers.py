@@ -172,8 +172,9 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
     from gateway.answer.outcome import check_support, decide_outcome
     from gateway.config import AnswerSettings
     from retrieval.embedders.base import similarity_to
+    from retrieval.manifest import CHUNKS_DB
     from retrieval.types import Hit
-    from retrieval.versions import CHUNKS_DB, IndexStore
+    from retrieval.versions import IndexStore
 
     settings = AnswerSettings()
     fields = set(Hit.__dataclass_fields__)
