@@ -40,6 +40,7 @@ def run(halves: list[str], scales: list[float | str]) -> dict[str, dict[str, dic
     """{scale: {half: {group: {asked, evidence, refused, unanswerable, unanswerable_refused}}}}"""
     import retrieval.companion as companion_module
     from bench.suite.languages_eval import SAMPLES, group_of, questions_of, shipped_companion
+    from bench.suite.languages_eval import _answer as answer_outcome
     from gateway.config import Settings
     from gateway.services import Services
 
@@ -60,16 +61,7 @@ def run(halves: list[str], scales: list[float | str]) -> dict[str, dict[str, dic
                     for q in questions_of(folder):
                         g = groups.setdefault(group_of(half, q["id"]), dict.fromkeys(
                             ("asked", "evidence", "refused", "unanswerable", "unanswerable_refused"), 0))
-                        res = gw.answer(q["question"], mode="extractive")
-                        refused = res.outcome == "not_found"
-                        if not q["answerable"]:
-                            g["unanswerable"] += 1
-                            g["unanswerable_refused"] += refused
-                            continue
-                        g["asked"] += 1
-                        g["refused"] += refused
-                        quoted = " ".join(" ".join(c.sentences) for c in res.citations) or res.answer
-                        g["evidence"] += not refused and "".join(q["evidence"].split()) in "".join(quoted.split())
+                        answer_outcome(gw, q, g)  # as languages_eval counts it
                     out.setdefault(str(scale), {})[half] = groups
             finally:
                 companion_module.sentence_similarity = shipped
