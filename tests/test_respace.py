@@ -44,6 +44,9 @@ def test_glued_share_tells_glued_pages_from_long_compounds() -> None:
     assert glued_share(glued) >= GLUED_SHARE
     prose = " ".join(SENTENCES * 3) + " Traktionsbatteriezellblocktemperatur"
     assert glued_share(prose) < GLUED_SHARE
+    # Chinese runs on without spaces by nature: never glued (nor are its Latin words beside it)
+    chinese = "本驱动器的输入电压范围为十二伏至二十四伏请勿超过二十四伏否则会损坏驱动器内部的功率器件 FPGA 开发板" * 20
+    assert glued_share(chinese) == 0.0
 
 
 def test_a_reading_is_kept_only_when_it_holds_the_same_letters_unglued() -> None:
