@@ -27,13 +27,11 @@ SCALES: list[float | str] = [0.0, 3.0, 6.0, 10.0, 16.0, 25.0, "e5 only"]
 Similar = Callable[[list[str]], list[float]]
 
 
-def _variant(scale: float | str) -> Callable[[Similar, Similar], Similar]:
-    """What retrieval.companion.sentence_similarity becomes for this scale."""
-    from retrieval.companion import sentence_similarity
-
+def _variant(scale: float | str, shipped: Callable[..., Similar]) -> Callable[[Similar, Similar], Similar]:
+    """What retrieval.companion.sentence_similarity (`shipped`, the module's own) becomes for this scale."""
     if scale == "e5 only":
         return lambda _primary, companion: companion
-    return lambda primary, companion: sentence_similarity(primary, companion, float(scale))
+    return lambda primary, companion: shipped(primary, companion, float(scale))
 
 
 def run(halves: list[str], scales: list[float | str]) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
@@ -56,7 +54,7 @@ def run(halves: list[str], scales: list[float | str]) -> dict[str, dict[str, dic
             gw.ingest(pdfs)
             try:
                 for scale in scales:
-                    companion_module.sentence_similarity = _variant(scale)  # type: ignore[assignment]
+                    companion_module.sentence_similarity = _variant(scale, shipped)  # type: ignore[assignment]
                     groups: dict[str, dict[str, int]] = {}
                     for q in questions_of(folder):
                         g = groups.setdefault(group_of(half, q["id"]), dict.fromkeys(
