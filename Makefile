@@ -158,7 +158,8 @@ browser:
 		( (apt-get $(APT_WAIT) update -qq && apt-get $(APT_WAIT) install -y -qq chromium) >/dev/null 2>&1 || \
 		  echo "warning: could not install Debian's chromium; browser tests will fail" )
 
-# Debian's Tesseract (English) and poppler's pdftoppm/pdfimages: OCR of scanned pages at ingest (issue 26).
+# Debian's Tesseract (English) and poppler's pdftoppm/pdfimages: OCR of scanned pages at ingest (issue 26);
+# poppler's pdftotext reads again the pages whose text layer glues its words (ingest/respace.py).
 # Best effort, like chromium: without them the gateway still runs, and ingest says which pages it could not
 # read and what to install. Chinese and German data too: ingest.ocr_languages "auto" reads a manual's scans in
 # the language of its text layer (plus English); other languages: their tesseract-ocr-<lang> package.
