@@ -32,6 +32,11 @@ DEFAULT_MIN_CONFIDENCE = ParseLimits().ocr_min_confidence
 # something (a warning on every page): such a line is kept on the first page that prints it.
 LONG_RUNNING_CHARS = 100
 EDGE_LINES = 3  # running lines are looked for among a page's first and last this many lines
+# ... and deeper, up to this many, where every line between it and the page's edge is running or a page
+# number: a letterhead may run to four or five lines (the JieLi updater guide: copyright, address, phone,
+# web site, then the page number and the title), while a table row repeated near the foot of many pages
+# (a bill of materials) is not running text.
+RUNNING_WINDOW = 6
 
 _SENTENCE_END = re.compile(r"[.!?:;](?:[\"')\]]*)(?=\s)")
 
@@ -95,8 +100,8 @@ def _running_lines(parsed: ParsedManual) -> tuple[set[str], dict[str, int]]:
         return set(), {}
     counts: Counter[str] = Counter()
     first_long: dict[str, int] = {}
-    for page in pages:
-        lines = [ln.strip() for ln in page.text.split("\n") if ln.strip()]
+    texts = [[ln.strip() for ln in page.text.split("\n") if ln.strip()] for page in pages]
+    for page, lines in zip(pages, texts, strict=True):
         edge = {furniture_key(ln): len(ln) for ln in lines[:EDGE_LINES] + lines[-EDGE_LINES:]}
         counts.update(edge.keys())
         for key, length in edge.items():
@@ -104,6 +109,14 @@ def _running_lines(parsed: ParsedManual) -> tuple[set[str], dict[str, int]]:
                 first_long.setdefault(key, page.number)
     threshold = max(3, int(0.3 * len(pages)))
     running = {key for key, count in counts.items() if count >= threshold}
+    for depth in range(EDGE_LINES, RUNNING_WINDOW):  # deeper, behind a block of running lines only
+        deeper: Counter[str] = Counter()
+        for lines in texts:
+            for side in (lines, lines[::-1]):
+                if len(side) > depth + 1 and all(furniture_key(ln) in running or is_page_number_line(ln)
+                                                 for ln in side[:depth]):
+                    deeper[furniture_key(side[depth])] += 1
+        running |= {key for key, count in deeper.items() if count >= threshold}
     return running, {key: page for key, page in first_long.items() if key in running}
 
 
@@ -123,9 +136,13 @@ def _page_pieces(number: int, text: str, heading: str, headings: Headings, furni
     if not lines:
         return [], heading
     first, last = 0, len(lines)
-    while first < last and furniture_key(lines[first][2]) in furniture:
+    # running lines from the page's edge, and a page number among them (under a letterhead of four lines)
+    while first < last and (furniture_key(lines[first][2]) in furniture
+                            or 0 < first < RUNNING_WINDOW and is_page_number_line(lines[first][2])):
         first += 1
-    while last > first and furniture_key(lines[last - 1][2]) in furniture:
+    while last > first and (furniture_key(lines[last - 1][2]) in furniture
+                            or len(lines) - RUNNING_WINDOW < last < len(lines)
+                            and is_page_number_line(lines[last - 1][2])):
         last -= 1
     # a long running line the text layer put among the edge lines but not at the very edge (the footer,
     # then the page's last paragraph): left out too. Not a short one: list numbers ("7.", "10.") and

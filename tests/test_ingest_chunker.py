@@ -170,6 +170,31 @@ def test_running_headers_and_footers_are_left_out() -> None:
         assert chunk.heading == f"{part} Check"
 
 
+def test_a_letterhead_of_several_lines_and_its_page_number_are_left_out() -> None:
+    """The JieLi updater guide (eval/zh-dev2) prints copyright, address, phone and web site, then the page
+    number, above every page: lines beyond the first three were quoted as evidence ("网站：www.zh-jieli.com
+    1 强制升级工具 4.0 ..."). A row repeated near the foot of many pages (a bill of materials) stays."""
+    head = "版权所有，侵权必究\n地址：珠海市某路 107号\n电话：0756-0000000 传真：0756-0000001\n网站：www.example.com"
+    steps = ["双击盘符里的 pkgman.bat 文件，按照步骤安装即可，安装完成后重新插入工具。",
+             "点击添加新的虚拟串口，新建成功后左侧会多出一个虚拟串口，选择它查看信息。",
+             "选择想要绑定的物理设备的 ID 后点击绑定，绑定成功后再次选择虚拟串口确认。",
+             "编辑下载目录里的 isd_config.ini 文件，修改 DOWNLOAD_MODEL 为 SERIAL 并保存。",
+             "双击下载目录的 download.bat 文件即可进行串口升级，升级时不要拔出工具。"]
+    bom = "105 Screw M3 x 25mm 2"
+    parts = ["Impeller housing", "Shaft seal kit", "Motor bracket", "Cable gland", "Front cover", "Hinge pin",
+             "Gear wheel", "Spacer ring", "Base plate", "Tension spring", "Idler pulley", "Belt clamp",
+             "Bearing block", "Cable chain", "Fan duct"]
+    pages = [f"{head}\n{n}\n{step}\n{bom}\n" + "\n".join(parts[3 * (n - 1) + i] for i in range(3))
+             for n, step in enumerate(steps, 1)]
+    chunks = chunk_manual(manual(*pages), ChunkParams())
+    for chunk in chunks:
+        assert "网站" not in chunk.text and "电话" not in chunk.text, chunk.text
+        assert not any(line.strip().isdigit() for line in chunk.text.split("\n")), chunk.text
+    for n, step in enumerate(steps, 1):
+        assert containing(chunks, step).page == n
+        assert any(bom in c.text for c in chunks if c.page == n)  # a repeated row, not running text
+
+
 def test_identical_pages_are_not_mistaken_for_furniture() -> None:
     page = "Torque Table\nM6 bolts: 10 Nm. M8 bolts: 25 Nm. M10 bolts: 49 Nm. Use a calibrated wrench."
     chunks = chunk_manual(manual(page, page, page, page), ChunkParams())
