@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.answer.asked_kinds import answers_direction, answers_fault, reports_fault
+from gateway.answer.empty_claims import about_the_text, dangling
 from gateway.answer.generation import Generation
 from gateway.answer.outcome import check_support, decide_outcome
-from gateway.answer.support import about_the_text, dangling
 from retrieval.types import Hit
 
 TITLE = "PC-200 Pump Controller Manual"
@@ -97,7 +97,7 @@ def test_a_citation_in_place_of_the_value_claims_nothing() -> None:
 def test_an_article_or_use_before_the_citation_leaves_the_sentence_without_its_object() -> None:
     """eval/test's "you should use [1]" (for a glue no manual names) was shown green; eval/dev's "close
     the [1]" is the same shape. What follows such a marker is a sentence of its own, checked alone."""
-    from gateway.answer.support import draft_spans
+    from gateway.answer.draft_units import draft_spans
 
     assert dangling("To glue the window to the case from the inside, you should use [1]", "")
     assert dangling("To reflash the firmware over USB, close the [1]", "")
@@ -109,7 +109,7 @@ def test_an_article_or_use_before_the_citation_leaves_the_sentence_without_its_o
 
 
 def test_a_citation_between_the_verb_and_its_value_keeps_the_sentence_whole() -> None:
-    from gateway.answer.support import draft_spans
+    from gateway.answer.draft_units import draft_spans
 
     draft = "The backup pack for the holder is [1] LP-1400. [1] The pump starts at once. [2]"
     assert [draft[s:e] for s, e in draft_spans(draft)] == ["The backup pack for the holder is [1] LP-1400. [1]",

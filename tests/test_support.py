@@ -6,15 +6,10 @@ from __future__ import annotations
 import pytest
 
 from gateway.answer.claim_terms import codes_of, numbers_of
+from gateway.answer.empty_claims import degenerate
 from gateway.answer.grammar import DECLINE, citation_grammar
-from gateway.answer.support import (
-    addresses_question,
-    check_against,
-    check_answer,
-    degenerate,
-    is_decline,
-    supported_text,
-)
+from gateway.answer.question_focus import addresses_question
+from gateway.answer.support import check_against, check_answer, is_decline, supported_text
 
 PUMP = ("Tighten the pump head bolts in a cross pattern to 85 N·m. Use only the O-ring kit P/N 4471-B; "
         "other seals swell in diesel.")

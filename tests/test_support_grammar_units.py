@@ -10,9 +10,10 @@ mcHF draft that used "[n]" as step numbers ("follow these steps: [1] Set the rec
 
 from __future__ import annotations
 
+from gateway.answer.draft_units import draft_spans
+from gateway.answer.empty_claims import about_the_text
 from gateway.answer.generation import Generation
 from gateway.answer.outcome import check_support, decide_outcome
-from gateway.answer.support import about_the_text, draft_spans
 from retrieval.types import Hit
 
 FEEDING = ("2. Feeding\nThe Ender 3 uses 1.75 mm filament. Cut the end of the filament at an angle, "

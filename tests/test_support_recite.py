@@ -10,9 +10,10 @@ cited to the one that backs it. It is off by default: eval/test did not agree (g
 from __future__ import annotations
 
 from gateway.answer.claim_terms import numbers_of
+from gateway.answer.empty_claims import about_the_text
 from gateway.answer.generation import Generation
 from gateway.answer.outcome import check_support, decide_outcome
-from gateway.answer.support import about_the_text, check_answer, supported_text
+from gateway.answer.support import check_answer, supported_text
 from retrieval.types import Hit
 
 TABLE = ("RVPC assembly cheat sheet:\n5 1 D1 1N4148 DO35 The black line mark to K(square pad)\n"

@@ -47,8 +47,9 @@ from gateway.answer.flags import AnswerFlag
 from gateway.answer.generation import Generation
 from gateway.answer.ocr_text import support_text
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
+from gateway.answer.question_focus import addresses_question
 from gateway.answer.result import AnswerResult, use_evidence
-from gateway.answer.support import addresses_question, check_answer, is_decline, supported_text
+from gateway.answer.support import check_answer, is_decline, supported_text
 from gateway.answer_fields import Outcome
 from ingest.text.sentences import sentence_spans
 from retrieval.types import Hit

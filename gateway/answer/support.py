@@ -22,6 +22,9 @@ new sentence or numbered step follows, and a page note beside a citation ("[1] (
 A sentence with no citation is held against every passage given; if one supports it, that passage
 is attached as an inferred citation (flagged, so QA can count them). Only supported sentences are
 shown as the answer; the pipeline turns an answer with none into ``evidence_only``.
+
+The draft's units are cut in gateway.answer.draft_units, sentences that claim nothing are told in
+gateway.answer.empty_claims, and whether a sentence touches the question in gateway.answer.question_focus.
 """
 
 from __future__ import annotations
@@ -33,137 +36,18 @@ from dataclasses import asdict, dataclass, field
 from gateway.answer.binding import same_polarity, unbound_numbers
 from gateway.answer.citations import CITATION_RE, parse_citation_groups
 from gateway.answer.claim_terms import UNIT_GLUE_RE, codes_of, fold, numbers_of, overlap_terms, without_references
-from ingest.text.sentences import sentence_spans
+from gateway.answer.draft_units import LIST_MARK_RE
+from gateway.answer.draft_units import draft_spans as draft_spans
+from gateway.answer.empty_claims import about_the_text as about_the_text
+from gateway.answer.empty_claims import dangling as dangling
+from gateway.answer.empty_claims import degenerate as degenerate
+from gateway.answer.empty_claims import echoes
+from gateway.answer.question_focus import addresses_question as addresses_question
 
 DEFAULT_MIN_OVERLAP = 0.6
 _URL_RE = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.-]+\.(?:com|org|net|io|html?)\b", re.IGNORECASE)
-_LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}[.)]|[•\-*])\s+")
 _DECLINE = "The manuals do not cover this."
-
-
-_META_RE = re.compile(r"^\W*(?:the|this|that|these|each|every|all)\s+"
-                      r"(?:(?:above|following|given|provided|cited|quoted|previous|preceding|first|second|third|fourth|"
-                      r"fifth|last|final|next|other)\s+)?"
-                      r"(?:(?:user|user's|owner's|operator's|instruction|service|installation|quick\s+start)\s+)?"
-                      r"(?:passages?|manuals?|documents?|guides?|"
-                      r"texts?|sections?|pages?|sources?)\b(?!\s+(?:says?|states?|recommends?|requires?)\b)",
-                      re.IGNORECASE)
-
-
-# "(LibreVNA User Manual) mentions that lower values ...", "[2] also mentions that ...": the model naming
-# its source, not the machine
-_SOURCE_TALK_RE = re.compile(r"^\W*(?:\([^()]{1,80}\)\s+)?(?:also\s+)?(?:mentions?|explains?|confirms?|provides?|"
-                             r"states?|describes?|says|notes?|shows?|lists?|gives?|supports?)\b", re.IGNORECASE)
-
-
-# Under the citation grammar (gateway.answer.grammar) a sentence ends at its citation, end mark or not:
-# "... is 1.75mm, as stated in [1] (page 6). [2] (page 4) also mentions ..." is the grammar's
-# "... as stated in [1]", "(page 6). [2]", "(page 4) also mentions ... [3]". A draft is read in those
-# units; a page note next to a citation ("(page 6)") is the model's decoration of it, not a claim.
-_GRAMMAR_BREAK_RE = re.compile(r"\](?=[ \t]+(?:[A-Z]|[1-9]\d?[.)]\s|\((?:pages?|p\.)\s*\d))")
-# Words no sentence ends in, whose object a citation cannot be: an article or determiner ("close the
-# [1]"), "use" ("you should use [1]"). Before a citation they leave the value to the passage; unlike
-# "is [1] VALUE", what follows is not joined to them: the grammar makes a model start a new sentence
-# there, and read as one claim eval/dev's "close the [1] ESP_PROG1 jumper" (half the answer) and
-# eval/test's "use [1] Rose Enclosures" (an enclosure's part number, for a glue) would pass the check.
-_OBJECT_WANTED = r"the|an?|your|its|their|this|these|those|use|using"
-_COPULA_CITED_RE = re.compile(r"\s(?:is|are|was|were|be|to|equals?)\s*:?\s*\[\d+(?:\s*[,;]\s*\d+)*\]$", re.IGNORECASE)
-_STEP_NUMBER_RE = re.compile(r"[1-9]\d?[.)]")
-_YES_NO_RE = re.compile(r"^\W*(?:yes|no)\W*$", re.IGNORECASE)
 _PAGE_NOTE_RE = re.compile(r"\s*\((?:pages?|p\.)\s*\d+(?:\s*[-–,]\s*\d+)*\)", re.IGNORECASE)
-
-
-def draft_spans(answer: str) -> list[tuple[int, int]]:
-    """The draft's sentences: cut after each citation that a new sentence or step follows, then as
-    sentence_spans cuts; a step's number ("1.") stays with its step."""
-    cuts, s = [], 0
-    for m in _GRAMMAR_BREAK_RE.finditer(answer):
-        piece = answer[s:m.end()]
-        # "Yes, [1] The boards ..." and "The pin for D3 is [1] Pin 9. [2]" are one claim each
-        if not _YES_NO_RE.match(CITATION_RE.sub("", piece)) and not _COPULA_CITED_RE.search(piece):
-            cuts.append(m.end())  # a piece left empty ("(page 6). [2]") is passed over by the check
-            s = m.end()
-    out: list[tuple[int, int]] = []
-    for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True):
-        held = None
-        for s, e in sentence_spans(answer[a:b]):
-            if _STEP_NUMBER_RE.fullmatch(answer[a + s:a + e]):
-                held = a + s if held is None else held
-                continue
-            out.append((a + s if held is None else held, a + e))
-            held = None
-        if held is not None:
-            out.append((held, b))
-    return out
-
-
-def about_the_text(sentence: str) -> bool:
-    """A sentence about the passages themselves ("The passage on Cura is from ..."), not the machine,
-    or one that only says where the answer is ("The suggested print specifications are found in
-    Table 1"): true, backed, and nothing a technician can act on."""
-    sentence = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
-    return bool(_META_RE.match(sentence) or _SOURCE_TALK_RE.match(sentence)) or points_elsewhere(sentence)
-
-
-# "... are found in Table 1", "see section 4 of the manual", "refer to the datasheet"
-_PLACE = (r"(?:the\s+)?(?:[\w-]+\s+)?"  # "the wiring diagram", "the following table"
-          r"(?:tables?|figures?|fig\.|sections?|chapters?|appendix|appendices|pages?|diagrams?|schematics?|"
-          r"pictures?|images?|drawings?|illustrations?|manual|datasheet|data\s+sheet|documentation|user\s+guide)\b")
-_POINTER_RE = re.compile(
-    r"\b(?:is|are|can\s+be|may\s+be|will\s+be)\s+(?:found|listed|shown|given|described|detailed|specified|"
-    r"documented|explained|provided|available|included|illustrated|located)\s+(?:in|on|at|under)\s+" + _PLACE
-    + r"|^\W*(?:please\s+)?(?:see|refer\s+to|consult|look\s+at)\s+" + _PLACE, re.IGNORECASE)
-
-
-def points_elsewhere(sentence: str) -> bool:
-    """Says where the answer is written and states nothing itself: no value beyond the pointer's own
-    number ("Table 1")."""
-    return _POINTER_RE.search(sentence) is not None and not numbers_of(without_references(sentence))
-
-
-# "you need to follow these steps from the manual passages [1] and [2]." and no step after it
-_ANNOUNCES_RE = re.compile(r"\b(?:follow(?:ing)?\s+(?:these|the\s+following|the|those)\s+steps|"
-                           r"the\s+following\s+(?:steps|settings|instructions))\b", re.IGNORECASE)
-
-
-# "The Lipo pack that fits the UPS is [4] (ESP32-C5-EVB layout:).", "The max sample rate is [2] MHz.": a
-# citation where the value should be ("according to [1]" and "as stated in [1]" name a source)
-_CITED_AS_VALUE_RE = re.compile(r"(?<!according)\s(?:is|are|was|were|be|to|equals?|" + _OBJECT_WANTED + r")\s*:?\s*"
-                                r"\[\d+(?:\s*[,;]\s*\d+)*\]"
-                                r"\s*(?:[^\W\d_]{1,6}\b\.?)?\s*(\([^()]*\))?\s*[.;:]?\s*$", re.IGNORECASE)
-
-
-_BRACKETED_VALUE_RE = re.compile(r"\(\s*[-+~≈±]?\d[\d.,]*\s*[^\W\d_%°µ]{0,6}[%°µ]?\s*\)$")  # "(1.000)", "(40 %)"
-
-
-def cited_as_value(sentence: str) -> bool:
-    """The value is a citation marker, with at most a unit after it; a number (and unit) in brackets
-    after it is the value ("The channel width is [2] (1.000).")."""
-    for text in (sentence.rstrip(), re.sub(r"\s*\[\d+\]\s*$", "", sentence.rstrip())):  # "... is [4] (...). [1]"
-        found = _CITED_AS_VALUE_RE.search(text)
-        if found is not None and not (found.group(1) and _BRACKETED_VALUE_RE.match(found.group(1))):
-            return True
-    return False
-
-
-def dangling(sentence: str, following: str) -> bool:
-    """A sentence that announces what follows ("The full list of commands is:", "follow these steps
-    from the passages [1] and [2].") with no list after it, or one whose value is a citation
-    ("The pack that fits is [4]."): it claims nothing."""
-    if cited_as_value(sentence):
-        return True
-    said = CITATION_RE.sub("", sentence).rstrip()
-    announced = _ANNOUNCES_RE.search(said)  # "... enter the following settings: Width 230, ..." gives them
-    return (said.endswith(":") or bool(announced and ":" not in said[announced.end():])) \
-        and not _LIST_MARK_RE.match(following)
-
-
-def degenerate(sentence: str) -> bool:
-    """A looping sentence: one word three times in a row, or under half of its words distinct."""
-    words = re.findall(r"[a-z0-9]+", sentence.lower())
-    if len(words) >= 3 and any(words[i] == words[i + 1] == words[i + 2] for i in range(len(words) - 2)):
-        return True
-    return len(words) >= 12 and len(set(words)) < 0.5 * len(words)
 
 
 @dataclass
@@ -203,7 +87,7 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     bed with a soft cloth" rests on a laser cutter's bed-cleaning section), was tried on the whole of
     eval/dev: 6 greens fewer, 5 of them right (technicians' words are not the manual's): not done.
     """
-    claim = _LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
+    claim = LIST_MARK_RE.sub("", CITATION_RE.sub(" ", sentence))
     folded = fold(passage)
     missing = sorted(n for n in numbers_of(claim) if n not in numbers_of(passage))
     if missing:
@@ -228,25 +112,6 @@ def check_against(sentence: str, passage: str, min_overlap: float,
     if not same_polarity(claim, passage, ignore):
         return False, round(overlap, 3), [], "polarity"
     return True, round(overlap, 3), [], ""
-
-
-def echoes(sentence: str, question: str) -> bool:
-    """A sentence that only restates the question ("The LED blinks while sweeping [1]" to "The LED
-    blinks while sweeping. Is my unit faulty?") answers nothing, however well the passage backs it."""
-    sentence = CITATION_RE.sub(" ", sentence)
-    if numbers_of(sentence) - numbers_of(question):  # it adds a value: "accepts 6 V to 36 V"
-        return False
-    said = overlap_terms(sentence)
-    new = said - overlap_terms(question) - _TALK_ABOUT_TEXT
-    return bool(said) and len(new) <= max(1, len(said) // 5)
-
-
-# Words that talk about the passages rather than the machine: "The above passages are used to explain
-# how to flash the firmware" adds nothing to "How do I flash the firmware?" but these.
-_TALK_ABOUT_TEXT = overlap_terms("above following passage passages text texts section sections manual manuals "
-                                 "document documents guide guides information explain explains explained "
-                                 "describe describes described mention mentions mentioned provide provides "
-                                 "provided show shows shown used use uses given contain contains")
 
 
 def check_answer(answer: str, passages: list[str], min_overlap: float = DEFAULT_MIN_OVERLAP,
@@ -324,46 +189,6 @@ def recite(sentence: str, passages: list[str], cited: list[int], min_overlap: fl
         if n not in cited and check_against(sentence, passages[n - 1], min_overlap, ignore)[0]:
             return n
     return 0
-
-
-# Words a question uses that say nothing about what it asks for.
-_VAGUE = frozenset("need needs get make work works happen ok okay right wrong thing way go going know tell "
-                   "want able please much many kind type should one onto off".split())
-
-
-# A question that asks for a quantity is not answered by a sentence without a number.
-_QUANTITY_RE = re.compile(
-    r"\bhow (?:much|many|big|fast|far|heavy|hot|cold|wide|tall|deep|thick)\b"
-    r"|\bwhat(?:'s| is| are)? (?:the )?(?:max(?:imum)? |min(?:imum)? )?(?:voltage|current|temperature|size|"
-    r"torque|pressure|speed|frequency|power|rating|capacity|resolution|baud|dimensions?|weight|length|"
-    r"width|height|depth|diameter|interval|range)\b",
-    re.IGNORECASE)
-
-
-def asks_quantity(question: str) -> bool:
-    """"How much ...", "what is the voltage ...": a question a sentence without a number does not answer."""
-    return _QUANTITY_RE.search(question) is not None
-
-
-def addresses_question(question: str, answer: str, title: str = "") -> bool:
-    """Does the answer touch what the question asks about, beyond naming the equipment?
-
-    A passage about the right machine backs many true sentences that answer nothing ("The Fabulaser
-    Mini is a 40 W laser cutter [1]" to "what coolant does it take?"). At least one of the question's
-    own content words, other than the manual's title words, must be in the answer (two, when the
-    question has four or more: one shared word such as "printer" is then a coincidence, not an answer);
-    and a question asking for a quantity ("how much current", "what voltage") needs a number.
-    """
-    answer = CITATION_RE.sub(" ", answer)
-    if asks_quantity(question) and not numbers_of(answer):
-        return False
-    named = overlap_terms(title)
-    # "Agon" for the AgonLight2: the equipment's name, shortened, says nothing about what is asked
-    focus = {t for t in overlap_terms(question) - named - _VAGUE
-             if not (len(t) >= 4 and any(n.startswith(t) for n in named))}
-    if not focus:
-        return True
-    return len(focus & overlap_terms(answer)) >= (1 if len(focus) <= 3 else 2)
 
 
 def is_decline(answer: str) -> bool:
