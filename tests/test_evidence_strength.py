@@ -2,7 +2,7 @@
 
 The sentence step and the word share re-order the fused top 20, so the passages kept first are not
 always the closest; a close passage ranked sixth still says the manuals cover the question. Real
-FAISS and SQLite on the sample manuals; the check itself is gateway.answer.pipeline.evidence_is_strong.
+FAISS and SQLite on the sample manuals; the check itself is gateway.answer.evidence_strength.evidence_is_strong.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.answer.pipeline import evidence_is_strong
+from gateway.answer.evidence_strength import evidence_is_strong
 from retrieval.search import search, search_with_timings
 from retrieval.types import CLOSEST, Hit, SearchParams
 from retrieval.versions import IndexStore
@@ -82,7 +82,7 @@ def test_the_answer_is_not_refused_when_only_the_kept_passages_are_far(sample_da
 def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
     """An English question about a German manual: the built-in embedder's cosine is low whatever the
     passage says, so a passage holding a share of the question's words is evidence (issue 47)."""
-    from gateway.answer.pipeline import CROSS_MIN_TERMS
+    from gateway.answer.evidence_strength import CROSS_MIN_TERMS
 
     german = Hit(chunk_id="c", manual="m.pdf", title="LNG-30", manual_sha256="s", page=2, heading="", text="...",
                  score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.2, term_score=CROSS_MIN_TERMS + 0.05,
@@ -96,7 +96,7 @@ def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
     weak, ev = evidence_is_strong([unrelated], 0.36, question_language="en")
     assert weak is False and ev["word_share"] == round(CROSS_MIN_TERMS - 0.05, 4)
     # the not-found flag names what decided: the words, not the English cosine that did not count
-    from gateway.answer.pipeline import _weakness
+    from gateway.answer.evidence_strength import _weakness
     from gateway.config import AnswerSettings
 
     found = _weakness("How do I purge the LNG line?", [unrelated], False, ev, AnswerSettings())

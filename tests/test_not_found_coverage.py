@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.answer.pipeline import NO_PASSAGE_TEXT, _weakness
+from gateway.answer.evidence_strength import NO_PASSAGE_TEXT, _weakness
 from gateway.config import AnswerSettings, Settings
 from gateway.services import Services
 from gateway.web.openai_replies import answer_reply

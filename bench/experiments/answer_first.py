@@ -126,7 +126,8 @@ class Memo:
 def prepared(half: str) -> tuple[list[dict[str, Any]], Any]:
     """Per answerable question: the passages given, whether it was refused, the memoised similarity; and
     the half's gateway."""
-    from gateway.answer.pipeline import _named_first, _weakness, evidence_is_strong, retrieve_for_answer
+    from gateway.answer.evidence_strength import _weakness, evidence_is_strong
+    from gateway.answer.pipeline import _named_first, retrieve_for_answer
     from ingest.text.languages import detect_question
     from retrieval.types import CLOSEST
 

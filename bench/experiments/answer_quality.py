@@ -36,7 +36,8 @@ MIN_KEPT = 0.90  # calibration: at most 10 % false refusals on the answerable qu
 
 
 def calibrate(gw: Any, questions: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]], list[str]]:
-    from gateway.answer.pipeline import AGREE_RELIEF, evidence_is_strong, retrieve_for_answer
+    from gateway.answer.evidence_strength import AGREE_RELIEF, evidence_is_strong
+    from gateway.answer.pipeline import retrieve_for_answer
 
     evidence = []
     deps = gw.answer_deps()

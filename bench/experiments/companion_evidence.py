@@ -1,6 +1,6 @@
 """The multilingual companion's cosine as evidence for questions not in English (issue 47/48), chosen on dev.
 
-Outside English (the question or the first passage not in English) gateway.answer.pipeline.evidence_is_strong
+Outside English (the question or the first passage not in English) gateway.answer.evidence_strength.evidence_is_strong
 lets only the question's word share decide (term_score against OTHER_MIN_TERMS / CROSS_MIN_TERMS): MiniLM's
 cosine says little there. With a companion (multilingual-e5-small, `embedding.companion`) the gateway holds
 a real cross-language cosine. This script measures whether "strong if word share >= threshold OR e5 cosine
@@ -12,7 +12,7 @@ them): the MiniLM-only data folder of /tmp/manualqa-unanswerable/<half> is copie
 the companion set (the kept manuals get e5 vectors: retrieval.builder "recompanion"). Per question the
 script records what the answer sees with the companion present: the shipped decision, the word share, the
 best MiniLM cosine, e5's cosine of the question with each given passage and e5's best cosine of any
-candidate in scope, and what gateway.answer.pipeline._weakness says when the evidence counts as strong
+candidate in scope, and what gateway.answer.evidence_strength._weakness says when the evidence counts as strong
 (the quantity and value checks after it); plus the shipped outcome without a companion (MiniLM alone, the
 same index). Candidate rules are scored offline; C is chosen on the dev halves; the test halves are read
 once, with the frozen rule (`test`).
@@ -90,7 +90,8 @@ def gateways(half: str) -> tuple[Any, Any]:
 
 def decide(deps: Any, question: str, qlang: str | None) -> tuple[Any, ...]:
     """The answer pipeline's steps before its decision: retrieval, evidence_is_strong, the named manual first."""
-    from gateway.answer.pipeline import _named_first, evidence_is_strong, retrieve_for_answer
+    from gateway.answer.evidence_strength import evidence_is_strong
+    from gateway.answer.pipeline import _named_first, retrieve_for_answer
     from retrieval.types import CLOSEST
 
     s = deps.settings
@@ -108,7 +109,7 @@ def gather(half: str) -> list[dict[str, Any]]:
         return json.loads(out_file.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
     import numpy as np
 
-    from gateway.answer.pipeline import _weakness
+    from gateway.answer.evidence_strength import _weakness
     from ingest.text.languages import detect_question
     from retrieval.embedders.dual import companion_of
 
@@ -167,7 +168,7 @@ def gather(half: str) -> list[dict[str, Any]]:
 def refused(r: dict[str, Any], rule: str, c: float, top: int = 5) -> bool:
     """Whether the question is refused under `rule` (today's: the word share alone outside English); the
     rules differ only outside English (branch "en" is today's decision in every rule)."""
-    from gateway.answer.pipeline import CROSS_MIN_TERMS
+    from gateway.answer.evidence_strength import CROSS_MIN_TERMS
 
     if rule == "no companion":
         return r["plain_flag"] is not None

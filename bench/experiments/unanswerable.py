@@ -4,7 +4,7 @@ Each half (eval/dev, dev2, dev3, zh-dev, de-dev choose; eval/test, zh-test, de-t
 gateway: its manuals plus the two sample manuals, ingested once by the real path (Services.ingest) into
 a cache folder. For every question the script gathers, once, what an answer sees before it decides:
 the retrieval (the passages given, their cosine and word share), the shipped decision
-(gateway.answer.pipeline._weakness), the quoted evidence (the shipped sentence picker) and the question's
+(gateway.answer.evidence_strength._weakness), the quoted evidence (the shipped sentence picker) and the question's
 content words with their document frequency in the index. Candidate rules are scored on those records
 offline (unanswerable refused, answerable refused per half); the chosen one is then measured once per
 half through the real pipeline (Services.answer, extractive mode), with the rule off and on.
@@ -64,8 +64,9 @@ def gather(half: str) -> list[dict[str, Any]]:
     out_file = CACHE / f"{half}.json"
     if out_file.is_file():
         return json.loads(out_file.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    from gateway.answer.evidence_strength import _weakness, evidence_is_strong
     from gateway.answer.extractive import evidence_params, pick_sentences, similarity_scorer
-    from gateway.answer.pipeline import _weakness, evidence_is_strong, retrieve_for_answer
+    from gateway.answer.pipeline import retrieve_for_answer
     from ingest.text.languages import detect_question
     from retrieval.term_coverage import question_terms
     from retrieval.types import CLOSEST

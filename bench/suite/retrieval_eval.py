@@ -146,7 +146,7 @@ def evaluate(store: Any, embedder: Any, questions: list[dict[str, Any]], query: 
 def refusals(questions: list[dict[str, Any]], hits_by_id: dict[str, list[Any]], threshold: float,
              closest: dict[str, float] | None = None) -> tuple[float, float]:
     """(share of unanswerable refused, share of answerable refused) at one min_similarity."""
-    from gateway.answer.pipeline import evidence_is_strong
+    from gateway.answer.evidence_strength import evidence_is_strong
 
     def weak(q: dict[str, Any]) -> bool:
         return not evidence_is_strong(hits_by_id[q["id"]], threshold, (closest or {}).get(q["id"]))[0]

@@ -20,7 +20,7 @@ __all__ = ["AnswerEvent", "Event", "Evidence", "Final", "Queue", "Retrieval", "S
 
 
 class Strength(TypedDict, total=False):
-    """How strong the passages are as evidence (gateway.answer.pipeline.evidence_is_strong)."""
+    """How strong the passages are as evidence (gateway.answer.evidence_strength.evidence_is_strong)."""
 
     best_similarity: float | None  # the best cosine of the question to a passage (None: no passage)
     agree: bool  # dense and lexical search agree on a top passage
@@ -39,7 +39,7 @@ class Retrieval(Event, frozen=True, tag="retrieval"):
     id: str  # the answer's id, known before anything else
     index_version: str | None
     passages: list[dict[str, object]]  # retrieval.types.Hit.to_dict()
-    evidence: Strength  # pipeline.evidence_is_strong
+    evidence: Strength  # evidence_strength.evidence_is_strong
 
 
 class Evidence(Event, frozen=True, tag="evidence"):
