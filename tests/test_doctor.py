@@ -288,7 +288,7 @@ def test_cli_profile_activate_show_rollback_history(site: dict[str, Any], monkey
 
 @pytest.mark.slow
 def test_gpu_example_on_a_machine_without_gpu_offload_fails_gate_2() -> None:
-    from runtimes.llamacpp.runtime import import_llama_cpp
+    from runtimes.llamacpp.model import import_llama_cpp
 
     if import_llama_cpp().llama_supports_gpu_offload():
         pytest.skip("this llama-cpp-python build can offload to a GPU: the fallback case needs one that cannot")
