@@ -22,6 +22,7 @@ import logging
 import re
 import shutil
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,8 @@ GLUED_SHARE = 0.08  # a page with this share of its letters in such runs is read
 SAME_LETTERS = 0.98  # the new reading holds the same letters (Dice over the multiset of non-space characters)
 MIN_LETTERS = 200  # pages with fewer letters are left as they are: too little to judge
 TIMEOUT_S = 30.0  # one page's pdftotext
+BUDGET_S = 120.0  # all of a manual's: past it the remaining glued pages stay as pypdf read them (a hostile PDF
+# of thousands of pages, each made to stall poppler, must not hold the parse for hours)
 # Runs of letters of the scripts written with spaces between words: Chinese, Japanese, Korean, Thai, Lao,
 # Myanmar and Khmer run on without spaces by nature (a Chinese page of the dev halves reaches 0.076 if
 # they count), so they break a run and count for nothing.
@@ -70,15 +73,18 @@ def _pdftotext(path: Path, page: int) -> str | None:
 
 
 def respace_pages(path: Path, pages: list[tuple[int, str]], normalise: Callable[[str], str],
-                  read: Callable[[Path, int], str | None] = _pdftotext) -> tuple[list[tuple[int, str]], list[int]]:
+                  read: Callable[[Path, int], str | None] = _pdftotext,
+                  budget_s: float = BUDGET_S) -> tuple[list[tuple[int, str]], list[int]]:
     """The pages with each glued one replaced by pdftotext's reading where that is better (module doc),
     and the numbers of the pages replaced. normalise: what the text layer's text went through
-    (ingest.pdf.normalise_text), so both readings are compared and kept alike."""
+    (ingest.pdf.normalise_text), so both readings are compared and kept alike. budget_s: the time all
+    the readings may take together."""
     out: list[tuple[int, str]] = []
     replaced: list[int] = []
+    deadline = time.monotonic() + budget_s
     for number, text in pages:
         share = glued_share(text)
-        if share >= GLUED_SHARE:
+        if share >= GLUED_SHARE and time.monotonic() < deadline:
             raw = read(path, number)
             again = normalise(raw) if raw else ""
             if again and same_letters(text, again) >= SAME_LETTERS and glued_share(again) <= share / 2:

@@ -67,6 +67,10 @@ def test_a_reading_is_kept_only_when_it_holds_the_same_letters_unglued() -> None
     # another text (a different page, a failed read) or no pdftotext: the page stays as it was
     assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(spaced[: len(spaced) // 2]))[1] == []
     assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(None)) == (pages, [])
+    # past the time budget no page is read again (a hostile PDF cannot hold the parse for hours)
+    calls.clear()
+    assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(spaced), budget_s=0.0) == (pages, [])
+    assert calls == []
 
 
 @NEEDS_POPPLER
