@@ -109,13 +109,12 @@ def _running_lines(parsed: ParsedManual) -> tuple[set[str], dict[str, int]]:
                 first_long.setdefault(key, page.number)
     threshold = max(3, int(0.3 * len(pages)))
     running = {key for key, count in counts.items() if count >= threshold}
+    # each page's top and bottom RUNNING_WINDOW lines, edge first, as (key, is a page number), read once
+    sides = [(len(lines), [(furniture_key(ln), is_page_number_line(ln)) for ln in edge])
+             for lines in texts for edge in (lines[:RUNNING_WINDOW], lines[::-1][:RUNNING_WINDOW])]
     for depth in range(EDGE_LINES, RUNNING_WINDOW):  # deeper, behind a block of running lines only
-        deeper: Counter[str] = Counter()
-        for lines in texts:
-            for side in (lines, lines[::-1]):
-                if len(side) > depth + 1 and all(furniture_key(ln) in running or is_page_number_line(ln)
-                                                 for ln in side[:depth]):
-                    deeper[furniture_key(side[depth])] += 1
+        deeper = Counter(marks[depth][0] for length, marks in sides
+                         if length > depth + 1 and all(key in running or number for key, number in marks[:depth]))
         running |= {key for key, count in deeper.items() if count >= threshold}
     return running, {key: page for key, page in first_long.items() if key in running}
 
