@@ -92,7 +92,7 @@ fi
 installed=$("$prefix/bin/manualqa" --version) || die "installed, but $prefix/bin/manualqa --version failed"
 
 # 4. The multilingual companion embedder, where the bundle carries one: under the venv, where the default
-# embedding.companion = "auto" finds it (gateway.config.bundled_companion), replaced whole (never half).
+# embedding.companion = "auto" finds it (gateway.companion_folder.bundled_companion), replaced whole (never half).
 companion="none in this bundle (the gateway searches with the built-in English embedder alone)"
 if [ -d "$bundle/embedders/multilingual-e5-small-int8" ]; then
     share=$prefix/share/manualqa/embedders

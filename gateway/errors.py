@@ -1,7 +1,7 @@
 """The one shape of an error meant for the user: a message, an HTTP status and a stable code.
 
 Every room's user-facing error class carries two class attributes, `http_status` and `code`
-(ingest.IngestError, retrieval.RetrievalError, runtimes.profiles.ProfileError define them
+(ingest.IngestError, retrieval.RetrievalError, runtimes.profile_spec.ProfileError define them
 themselves: those rooms never import gateway). The web maps any such error to
 {"error": {"code", "message"}} with its status in one place (gateway/web/errors.py), and the CLI
 to `Error: message` with exit status 1 in one place (gateway/cli/root.py). An exception without

@@ -62,9 +62,9 @@ class AnswerModeSwitch:
 class Services(IndexParts):
     """The parts one gateway runs on; each is injected or built once, thread-safely.
 
-    Index and embedders (gateway.index_parts), the runtime's owner and the one generation queue, the repositories of
-    gateway.db (answer log, API keys, sessions, background jobs): the HTTP app keeps only web
-    concerns beside it (readiness, metrics, rate limits, requests in flight).
+    Index and embedders (gateway.index_models, gateway.index_parts), the runtime's owner and the one
+    generation queue, the repositories of gateway.db (answer log, API keys, sessions, background jobs):
+    the HTTP app keeps only web concerns beside it (readiness, metrics, rate limits, requests in flight).
     """
 
     def __init__(self, settings: Settings, *, store: IndexStore | None = None, embedder: Embedder | None = None,
@@ -82,7 +82,7 @@ class Services(IndexParts):
         self._other_embedders: dict[str, Embedder] = {}  # models of versions built before a change
         self._reranker: Reranker | None = None
         self._reranker_loaded = False
-        self._sentence_cache = None  # built on first use (gateway.index_parts.IndexParts.sentence_cache)
+        self._sentence_cache = None  # built on first use (gateway.index_models.IndexModels.sentence_cache)
         from gateway.records.titles import TitleCache
 
         self.titles = TitleCache()  # display titles, read again only when an admin changed them

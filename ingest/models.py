@@ -48,6 +48,8 @@ class ParsedManual:
     unread: dict[int, str] = field(default_factory=dict)
     # What read the OCR pages ("tesseract 5.3.0", languages, dpi); {} when no page was OCR'd
     ocr_engine: dict[str, object] = field(default_factory=dict)
+    # Pages whose glued words poppler's pdftotext re-spaced (ingest.respace), recorded in the manifest
+    respaced: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

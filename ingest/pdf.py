@@ -33,7 +33,7 @@ from ingest.ocr import BLANK
 from ingest.outline import read_outline
 from ingest.pdf_open import check_file as check_file
 from ingest.pdf_open import open_reader as open_reader
-from ingest.respace import respace_pages
+from ingest.respace import respace_pages, spaced_as_read
 from ingest.titles import _SPACE_RUN, _largest_text
 from ingest.titles import choose_title as choose_title
 from ingest.titles import is_generic_title as is_generic_title
@@ -67,6 +67,7 @@ class Parsed(TypedDict):
     ocr: dict[str, OcrPageOut]  # by page number
     unread: dict[str, str]  # page number -> why it stayed unread
     ocr_engine: dict[str, object]
+    respaced: list[int]  # pages whose glued words pdftotext read again (ingest.respace), ascending
 
 
 class Labels(TypedDict):
@@ -115,7 +116,8 @@ def normalise_text(raw: str) -> str:
 def extract(path: Path, max_pages: int, drop_drawings: bool = True,
             ocr: OcrSettings | None = None) -> Parsed:
     """Parse the PDF: title, page_count, pages [(number, text, label)], pages_without_text, outline,
-    and what OCR read: ocr {page: {confidence, words}}, unread {page: reason}, ocr_engine.
+    and what OCR read: ocr {page: {confidence, words}}, unread {page: reason}, ocr_engine; respaced: the
+    pages whose glued words pdftotext read again (ingest.respace), for the version's manifest.
 
     drop_drawings: cut the drawing operators out of the pages first (ingest.drawings), which gives
     the same text in a fraction of the time on drawing-heavy pages.
@@ -155,7 +157,7 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
 
     if failed == page_count:
         raise IngestError("PDF is malformed: no page could be read")
-    pages, _replaced = respace_pages(path, pages, normalise_text)  # words glued together: poppler reads them
+    pages, respaced = respace_pages(path, pages, normalise_text)  # words glued together: poppler reads them
     read = _read_images(path, reader, pages, ocr)
     pages = [(n, read["text"].get(n, text)) for n, text in pages]
     without = [n for n, text in pages if sum(not ch.isspace() for ch in text) < MIN_TEXT_CHARS]
@@ -166,12 +168,15 @@ def extract(path: Path, max_pages: int, drop_drawings: bool = True,
                           + (reasons[0] if len(reasons) == 1 else "; ".join(reasons[:3])))
     front = "\n".join(text for _n, text in pages[:2])
     title = choose_title(meta_title, _largest_text(runs), pages[0][1], path.stem, front)
+    if 1 in respaced:  # the cover's runs were glued as its page was: the title as poppler spaced the page
+        title = spaced_as_read(title, pages[0][1])
     labels = page_labels(reader, page_count)
     rows = [(n, text, label) for (n, text), label in zip(pages, labels, strict=True)]
     return {"title": title, "pdf_title": meaningful_title(meta_title), "page_count": page_count, "pages": rows,
             "pages_without_text": without, "outline": read_outline(reader, page_count),
             "ocr": {str(n): {"confidence": p.confidence, "words": p.words} for n, p in read["ocr"].items()},
-            "unread": {str(n): reason for n, reason in unread.items()}, "ocr_engine": read["engine"]}
+            "unread": {str(n): reason for n, reason in unread.items()}, "ocr_engine": read["engine"],
+            "respaced": sorted(respaced)}
 
 
 def _read_images(path: Path, reader: PdfReader, pages: list[tuple[int, str]], ocr: OcrSettings | None) -> OcrRead:

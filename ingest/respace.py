@@ -94,3 +94,18 @@ def respace_pages(path: Path, pages: list[tuple[int, str]], normalise: Callable[
     if replaced:
         log.info("%s: pages %s read again by pdftotext (words glued in the text layer)", path.name, replaced)
     return out, replaced
+
+
+MAX_TITLE_CHARS = 200  # longer "titles" are not looked up in the page (the pattern grows with them)
+
+
+def spaced_as_read(title: str, page_text: str) -> str:
+    """The title as a page read again spells it: the cover's largest text comes from pypdf's runs, glued as
+    the page was ("Tutorialzu picoCosmo" on eval/de-dev's picoCosmo cover), while pdftotext's reading of the
+    page has its spaces ("Tutorial zu picoCosmo"). The title's characters found in that order, with any
+    spaces between them, in the page's text; the title unchanged where they are not found."""
+    letters = [ch for ch in title if not ch.isspace()]
+    if len(letters) < 4 or len(title) > MAX_TITLE_CHARS:
+        return title
+    found = re.search(r"\s*".join(re.escape(ch) for ch in letters), page_text)
+    return " ".join(found.group(0).split()) if found else title

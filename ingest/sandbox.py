@@ -80,6 +80,7 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> ParsedManual:
         ocr={int(n): OcrPage(float(p["confidence"]), p["words"]) for n, p in (result.get("ocr") or {}).items()},
         unread={int(n): str(reason) for n, reason in (result.get("unread") or {}).items()},
         ocr_engine=dict(result.get("ocr_engine") or {}),
+        respaced=sorted(int(n) for n in result.get("respaced") or []),
     )
 
 

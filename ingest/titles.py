@@ -178,10 +178,24 @@ def choose_title(meta_title: str | None, big_text: str, page1_text: str, stem: s
     return page_title(big_text, page1_text, stem)
 
 
+# A page whose largest text is most of its text sets nothing apart as a title (one font size throughout:
+# a plain-text export, a generated PDF): its "largest text" was the whole page, running header and page
+# footer included ("BLDC-300 ... 使用说明书 版本 V3.0 共 5 页 第 1 页"). Then page 1's first title-like
+# line names the manual (page_title). Of the 63 development, training, sample and test manuals this
+# changed one title: "蜂鸟 E203 快速上手 说明" -> "蜂鸟 E203 快速上手说明".
+UNIFORM_SHARE = 0.8
+UNIFORM_MIN_RUNS = 4
+
+
 def _largest_text(runs: list[tuple[float, str]]) -> str:
-    """Text set in the largest font on a page (usually the title on a cover page)."""
+    """Text set in the largest font on a page (usually the title on a cover page); "" where that is most
+    of the page's text (UNIFORM_SHARE): nothing is set apart."""
     runs = [(size, text) for size, text in runs if text.strip()]
     if not runs:
         return ""
     top = max(size for size, _ in runs)
-    return " ".join(" ".join(text.split()) for size, text in runs if size >= 0.9 * top).strip()
+    big = [text for size, text in runs if size >= 0.9 * top]
+    if len(runs) >= UNIFORM_MIN_RUNS and (sum(len(t.strip()) for t in big)
+                                          >= UNIFORM_SHARE * sum(len(t.strip()) for _s, t in runs)):
+        return ""
+    return " ".join(" ".join(text.split()) for text in big).strip()

@@ -1,6 +1,6 @@
 """Ingest orchestration: decide what changed, parse and embed only that, write a new version.
 
-Parsing runs in worker processes (ingest.sandbox.parse_many) fed from a background thread, while
+Parsing runs in worker processes fed from a background thread (retrieval.background_parse), while
 the main thread chunks and embeds each manual as soon as it is parsed, so the embedding model is
 kept busy. Unchanged manuals keep their chunks and their vectors (read back from FAISS), so an
 ingest of one new manual never re-embeds the others. A version is written under
@@ -10,15 +10,14 @@ the ACTIVE pointer.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest.models import ChunkParams, IngestError, ParsedManual, ParseLimits
+from retrieval.background_parse import parse_in_background
 from retrieval.companion import companion_info, describe, same_companion
 from retrieval.entries import (
     Embedding,
@@ -29,6 +28,7 @@ from retrieval.entries import (
     reuse_manual,
     reuse_manuals,
 )
+from retrieval.ingest_report import IngestReport, failure
 from retrieval.types import RetrievalError
 from retrieval.writer import pause_point, write_version
 
@@ -38,105 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Embedding", "Entry", "IngestReport", "LabelReader", "Progress", "collect_entries", "embedding_info",
            "failure", "parse_in_background", "pause_point", "reuse_manual", "reuse_manuals", "write_version"]
-
-
-@dataclass
-class IngestReport:
-    version: str | None = None  # the new active version, None when nothing changed
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    # manuals ingested with pages that could not be read: (file, "could not read 2 pages (3, 4): why")
-    unread: list[tuple[str, str]] = field(default_factory=list)
-    chunks: int = 0  # chunks in the resulting active version
-    embedded: int = 0  # chunks embedded by this run (re-used ones are not counted)
-    pages: int = 0  # pages parsed by this run
-    seconds: float = 0.0
-    parent: str | None = None
-    # why manuals already indexed were chunked and embedded again ("" when they were re-used as is)
-    reprocessed: str = ""
-    # where the time went: parse_wait (embedding idle, waiting for a parse), embed, write, activate
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def status(self) -> str:
-        return "new version" if self.version else "no change"
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["failed"] = [{"file": f, "error": m} for f, m in self.failed]
-        data["unread"] = [{"file": f, "pages": m} for f, m in self.unread]
-        data["status"] = self.status
-        data["seconds"] = round(self.seconds, 3)
-        data["timings"] = {k: round(v, 3) for k, v in self.timings.items()}
-        return data
-
-
-def failure(path: str | Path, message: str) -> tuple[str, str]:
-    """(file, reason) without the file repeated at the start of the reason."""
-    text = str(message)
-    for prefix in (f"{path}: ", f"{Path(path).name}: "):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    return str(path), text
-
-
-def parse_in_background(
-    paths: Sequence[Path], limits: ParseLimits, workers: int
-) -> Iterable[list[tuple[Path, ParsedManual | IngestError]]]:
-    """Yield groups of parse results: each group is everything parsed while the consumer was busy.
-
-    A thread keeps the worker processes parsing ahead of the consumer (the embedding model).
-    """
-    from ingest.sandbox import parse_many
-
-    results: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2 * max(1, workers))
-    stop = threading.Event()
-
-    def put(item: tuple[str, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                results.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in parse_many(list(paths), limits, workers=workers):
-                if not put(("item", item)):
-                    return  # the consumer gave up; stop parsing
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread
-            put(("error", exc))
-        finally:
-            put(("done", None))
-
-    thread = threading.Thread(target=produce, name="manualqa-parse", daemon=True)
-    thread.start()
-    try:
-        finished = False
-        while not finished:
-            group = []
-            kind, value = results.get()  # wait for one, then take whatever else is ready
-            while True:
-                if kind == "done":
-                    finished = True
-                    break
-                if kind == "error":
-                    raise value
-                group.append(value)
-                try:
-                    kind, value = results.get_nowait()
-                except queue.Empty:
-                    break
-            if group:
-                yield group
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 def _warm_up(embedder: Embedder) -> None:

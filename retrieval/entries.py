@@ -67,7 +67,8 @@ def reuse_manual(base: IndexVersion, info: dict[str, Any], labels: Sequence[str 
                           ocr=store.ocr_pages(sha) if store.has_ocr else {},
                           unread={int(n): str(r) for n, r in (info.get("unread") or {}).items()},
                           ocr_engine={k: v for k, v in (info.get("ocr") or {}).items()
-                                      if k not in ("pages", "confidence")})
+                                      if k not in ("pages", "confidence")},
+                          respaced=[int(n) for n in info.get("respaced") or []])
     chunks = list(store.chunks_for_manual(sha))
     rows = sorted(store.rows_for_manuals([sha]))
     if len(rows) != len(chunks):

@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval.manifest import CHUNKS_DB, VECTORS, Manifest, decode_manifest, read_manifest
+from retrieval.manifest import CHUNKS_DB, VECTORS, read_manifest
+from retrieval.manifest_schema import Manifest, decode_manifest
 from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:

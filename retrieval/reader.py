@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retrieval.manifest import Manifest
+from retrieval.manifest_schema import Manifest
 
 
 class ChunkReader(Protocol):

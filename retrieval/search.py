@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypedDict, get_args
 
 import numpy as np
@@ -19,10 +19,11 @@ from ingest.text.languages import detect_question
 from retrieval.companion import companion_ranking
 from retrieval.embedders.base import Embedder
 from retrieval.embedders.dual import companion_of
-from retrieval.reader import IndexReader, IndexSource
+from retrieval.reader import IndexSource
 from retrieval.rerank import Reranker, passage_for_rerank, rerank_order
+from retrieval.scope import check_embedding, resolve_manuals
 from retrieval.sentence_rank import VectorCache, best_sentence_similarity, sentence_order
-from retrieval.term_coverage import term_coverage
+from retrieval.term_coverage import own_language_coverage, term_coverage
 from retrieval.types import CLOSEST, Hit, RetrievalError, SearchMode, SearchParams, shown_label
 
 MODES: tuple[SearchMode, ...] = get_args(SearchMode)
@@ -30,55 +31,6 @@ MODES: tuple[SearchMode, ...] = get_args(SearchMode)
 # passing none searches as the configured gateway does. Experiments build variants from it with
 # dataclasses.replace(DEFAULTS, ...).
 DEFAULTS = SearchParams()
-MIN_SHA_PREFIX = 8
-
-
-def check_embedding(version: IndexReader, embedder: Embedder) -> None:
-    """Refuse an index whose vectors come from another embedding model than the query's."""
-    emb = version.info.embedding
-    built_id, built_hash = emb.model_id, emb.model_hash
-    if not built_id or not built_hash:
-        raise RetrievalError(f"index version {version.id} does not record its embedding model; re-ingest")
-    if built_id != embedder.model_id or built_hash != embedder.model_hash:
-        raise RetrievalError(
-            f"index version {version.id} was built with embedding model {built_id} "
-            f"(sha256 {built_hash[:12]}); this gateway uses {embedder.model_id} "
-            f"(sha256 {embedder.model_hash[:12]}) — re-ingest or configure the same model"
-        )
-
-
-def _text(manual: Mapping[str, object], key: str) -> str:
-    """A manual's str field (file_name, title, sha256); RetrievalError where it is not one."""
-    value = manual[key]
-    if not isinstance(value, str):
-        raise RetrievalError(f"manual {key} is not text: {value!r}")
-    return value
-
-
-def resolve_manuals(known: Sequence[Mapping[str, object]], wanted: Sequence[str]) -> list[str]:
-    """Map file names, titles (case-insensitive) or sha256 prefixes to manual sha256s."""
-    if isinstance(wanted, str):
-        wanted = [wanted]
-    shas: list[str] = []
-    unknown: list[str] = []
-    for raw in wanted:
-        entry = str(raw).strip()
-        low = entry.lower()
-        matches = [_text(m, "sha256") for m in known
-                   if low and (_text(m, "file_name").lower() == low or _text(m, "title").lower() == low
-                               or _text(m, "file_name").lower().rsplit(".", 1)[0] == low
-                               or (len(low) >= MIN_SHA_PREFIX and _text(m, "sha256").startswith(low)))]
-        if not matches:
-            unknown.append(entry)
-        shas.extend(s for s in matches if s not in shas)
-    if unknown:
-        listing = "; ".join(f"{m['file_name']} ({m['title']}, {_text(m, 'sha256')[:12]})" for m in known) or "none"
-        raise RetrievalError(
-            f"unknown manual(s): {', '.join(repr(u) for u in unknown)}. "
-            f"Known manuals: {listing}. Use a file name, a title or a sha256 prefix of at least "
-            f"{MIN_SHA_PREFIX} characters."
-        )
-    return shas
 
 
 _NAV_HEADING_RE = re.compile(r"^\s*(table of contents|contents|index|list of (figures|tables))\s*$", re.I)
@@ -248,6 +200,9 @@ def search_with_timings(
         order = [order[i] for i in rerank_order(scores, rerank_weight)]
     rerank_ms = (time.perf_counter() - t) * 1000
     order = order[:k]
+    own = own_language_coverage(query, [rows[r] for r in order], ver.chunks.term_doc_freqs,
+                                ver.chunks.row_total()) if term_scores else None
+    term_scores = dict(zip(order, own, strict=True)) if own is not None else term_scores
     hits = [
         Hit(chunk_id=c["chunk_id"], manual=c["file_name"], title=c["title"],
             manual_sha256=c["manual_sha256"], page=c["page"], heading=c["heading"], text=c["text"],

@@ -9,8 +9,8 @@ from ingest.models import OCR_MIN_CONFIDENCE
 
 # The default `embedding.model`, written once: all-MiniLM-L6-v2 quantized to int8, built into manualqa
 # (retrieval/models/minilm_l6_int8) and run on onnxruntime, no torch (retrieval.embedders.onnx). Here, in
-# this light module, so that gateway.config takes its default from it without importing numpy;
-# runtimes.profiles keeps a copy (runtimes does not import retrieval) that tests/test_embedders.py checks.
+# this light module, so that gateway.settings takes its default from it without importing numpy;
+# runtimes.profile_spec keeps a copy (runtimes does not import retrieval) that tests/test_embedders.py checks.
 DEFAULT_EMBEDDING_MODEL = "onnx:minilm-l6-int8"
 
 
@@ -48,7 +48,8 @@ class Hit:
     # (retrieval.sentence_rank); None when it did not (search.sentence_weight 0, or below the pool).
     sentence_score: float | None = None
     # The IDF-weighted share of the question's words the passage holds, when the sentence step scored
-    # it with search.term_weight > 0 (retrieval.term_coverage); None otherwise.
+    # it with search.term_weight > 0 (retrieval.term_coverage); None otherwise. For a question in a language
+    # with its own stemmer (German ...), the hits kept are read again with it (own_language_coverage).
     term_score: float | None = None
     # "ocr" when the passage was read from the page image by Tesseract (ingest.ocr), else "text";
     # then ocr_confidence is its mean word confidence (0-100) and ocr_doubtful the [start, end) in

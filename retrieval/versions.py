@@ -155,7 +155,7 @@ class IndexStore(VersionCleanup):
 
     def resolve_manual(self, manual: str, version: str | None = None) -> dict[str, Any]:
         """Exactly one manual of a version, named as search names them (file name, title, sha prefix)."""
-        from retrieval.search import resolve_manuals
+        from retrieval.scope import resolve_manuals
 
         manuals = self.show(version).get("manuals", [])
         shas = resolve_manuals(manuals, [manual])

@@ -18,11 +18,11 @@ from retrieval.manifest import (
     CHUNKS_DB,
     MANIFEST,
     VECTORS,
-    ManifestRecord,
     build_manifest,
     manifest_bytes,
     manual_entry,
 )
+from retrieval.manifest_schema import ManifestRecord
 from retrieval.pointer import TMP_PREFIX, atomic_write_bytes, fsync_dir
 from retrieval.types import RetrievalError
 

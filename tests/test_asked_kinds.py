@@ -14,7 +14,8 @@ import pytest
 from gateway.answer.asked_kinds import answers_direction, answers_fault, reports_fault
 from gateway.answer.empty_claims import about_the_text, dangling
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import check_support, decide_outcome
+from gateway.answer.outcome import decide_outcome
+from gateway.answer.support_check import check_support
 from retrieval.types import Hit
 
 TITLE = "PC-200 Pump Controller Manual"

@@ -438,7 +438,8 @@ def test_bundle_carries_the_e5_companion_and_install_puts_it_where_auto_looks(
     assert "e5:        multilingual-e5-small-int8 in" in got.stdout
     assert (placed / "model.onnx").read_bytes() == (e5 / "model.onnx").read_bytes()
     # the gateway run from that venv (its sys.prefix) resolves "auto" to it when the data folder has none
-    from gateway.config import Settings, companion_setting
+    from gateway.companion_folder import companion_setting
+    from gateway.config import Settings
 
     monkeypatch.setattr(sys, "prefix", str(prefix))
     assert companion_setting(Settings(data_dir=tmp_path / "data")) == str(placed)

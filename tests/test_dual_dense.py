@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gateway.config import AUTO_COMPANION, ConfigError, Settings, companion_setting, load_settings
+from gateway.companion_folder import AUTO_COMPANION, companion_setting
+from gateway.config import ConfigError, Settings, load_settings
 from gateway.services import Services
 from retrieval.embedders.dual import WithCompanion, companion_of
 from retrieval.embedders.factory import load_embedder
-from retrieval.manifest import CHUNKS_DB, decode_manifest
+from retrieval.manifest import CHUNKS_DB
+from retrieval.manifest_schema import decode_manifest
 from retrieval.search import search_with_timings
 from retrieval.types import DEFAULT_EMBEDDING_MODEL
 from retrieval.versions import IndexStore
@@ -127,7 +129,7 @@ def test_the_setting_loads_a_companion_beside_the_model(e5_dir: Path, plain: Any
 
 
 def test_the_gateway_built_from_settings_loads_the_companion(e5_dir: Path, tmp_path: Path) -> None:
-    # Services with no embedder handed in reads embedding.companion itself (gateway.index_parts):
+    # Services with no embedder handed in reads embedding.companion itself (gateway.index_models):
     # the setting, not a test fixture, puts e5 beside MiniLM
     with_it = Services(load_settings(env={"MANUALQA_DATA": str(tmp_path / "a"),
                                           "MANUALQA_EMBEDDING__COMPANION": str(e5_dir)}))

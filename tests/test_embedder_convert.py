@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from gateway.cli import main
-from retrieval.embedders.convert import CONFIG_FILE, ConvertError, describe
+from retrieval.embedders.convert_record import CONFIG_FILE, ConvertError, describe
 from retrieval.embedders.factory import load_embedder
 from retrieval.embedders.onnx import OnnxEmbedder
 

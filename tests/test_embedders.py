@@ -14,7 +14,8 @@ import msgspec
 import pytest
 
 from retrieval.embedders import DEFAULT_MODEL, PACKAGED_MODEL, Embedder, load_embedder, spec_of
-from retrieval.manifest import Manifest, decode_manifest, manifest_bytes, read_manifest
+from retrieval.manifest import manifest_bytes, read_manifest
+from retrieval.manifest_schema import Manifest, decode_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 # What manifests written before retrieval/embedders existed record (computed with retrieval/embeddings.py
@@ -90,7 +91,7 @@ def test_spec_of_a_recorded_model(embedding: dict[str, Any], spec: str) -> None:
 
 def test_the_default_embedder_id_is_one_constant() -> None:
     """It was written in retrieval/embeddings.py, gateway/config.py and runtimes/profiles.py; now
-    retrieval.types holds it, gateway.config takes it from there, and runtimes (which may not import
+    retrieval.types holds it, gateway.settings takes it from there, and runtimes (which may not import
     retrieval) keeps the one copy this test holds equal."""
     from gateway.config import EmbeddingSettings, Settings
     from retrieval.types import DEFAULT_EMBEDDING_MODEL
@@ -104,7 +105,7 @@ def test_the_default_embedder_id_is_one_constant() -> None:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Constant) and node.value == DEFAULT_MODEL:
                     literal.append(str(path.relative_to(ROOT)))
-    assert sorted(literal) == ["retrieval/types.py", "runtimes/profiles.py"]
+    assert sorted(literal) == ["retrieval/types.py", "runtimes/profile_spec.py"]
 
 
 # -- the manifest, typed -----------------------------------------------------------------------------------

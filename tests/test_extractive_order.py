@@ -128,6 +128,16 @@ def test_an_faqs_question_is_not_quoted_as_its_answer() -> None:
     assert picked[0][1].startswith("The MPS resistor keeps the PoE switch")
 
 
+def test_a_chinese_faqs_question_with_a_full_width_mark_is_not_quoted_either() -> None:
+    """A Chinese FAQ asks with "？" (eval/zh-dev2's AD16N design guide: "Q4：软关机休眠状态，GPIO 状态应当如何配置？"
+    led the evidence for a question about deep-sleep current)."""
+    faq = hit("Q4：软关机休眠状态，GPIO 状态应当如何配置？\n"
+              "休眠状态下，GPIO 可维持输出 0/1 状态，也可以做输入唤醒或高阻态配置。")
+    picked = [s for _, s in pick_sentences("软关机休眠的时候 GPIO 状态怎么配置？", [faq])]
+    assert picked and not any(s.endswith(("?", "？")) for s in picked), picked
+    assert picked[0].startswith("休眠状态下"), picked
+
+
 def test_a_figure_caption_alone_is_not_quoted_but_a_sentence_after_a_figure_label_is() -> None:
     text = ("Figure 43 - CyControl program (firmware update step 1). "
             "Select the firmware file in the CyControl program and press Program to start the firmware update. "

@@ -13,7 +13,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.services import Services
-from ingest.text.languages import detect
+from ingest.text.languages import detect, detect_question
 from ingest.text.pagenumbers import is_page_number_line
 from ingest.text.sentences import sentence_spans
 from ingest.text.terms import content_terms, index_terms
@@ -135,6 +135,9 @@ def test_detect_names_the_language() -> None:
     table = "Fan Expansion Board VB-EL-01-RFX1 eBay Link 1\nY endstop VB-EL-02 Link 2\nVB-EL-03 VB-EL-04 VB-EL-05"
     assert detect(table, prior="en") == "en"
     assert detect("Der Lüfter wird mit dem Schalter auf der Rückseite eingeschaltet.", prior="en") == "de"
+    # a technician's short German question with none of the commonest function words (eval/de-dev2)
+    assert detect_question("Welche Jumper müssen am Schluss gesteckt sein?") == "de"
+    assert detect_question("Which jumpers must be fitted at the end?") == "en"
 
 
 def test_chinese_sentences_end_at_full_width_marks() -> None:
@@ -284,3 +287,66 @@ def test_a_question_outside_english_skips_the_english_sentence_step(gw: Any) -> 
     assert search_params_for(params, "What is the maximum output current?", gw.embedder) is params
     # a multilingual embedder's cosines mean the same in every language: nothing changes
     assert search_params_for(params, "驱动器的输入电压是多少？", E5Embedder()) is params
+
+
+def test_the_share_the_not_found_check_reads_compares_german_words_as_german_stems_them(gw: Any) -> None:
+    """"Lüftungsschlitz" is the manual's "Lüftungsschlitze": the light English strip (plural -s) kept them apart,
+    and a German question looked as if the passage held less of it than it does (issue 48: answerable German
+    questions refused for a word share under the floor)."""
+    from retrieval.term_coverage import own_stemmer, term_coverage
+
+    question = "Darf ich den Lüftungsschlitz des Netzteils abdecken?"
+    hit = next(h for h in gw.search(question, k=5) if (h.manual, h.page) == ("lng30_de.pdf", 3))
+    chunks = gw.store.open().chunks
+    row = [{"title": hit.title, "heading": hit.heading, "text": hit.text}]
+    light = term_coverage(question, row, chunks.term_doc_freqs, chunks.row_total())[0]
+    german = term_coverage(question, row, chunks.term_doc_freqs, chunks.row_total(), own_stemmer("de"))[0]
+    assert german > light > 0
+    assert hit.term_score == pytest.approx(german)
+    # an English question keeps the light strip: its share is what the ranking read
+    english = "How often should the shaft seals be replaced?"
+    hit = next(h for h in gw.search(english, k=5) if h.manual == "aquaflow_en.pdf")
+    row = [{"title": hit.title, "heading": hit.heading, "text": hit.text}]
+    assert hit.term_score == pytest.approx(term_coverage(english, row, chunks.term_doc_freqs, chunks.row_total())[0])
+
+
+@pytest.mark.parametrize(("question", "says", "english"), [
+    ("驱动器的重量是多少？", "没有给出这个问题所问的重量", "do not state"),  # a value of a kind no passage states
+    ("Wie schwer ist das Netzteil?", "nennen für diese Frage keine Angabe zu Gewicht", "do not state"),
+    ("咖啡机怎么除垢？", "本网关上的手册没有涉及这个问题", "do not cover"),  # nothing on it at all
+    ("Wie entkalke ich die Kaffeemaschine?", "Die Handbücher auf diesem Gateway behandeln diese Frage nicht", "cover"),
+])
+def test_a_refusal_speaks_the_questions_language(gw: Any, question: str, says: str, english: str) -> None:
+    """Through a chat client the answer's text is all a technician reads (issue 47 item 4): the not-found notice
+    and /v1's footer come in the question's language, from the pages' catalogue."""
+    from gateway.web.openai_replies import answer_reply
+
+    res = gw.answer(question, mode="extractive")
+    assert res.outcome == "not_found", (res.outcome, res.answer)
+    assert says in res.answer and english not in res.answer, res.answer
+    text = answer_reply(res.to_dict(), "http://gateway").text
+    closest = "最接近的段落（可能无法回答该问题）：" if "？" in question else "Nächstliegende Textstellen"
+    assert text.startswith(res.answer) and closest in text and "Closest passages" not in text, text
+
+
+def test_quoted_evidence_over_v1_says_what_it_is_in_the_questions_language(gw: Any) -> None:
+    from gateway.web.openai_replies import EVIDENCE_NOTE, answer_reply
+
+    asked = [("驱动器的输入电压是多少？", "并非经过核对的回答", "\n\n来源：\n[1] "),
+             ("Wie hoch ist der maximale Ausgangsstrom?", "keine geprüfte Antwort", "\n\nQuellen:\n[1] "),
+             ("How often should the shaft seal be replaced?", EVIDENCE_NOTE.strip(), "\n\nSources:\n[1] ")]
+    for question, note, sources in asked:
+        res = gw.answer(question, mode="extractive")
+        assert res.outcome == "evidence_only", (question, res.outcome)
+        text = answer_reply(res.to_dict(), "http://gateway").text
+        assert text.startswith(res.answer + "\n\n") and note in text and sources in text, text
+
+
+def test_a_front_page_in_one_font_size_gives_its_title_line_not_the_whole_page(gw: Any) -> None:
+    """Every line of these generated manuals is set in one size: the "largest text" of page 1 was the whole
+    page, running header and page footer included, and every citation read "BLDC-300 ... 版本 V3.0 共 5 页 第 1
+    页 p.2". The first title-like line names the manual instead."""
+    titles = {m["file_name"]: m["title"] for m in gw.store.open().chunks.manuals()}
+    assert titles["bldc300_zh.pdf"] == ZH_HEADER
+    assert titles["lng30_de.pdf"] == DE_HEADER
+    assert titles["aquaflow_en.pdf"] == "AquaFlow P-40 Service Manual"

@@ -46,6 +46,21 @@ def test_a_value_no_passage_states_is_not_found_naming_the_manual_searched(gw: S
     assert res.outcome == "not_found" and "quantity_not_in_evidence: tolerance in ppm" in res.flags
 
 
+def test_a_speed_asked_in_a_unit_no_passage_states_is_not_found(gw: Services) -> None:
+    """A question that names the unit of the speed it wants ("in mm/min", "rpm") asks for a value no passage of
+    the sample manuals states in any speed unit (eval/de-dev2: a router's maximum feed rate in mm/min, answered
+    with its frame's dimensions); "how fast" alone asks nothing of the kind (a baud rate, a motion setting)."""
+    from gateway.answer.coverage import unstated_values
+
+    res = gw.answer("What is the maximum travel speed of the Voron printer in mm/s?")
+    assert res.outcome == "not_found" and "quantity_not_in_evidence: speed" in res.flags, (res.answer, res.flags)
+    assert res.answer.startswith(f"The closest passages in {VORON} do not state a speed"), res.answer
+    assert unstated_values("Vorschub maximal in mm/min?", ["Vorschub bis 2000 mm/min, Eilgang 80 mm/s."]) == []
+    assert unstated_values("Max feed 50 mm/s?", ["feed rates up to 3000 mm/min"]) == []  # any unit of the family
+    assert unstated_values("Spindle speed in rpm?", ["Spindle motor: 500 W"]) == ["speed"]
+    assert unstated_values("how fast can it go?", ["Spindle motor: 500 W"]) == []
+
+
 def test_a_question_naming_the_other_manual_is_read_against_that_manual(gw: Services) -> None:
     res = gw.answer(OTHER_MANUAL)  # the piston board's 115200 baud is the closest passage
     assert res.outcome == "not_found", res.answer

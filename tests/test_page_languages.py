@@ -22,6 +22,9 @@ PAGES = ("index.html", "admin.html", "viewer.html")
 SCRIPTS = ("i18n.js", "app.js", "admin.js", "admin_ops.js", "viewer.js", "admin_unanswered.js", "admin_status.js",
            "admin_trial.js", "admin_log.js", "admin_index.js", "admin_time.js")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
+GATEWAY = Path(__file__).resolve().parent.parent / "gateway"
+ANSWER_TEXT_USERS = (GATEWAY / "answer" / "answer_texts.py", GATEWAY / "answer" / "outcome.py",
+                     GATEWAY / "web" / "openai_replies.py")
 # Text a page shows that is the same in every language: the product's name, identifiers, the outcome
 # codes of the answer log's filter (the API's vocabulary), input syntax, example key names.
 SAME_IN_EVERY_LANGUAGE = {"manualqa", "sha256", "kiosk-3", "7d, 12h, 2026-11-01…", "answered", "evidence_only",
@@ -46,6 +49,10 @@ def keys_used() -> tuple[dict[str, set[str]], set[str]]:
         for key in re.findall(r"""["']((?:common|tech|admin|viewer)\.[\w.]+)["']""", src):
             used.setdefault(key, set()).add(name)
         prefixes.update(re.findall(r"`((?:common|tech|admin|viewer)\.[\w.]*)\$\{", src))
+    # the answer's own words (gateway.answer.answer_texts): say("not_found", question) names "answer.not_found"
+    for path in ANSWER_TEXT_USERS:
+        for key in re.findall(r"""\bsay\(\s*["'](\w+)["']""", path.read_text(encoding="utf-8")):
+            used.setdefault(f"answer.{key}", set()).add(path.name)
     return used, prefixes
 
 

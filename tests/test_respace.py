@@ -18,7 +18,8 @@ from gateway.config import Settings
 from gateway.services import Services
 from ingest.pdf import extract, normalise_text
 from ingest.respace import GLUED_SHARE, glued_share, respace_pages
-from tests.support.pdfs import tiny_pdf
+from retrieval.manifest_schema import decode_manifest
+from tests.support.pdfs import glued_content, glued_pdf, pages_pdf, text_page
 
 SENTENCES = [
     "Am besten stellt man in der Oszilloskop Konfiguration eine Samplingzeit von zwei Mikrosekunden ein",
@@ -28,15 +29,6 @@ SENTENCES = [
 ]
 NEEDS_POPPLER = pytest.mark.skipif(shutil.which("pdftotext") is None,
                                    reason="poppler-utils (pdftotext) is not installed; make install puts it there")
-
-
-def glued_pdf(sentences: list[str], step: int = -120) -> bytes:
-    """One page, each sentence a line whose words are set apart by a kerning step, never by a space."""
-    lines = []
-    for n, sentence in enumerate(sentences):
-        words = b" ".join(b"(" + w.encode("cp1252") + b") %d" % step for w in sentence.split())
-        lines.append(b"BT /F1 11 Tf 40 %d Td [" % (700 - 20 * n) + words + b"] TJ ET ")
-    return tiny_pdf(b"".join(lines))
 
 
 def test_glued_share_tells_glued_pages_from_long_compounds() -> None:
@@ -87,3 +79,56 @@ def test_a_glued_manual_is_indexed_with_its_words(tmp_path: Path, embedder: Any)
         assert hits and hits[0].lexical_rank == 1 and "eine Samplingzeit von" in hits[0].text
     finally:
         gw.log.close()
+
+
+@NEEDS_POPPLER
+def test_the_index_records_which_pages_were_read_again(tmp_path: Path, embedder: Any) -> None:
+    """The version's manifest names the pages pdftotext re-spaced, per manual, as it names OCR'd and unread
+    pages, and a later version that re-uses the manual keeps them; a manual of ordinary text records none.
+    (Before, the page numbers went to the ingest log only.)"""
+    from gateway.web.routes_manuals import _manuals
+
+    lines = b" ".join(b"(" + s.encode("cp1252") + b") '" for s in SENTENCES)
+    spaced = b"BT /F1 11 Tf 20 TL 40 720 Td " + lines + b" ET"  # the same lines with their spaces
+    glued = tmp_path / "pulsfilter_anleitung.pdf"
+    glued.write_bytes(pages_pdf([spaced, glued_content(SENTENCES), spaced]))  # page 2 of 3 glued
+    plain = tmp_path / "spindle_notes.pdf"
+    plain.write_bytes(text_page(["Spindle notes", "Grease the spindle bearings every 500 hours of running."]))
+
+    gw = Services(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        gw.ingest([glued])
+        (entry,) = gw.store.open().manifest["manuals"]
+        assert entry["page_count"] == 3 and entry["respaced"] == [2]
+
+        report = gw.ingest([plain])  # a new version: the glued manual is re-used, not parsed again
+        assert report.added == ["spindle_notes.pdf"] and report.unchanged == [], report
+        version = gw.store.open()
+        entries = {m["file_name"]: m for m in version.manifest["manuals"]}
+        assert entries["pulsfilter_anleitung.pdf"]["respaced"] == [2]
+        assert "respaced" not in entries["spindle_notes.pdf"]  # only when there are any, as "unread"
+        typed = {m.file_name: m.respaced for m in decode_manifest(version.manifest).manuals}
+        assert typed == {"pulsfilter_anleitung.pdf": [2], "spindle_notes.pdf": []}
+        # GET /api/v1/manuals shows them beside the OCR'd pages
+        assert {m["file_name"]: m["respaced_pages"] for m in _manuals(gw)} == typed
+    finally:
+        gw.log.close()
+
+
+def test_a_manifest_written_before_respaced_still_loads() -> None:
+    """Versions built before the field read as no page re-spaced."""
+    manual = {"sha256": "0" * 64, "file_name": "old.pdf", "title": "Old", "page_count": 2}
+    assert decode_manifest({"manuals": [manual]}).manuals[0].respaced == []
+
+
+@NEEDS_POPPLER
+def test_a_glued_cover_gives_its_title_with_its_spaces(tmp_path: Path) -> None:
+    """The title is the cover's largest text, read from pypdf's runs, which are glued as the page is:
+    eval/de-dev's picoCosmo tutorial was titled "Tutorialzu picoCosmo" on every citation. Its cover read
+    again by pdftotext spells it with its spaces."""
+    title = b"BT /F1 24 Tf 40 750 Td [(Tutorial) -120 (zum) -120 (Pulsfilter)] TJ ET "
+    cover = tmp_path / "pulsfilter_tutorial.pdf"
+    cover.write_bytes(pages_pdf([title + glued_content(SENTENCES), glued_content(SENTENCES[:2])]))
+    parsed = extract(cover, 50)
+    assert 1 in parsed["respaced"]
+    assert parsed["title"] == "Tutorial zum Pulsfilter", parsed["title"]

@@ -18,7 +18,7 @@ import pytest
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.chunkstore import ChunkStore
 from retrieval.embedders import Embedder, passage_text
-from retrieval.manifest import decode_manifest
+from retrieval.manifest_schema import decode_manifest
 from retrieval.search import fuse, is_navigation, search, search_with_timings
 from retrieval.types import CLOSEST, RetrievalError, SearchParams
 from retrieval.vectors import VectorIndex

@@ -22,7 +22,10 @@ import pytest
 from runtimes.base import GenerationConfig, GenerationError, GenerationStats, RuntimeUnavailable
 from runtimes.rkllm import RKLLMRuntime, probe_environment
 from runtimes.rkllm import layouts as L
-from runtimes.rkllm.binding import RKLLMBinding, RunOutcome, RuntimeVersionMismatch
+from runtimes.rkllm.binding import RKLLMBinding, RuntimeVersionMismatch
+from runtimes.rkllm.run_state import RunOutcome
+from runtimes.rkllm.structs_13 import RKLLMInferParam_13, RKLLMInput_13, RKLLMParam_13
+from runtimes.rkllm.structs_shared import RKLLMPerfStat, RKLLMResult
 
 STUB_SRC = Path(__file__).parent / "rkllm_stub" / "rkllm_stub.c"
 ANSWER = "Torque the M3 screws to 0.8 Nm — see [1]."
@@ -113,18 +116,18 @@ def test_struct_sizes_and_offsets_match_the_c_compiler_and_the_table(stubs, buil
     assert checked > 40
     mm = layout.Input._fields_[3][1]._fields_[3][1]
     assert ctypes.sizeof(mm) == _stub_size(lib, "stub_sizeof_RKLLMMultiModalInput")
-    assert ctypes.sizeof(L.RKLLMPerfStat) == _stub_size(lib, "stub_sizeof_RKLLMPerfStat") == 20
+    assert ctypes.sizeof(RKLLMPerfStat) == _stub_size(lib, "stub_sizeof_RKLLMPerfStat") == 20
 
 
 def test_published_130_param_offsets():
-    p = L.RKLLMParam_13
+    p = RKLLMParam_13
     expect = {"model_path": 0, "max_context_len": 8, "max_new_tokens": 12, "top_k": 16, "n_keep": 20,
               "top_p": 24, "temperature": 28, "repeat_penalty": 32, "frequency_penalty": 36,
               "presence_penalty": 40, "mirostat": 44, "mirostat_tau": 48, "mirostat_eta": 52,
               "skip_special_token": 56, "ignore_eos_token": 57, "is_async": 58, "extend_param": 60}
     assert {k: getattr(p, k).offset for k in expect} == expect
-    assert (L.RKLLMInferParam_13.keep_history.offset, L.RKLLMInferParam_13.max_new_tokens.offset) == (32, 36)
-    assert L.RKLLMResult.perf.offset == 48 and L.RKLLMInput_13.prompt_input.offset == 16
+    assert (RKLLMInferParam_13.keep_history.offset, RKLLMInferParam_13.max_new_tokens.offset) == (32, 36)
+    assert RKLLMResult.perf.offset == 48 and RKLLMInput_13.prompt_input.offset == 16
 
 
 # ------------------------------------------------------------------ streaming

@@ -13,7 +13,8 @@ Two cases from the Qwen2.5-Coder-1.5B on eval/dev:
 from __future__ import annotations
 
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import check_support, decide_outcome, states_what_is_asked
+from gateway.answer.outcome import decide_outcome
+from gateway.answer.support_check import check_support, states_what_is_asked
 from retrieval.types import Hit
 
 SWITCH = ("Ender 3 Series 3D Printer Quick Start Guide\nThis guide is for the Ender 3 Series of 3D printers. "

@@ -13,7 +13,8 @@ from __future__ import annotations
 from gateway.answer.draft_units import draft_spans
 from gateway.answer.empty_claims import about_the_text
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import check_support, decide_outcome
+from gateway.answer.outcome import decide_outcome
+from gateway.answer.support_check import check_support
 from retrieval.types import Hit
 
 FEEDING = ("2. Feeding\nThe Ender 3 uses 1.75 mm filament. Cut the end of the filament at an angle, "

@@ -12,7 +12,8 @@ and the evidence is shown as before.
 from __future__ import annotations
 
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import INVENTED_TEXT, check_support, decide_outcome, invented_values
+from gateway.answer.outcome import INVENTED_TEXT, decide_outcome
+from gateway.answer.support_check import check_support, invented_values
 from retrieval.types import Hit
 
 VGA = ("RVPC is a low-cost educational computer with a RISC-V processor: keyboard input, VGA display "

@@ -12,8 +12,9 @@ from __future__ import annotations
 from gateway.answer.claim_terms import numbers_of
 from gateway.answer.empty_claims import about_the_text
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import check_support, decide_outcome
+from gateway.answer.outcome import decide_outcome
 from gateway.answer.support import check_answer, supported_text
+from gateway.answer.support_check import check_support
 from retrieval.types import Hit
 
 TABLE = ("RVPC assembly cheat sheet:\n5 1 D1 1N4148 DO35 The black line mark to K(square pad)\n"

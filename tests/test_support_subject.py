@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from gateway.answer.binding import unbound_numbers
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import DECLINED_TEXT, check_support, decide_outcome
+from gateway.answer.outcome import DECLINED_TEXT, decide_outcome
 from gateway.answer.support import check_answer
+from gateway.answer.support_check import check_support
 from retrieval.types import Hit
 
 MAINTENANCE = ("Clean the nozzle every 50 hours of printing. Check the belt tension once a month and "

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from gateway.answer.binding import yes_contradicted
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import check_support, decide_outcome
+from gateway.answer.outcome import decide_outcome
+from gateway.answer.support_check import check_support
 from retrieval.types import Hit
 
 LASER = ("Not every material can be cut because of toxic vapors produced while cutting. Do not use materials "

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from gateway.answer.binding import affirms, passage_says_not
 from gateway.answer.generation import Generation
-from gateway.answer.outcome import check_support, decide_outcome
+from gateway.answer.outcome import decide_outcome
+from gateway.answer.support_check import check_support
 from retrieval.types import Hit
 
 AGON = ("AgonLight2 power supply and consumption\nAgonLight2 can be powered by 3 sources:\n• USB-C connector;\n"

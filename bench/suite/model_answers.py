@@ -169,7 +169,8 @@ def recheck(split: str, run_label: str) -> list[dict[str, Any]]:
     from gateway.answer.citations import resolve
     from gateway.answer.extractive import evidence_params, extractive_answer, similarity_scorer
     from gateway.answer.generation import Generation
-    from gateway.answer.outcome import check_support, decide_outcome
+    from gateway.answer.outcome import decide_outcome
+    from gateway.answer.support_check import check_support
     from gateway.config import AnswerSettings
     from retrieval.embedders.base import similarity_to
     from retrieval.manifest import CHUNKS_DB

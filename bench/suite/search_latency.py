@@ -41,7 +41,7 @@ class SyntheticStore:
 
     def __init__(self, vdir: Path, embedder: Any, kind: str) -> None:
         from retrieval.chunkstore import ChunkStore
-        from retrieval.manifest import decode_manifest
+        from retrieval.manifest_schema import decode_manifest
         from retrieval.vectors import VectorIndex
 
         manifest = {"embedding": {"model_id": embedder.model_id, "model_hash": embedder.model_hash}}

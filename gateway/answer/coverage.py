@@ -9,8 +9,9 @@ temperatures all the same). Two things the question names do tell them apart, on
   from. The closest evidence then is about another machine ("what baud rate does the handi hand
   sketch use" answered from the logic analyser's guide); its values do not answer for this one.
 - a value of a kind the quantity check (gateway.answer.quantities) does not know: a force in N, a baud
-  rate, a bus address, an IP rating, a tolerance in ppm, a level in dBm. Asked plainly and stated by
-  none of the first manual's passages, the answer is not there.
+  rate, a bus address, an IP rating, a tolerance in ppm, a level in dBm, a speed in a unit the question
+  names ("in mm/min"). Asked plainly and stated by none of the first manual's passages, the answer is not
+  there.
 
 Each check was chosen on the development halves (eval/dev, dev2, dev3, zh-dev, de-dev) and measured
 once on the test halves: docs/bench/experiments/unanswerable.md. Plainer rules (the share of the
@@ -40,6 +41,11 @@ VALUE_KINDS: dict[str, tuple[str, str]] = {
     "IP rating": (r"\bip[ -]?(?:rating|rated|code|class)\b|\bingress protection\b", r"\bip\s?[0-9x]{2}\b"),
     "tolerance in ppm": (r"\bppm\b", r"\d\s*ppm\b"),
     "level in dBm": (r"\bdbm\b", r"\d\s*dbm\b"),
+    # asked only by its unit ("maximal in mm/min"): "how fast" or "top speed" alone also ask for a baud rate, a
+    # sample rate or a motion profile's setting, and refused answerable questions on eval/dev2 when they asked
+    "speed": (r"(?<![\w/])(?:mm|cm|m|km)\s?/\s?(?:min|s|h)\b|\bkm/h\b|\brpm\b|\bu/min\b",
+              r"\d\s*(?:(?:mm|cm|m|km)\s?/\s?(?:min|s|sec|h)\b|rpm\b|u/min\b|1/min\b|mph\b"
+              r"|(?:mm|m)\s+(?:per|pro)\s+(?:min|minute|s|sec|second|sekunde))"),
 }
 _ASKED = {k: re.compile(q) for k, (q, _s) in VALUE_KINDS.items()}
 _STATED = {k: re.compile(s) for k, (_q, s) in VALUE_KINDS.items()}

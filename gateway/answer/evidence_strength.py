@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gateway.answer.answer_texts import not_found_text, quantity_not_found_text, value_apart_text
 from gateway.answer.coverage import stated_apart, unstated_values
 from gateway.answer.events import Strength
 from gateway.answer.flags import AnswerFlag
@@ -20,9 +21,9 @@ from retrieval.types import Hit
 if TYPE_CHECKING:
     from gateway.config import AnswerSettings
 
-NOT_FOUND_TEXT = ("The manuals on this gateway do not cover this question. "
-                  "The closest passages are listed below; they may not answer it.")
-NO_PASSAGE_TEXT = "The manuals on this gateway do not cover this question: no passage matches it."
+# The English notices as integrators and replays have always read them (answer_texts: in the question's language)
+NOT_FOUND_TEXT = not_found_text("")
+NO_PASSAGE_TEXT = not_found_text("", passages=False)
 AGREE_TOP = 3  # dense and lexical "agree" when one passage is in the top 3 of both
 AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity still counts
 # Outside English, the share of the question's words the passages must hold instead of the cosine, chosen
@@ -32,27 +33,6 @@ AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity stil
 # about the foreign manuals holds at least 0.13 (the cosine refused 4 of 15).
 OTHER_MIN_TERMS = 0.16
 CROSS_MIN_TERMS = 0.10
-
-
-def _a(kinds: list[str]) -> str:
-    """"a voltage or current", "an IP rating"."""
-    words = " or ".join(kinds)
-    return ("an " if words[:1].lower() in "aeiou" or words.startswith("IP") else "a ") + words
-
-
-def quantity_not_found_text(kinds: list[str], manual: str | None = None) -> str:
-    """Not found, saying which value the passages lack and whose passages they are (the technician sees
-    what was searched and what is missing)."""
-    whose = f" in {manual}" if manual else " in the manuals"
-    return (f"The closest passages{whose} do not state {_a(kinds)} for this question. "
-            "They are listed below; they may not answer it.")
-
-
-def value_apart_text(kinds: list[str], manual: str | None = None) -> str:
-    """Not found: the passages state a value of the asked kind, but for nothing else the question names."""
-    whose = f" in {manual}" if manual else " in the manuals"
-    return (f"The closest passages{whose} state {_a(kinds)} only for other things than this question names. "
-            "They are listed below; they may not answer it.")
 
 
 def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: float | None = None,
@@ -96,7 +76,7 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: Strength,
         # name what decided: outside English the share of the question's words, else the best cosine
         why = (f"word share {ev['word_share']} below {ev['word_share_floor']}" if "word_share" in ev
                else f"best similarity {ev['best_similarity']}")
-        return Weak(NOT_FOUND_TEXT if given else NO_PASSAGE_TEXT, AnswerFlag("weak_evidence", why))
+        return Weak(not_found_text(question, bool(given)), AnswerFlag("weak_evidence", why))
     # Only the first passage's manual counts: a value of the asked kind stated for another machine
     # (another manual, brought up by one close sentence) does not answer for this one.
     first = [h for h in given if h.manual_sha256 == given[0].manual_sha256]
@@ -106,9 +86,10 @@ def _weakness(question: str, given: list[Hit], strong: bool, ev: Strength,
         unstated += [k for k in unstated_values(question, texts) if k not in unstated]
     manual = (first[0].title or first[0].manual) if first else None
     if unstated:
-        return Weak(quantity_not_found_text(unstated, manual),
+        return Weak(quantity_not_found_text(unstated, manual, question),
                     AnswerFlag("quantity_not_in_evidence", ", ".join(unstated)))
     apart = stated_apart(question, [(h.heading, h.text) for h in first]) if settings.coverage_check else []
     if apart:
-        return Weak(value_apart_text(apart, manual), AnswerFlag("value_not_for_question", ", ".join(apart)))
+        return Weak(value_apart_text(apart, manual, question),
+                    AnswerFlag("value_not_for_question", ", ".join(apart)))
     return None

@@ -111,7 +111,7 @@ def scored_candidates(
                 continue
             if doubtful_number(hit, s, e):  # a number OCR was unsure of is not quoted as the answer
                 continue
-            if sentence.endswith("?"):  # a question (an FAQ's, a troubleshooting table's) answers nothing
+            if sentence.endswith(("?", "？")):  # a question (an FAQ's, a troubleshooting table's) answers nothing
                 continue
             if is_caption(sentence) or is_bare_link(sentence):
                 continue

@@ -49,9 +49,10 @@ from gateway.answer.evidence_strength import (
 from gateway.answer.extractive import pick_sentences, similarity_scorer
 from gateway.answer.flags import AnswerFlag
 from gateway.answer.generation import CANCEL_GRACE_S, Generation, chain_of, generate
-from gateway.answer.outcome import Decision, SupportCheck, check_support, decide_outcome, settle
+from gateway.answer.outcome import Decision, decide_outcome, settle
 from gateway.answer.request import MAX_QUESTION_CHARS, AnswerRequest
 from gateway.answer.result import AnswerInputError, AnswerResult, elapsed_ms, overhead_ms
+from gateway.answer.support_check import SupportCheck, check_support
 from gateway.stamps import new_id, utcnow
 from ingest.text.languages import detect_question
 from retrieval.types import CLOSEST, Hit

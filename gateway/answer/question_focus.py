@@ -1,7 +1,7 @@
 """Does an answer touch what the question asks about? The support check's test of relevance.
 
 A true sentence about the right machine answers nothing when it misses the question's own words, or
-gives no number to a question that asks for a quantity (gateway.answer.support, gateway.answer.outcome).
+gives no number to a question that asks for a quantity (gateway.answer.support, gateway.answer.support_check).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Where things are:
   root.py     the `main` group, the per-invocation context, `--json`, library errors -> `Error: ...`
   answer.py   ask, log (show, export)
-  index.py    ingest, remove, search, index (list, show, activate, rollback, diff, verify, gc)
+  manuals.py  ingest, remove, rename
+  index.py    search, index (list, show, activate, rollback, diff, verify, gc)
   replay.py   replay (run, compare, list, show)
   bench.py    bench
   runtime.py  doctor, profile (show, activate, rollback, history)
@@ -28,6 +29,7 @@ from gateway.cli import (  # noqa: F401 - importing a command module registers i
     embedder,
     fleet,
     index,
+    manuals,
     replay,
     runtime,
     serve,

@@ -17,7 +17,7 @@ import click
 from gateway.cli.root import Ctx, audited, emit_json, json_option, main, pass_ctx, user_errors
 
 if TYPE_CHECKING:
-    from gateway.qualification.gates import DoctorReport
+    from gateway.qualification.verdicts import DoctorReport
     from gateway.records.active_profile import ActiveProfile
     from runtimes.profiles import Profile
 
@@ -69,7 +69,7 @@ def _map(value: object) -> Mapping[str, object]:
 
 
 def print_report(report: DoctorReport) -> None:
-    from gateway.qualification.gates import TITLES
+    from gateway.qualification.verdicts import TITLES
 
     dev, art, prof = report.device, report.artifact, report.profile
     gpus = dev.get("gpu", "unknown")
@@ -222,7 +222,7 @@ def profile_activate(ctx: Ctx, path: str, skip_doctor: bool, as_json: bool) -> N
     prof = _load(path)
     gate: dict[str, object] | None = None
     if not skip_doctor:
-        from gateway.qualification.gates import gate_one
+        from gateway.qualification.load_gate import gate_one
 
         result, _ = gate_one(prof)
         gate = result.to_dict()

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from gateway.config import Settings
 from gateway.qa.metrics import Question, RunMetrics, figure
 from gateway.qa.replay import load_questions, local_answerer, run_replay
-from gateway.qualification.gates import AnswersGate, GateResult
+from gateway.qualification.gates import AnswersGate
+from gateway.qualification.verdicts import GateResult
 from runtimes.profiles import Profile
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ KEPT = ("questions", "answerable", "unanswerable", "outcomes", "answered_precisi
 
 def _missing_manuals(gw: Services, questions: list[Question]) -> list[str]:
     """Manuals the questions name that the active index does not hold (by file name, title or sha)."""
-    from retrieval.search import resolve_manuals
+    from retrieval.scope import resolve_manuals
     from retrieval.types import RetrievalError
 
     known = gw.store.open().chunks.manuals()

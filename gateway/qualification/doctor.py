@@ -15,7 +15,8 @@ from gateway.records.db import utcnow
 from gateway.records.deployments import qualification, save_doctor_report, save_qualification
 
 if TYPE_CHECKING:
-    from gateway.qualification.gates import AnswersGate, DoctorReport
+    from gateway.qualification.gates import AnswersGate
+    from gateway.qualification.verdicts import DoctorReport
     from runtimes.profiles import Profile
 
 

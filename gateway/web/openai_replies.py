@@ -24,6 +24,7 @@ from typing import Literal
 
 import msgspec
 
+from gateway.answer.answer_texts import say
 from gateway.answer.events import AnswerEvent, Final
 
 MODEL_ID = "manualqa"
@@ -42,7 +43,8 @@ class Reply(msgspec.Struct):
 
 # Quoted sentences read like an answer in a chat window that shows no outcome badge; the technician page
 # says the same above them (tech.evidence_title). After the quote, so that the answer still comes first.
-EVIDENCE_NOTE = "\n\n(Evidence quoted from the manuals, not a checked answer: open the page to confirm.)"
+# In the question's language (gateway.answer.answer_texts); EVIDENCE_NOTE is the English one.
+EVIDENCE_NOTE = "\n\n" + say("evidence_note", "")
 
 
 def rows(value: object) -> list[Mapping[str, object]]:
@@ -50,12 +52,14 @@ def rows(value: object) -> list[Mapping[str, object]]:
     return [row for row in value if isinstance(row, Mapping)] if isinstance(value, list) else []
 
 
-def sources_footer(citations: Sequence[Mapping[str, object]]) -> str:
+def sources_footer(citations: Sequence[Mapping[str, object]], question: str = "") -> str:
+    """The cited pages under the answer, in the question's language ("Sources:", "Quellen:", "来源：")."""
     if not citations:
         return ""
-    lines = [f"[{c['n']}] {c['title']} p.{c['page']}" + (f" (printed {c['page_label']})" if c.get("page_label") else "")
-             + (" (OCR, check the page)" if c.get("source") == "ocr" else "") for c in citations]
-    return "\n\nSources:\n" + "\n".join(lines)
+    lines = [f"[{c['n']}] {c['title']} p.{c['page']}"
+             + (" " + say("printed", question, label=c["page_label"]) if c.get("page_label") else "")
+             + (" " + say("ocr", question) if c.get("source") == "ocr" else "") for c in citations]
+    return "\n\n" + say("sources", question) + "\n" + "\n".join(lines)
 
 
 def absolute_citations(citations: list[Mapping[str, object]], base_url: str) -> list[Mapping[str, object]]:
@@ -83,23 +87,24 @@ def usage_of(result: Mapping[str, object]) -> dict[str, object]:
             "counted": "model"}
 
 
-def closest_footer(passages: list[Mapping[str, object]], limit: int = 3) -> str:
+def closest_footer(passages: list[Mapping[str, object]], limit: int = 3, question: str = "") -> str:
     """A refusal's "closest passages" as its text says they are listed: a chat client shows no cards."""
     shown = [p for p in passages if p.get("title") or p.get("manual")][:limit]
     if not shown:
         return ""
     lines = [f"[{i}] {p.get('title') or p.get('manual')} p.{p.get('page')}" for i, p in enumerate(shown, 1)]
-    return "\n\nClosest passages (they may not answer it):\n" + "\n".join(lines)
+    return "\n\n" + say("closest", question) + "\n" + "\n".join(lines)
 
 
 def answer_reply(result: Mapping[str, object], base_url: str) -> Reply:
     """The reply to a question (AnswerResult.to_dict()): the answer, its Sources footer (a refusal: its
     closest passages), absolute citations and provenance."""
     citations = absolute_citations(rows(result.get("citations")), base_url)
-    footer = sources_footer(citations) or (closest_footer(rows(result.get("passages")))
-                                           if result.get("outcome") == "not_found" else "")
+    question = str(result.get("question") or "")  # the footer speaks the question's language, as the answer
+    footer = sources_footer(citations, question) or (closest_footer(rows(result.get("passages")), question=question)
+                                                     if result.get("outcome") == "not_found" else "")
     if result.get("outcome") == "evidence_only" and result.get("answer"):
-        footer = EVIDENCE_NOTE + footer
+        footer = "\n\n" + say("evidence_note", question) + footer
     flags = result.get("flags")
     return Reply(text=str(result.get("answer") or "") + footer,
                  finish="length" if isinstance(flags, list) and "cut_at_max_tokens" in flags else "stop",

@@ -1,7 +1,8 @@
 """The pages in the technician's language (issue 47): one string catalogue per language, the language
 chosen per request, and the page's template filled in on the server.
 
-The catalogues are ui/templates/strings.<lang>.json, the same keys in each (tests/test_page_languages.py).
+The catalogues are ui/templates/strings.<lang>.json (read by gateway.catalogues), the same keys in each
+(tests/test_page_languages.py).
 They sit beside the templates because the wheel ships ui/templates/* as package data. A template names
 a string as {{key}}: its value is HTML-escaped, except for keys ending in "_html" (trusted markup such as
 <code>). The strings the page's scripts need go into the page as JSON (<script id="i18n">), read by
@@ -16,10 +17,13 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import Path
 
-LANGUAGES = ("en", "de", "zh")
-DEFAULT = "en"
+from gateway.catalogues import DEFAULT, LANGUAGES, TEMPLATES_DIR, Catalogues, catalogue, catalogue_path
+
+__all__ = ["AUTONYMS", "COOKIE", "COOKIE_MAX_AGE_S", "DEFAULT", "HTML_LANG", "LANGUAGES", "PAGE_PREFIX",
+           "TEMPLATES_DIR", "Catalogues", "catalogue", "catalogue_path", "choose", "from_accept_language",
+           "language_of", "page_strings", "render", "switch_options"]
+
 COOKIE = "manualqa_lang"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
 # Each language's own name in the switch: a technician finds theirs whatever the page is in now.
@@ -29,7 +33,6 @@ HTML_LANG = {"en": "en", "de": "de", "zh": "zh-CN"}
 # The keys each page's scripts need, besides common.*: its own prefix.
 PAGE_PREFIX = {"index.html": "tech.", "admin.html": "admin.", "viewer.html": "viewer."}
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "ui" / "templates"
 PLACEHOLDER = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
 _Q = re.compile(r"^\s*q\s*=\s*([0-9.]+)\s*$", re.I)
 
@@ -61,35 +64,6 @@ def from_accept_language(header: str | None) -> str | None:
 
 def choose(query: str | None, cookie: str | None, accept_language: str | None) -> str:
     return language_of(query) or language_of(cookie) or from_accept_language(accept_language) or DEFAULT
-
-
-def catalogue_path(lang: str) -> Path:
-    return TEMPLATES_DIR / f"strings.{lang}.json"
-
-
-class Catalogues:
-    """The catalogues read, per language, with their file's mtime: re-read when the file changes (an
-    edit shows without a restart). One per app (its state's `catalogues`)."""
-
-    def __init__(self) -> None:
-        self._read: dict[str, tuple[float, dict[str, str]]] = {}
-
-    def get(self, lang: str) -> dict[str, str]:
-        path = catalogue_path(lang)
-        mtime = path.stat().st_mtime
-        hit = self._read.get(lang)
-        if hit is None or hit[0] != mtime:
-            strings = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(strings, dict) or not all(isinstance(v, str) for v in strings.values()):
-                raise ValueError(f"{path}: a catalogue is one JSON object of strings")
-            hit = (mtime, strings)
-            self._read[lang] = hit
-        return hit[1]
-
-
-def catalogue(lang: str, catalogues: Catalogues | None = None) -> dict[str, str]:
-    """The language's strings: through `catalogues` (the app's), else read now."""
-    return (catalogues or Catalogues()).get(lang)
 
 
 def switch_options(lang: str) -> str:

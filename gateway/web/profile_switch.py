@@ -95,7 +95,7 @@ class ProfileSwitcher:
             return self._switch(current, wanted)
 
     def _switch(self, current: Profile | None, wanted: Profile) -> SwitchRecord:
-        from gateway.qualification.gates import gate_one
+        from gateway.qualification.load_gate import gate_one
 
         gw = self._gw
         before = current.name if current is not None else "(no working profile)"

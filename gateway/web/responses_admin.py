@@ -36,6 +36,8 @@ class UploadAccepted(msgspec.Struct):
     pages_without_text: list[int]
     # "could not read 2 pages (3, 4): <why>" (OCR off, Tesseract missing, a page image that failed)
     unread: list[str] = []
+    # pages whose words the text layer glued together, read again by poppler's pdftotext (ingest.respace)
+    respaced_pages: list[int] = []
 
 
 class Job(msgspec.Struct):
@@ -212,7 +214,7 @@ class DoctorRunOut(msgspec.Struct):
     failed_gates: list[int]
     chain_id: str
     gates: list[dict[str, object]]
-    # gateway.qualification.gates.DoctorReport.to_dict(): device, artifact, rollback set, owners
+    # gateway.qualification.verdicts.DoctorReport.to_dict(): device, artifact, rollback set, owners
     report: dict[str, object]
     warning: str | None
 

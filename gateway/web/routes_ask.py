@@ -85,7 +85,7 @@ def key_name_of(request: AppRequest) -> str | None:
 
 
 def _check_scope(services: Services, manuals: list[str]) -> None:
-    from retrieval.search import resolve_manuals
+    from retrieval.scope import resolve_manuals
 
     try:
         resolve_manuals(services.store.open().chunks.manuals(), manuals)

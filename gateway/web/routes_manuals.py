@@ -36,9 +36,15 @@ SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _manuals(services: Services) -> list[dict[str, Any]]:
+    """The active version's manuals, with the pages pdftotext re-spaced from its manifest (the chunk
+    store does not keep them)."""
     if services.store.active_id() is None:
         return []
-    rows = services.store.open().chunks.manuals()
+    version = services.store.open()
+    rows = version.chunks.manuals()
+    respaced = {str(m.get("sha256")): list(m.get("respaced") or []) for m in version.manifest.get("manuals", [])}
+    for row in rows:
+        row["respaced_pages"] = respaced.get(row["sha256"], [])
     services.show_titles(rows)
     return rows
 
@@ -113,7 +119,8 @@ class ManualsController(Controller):
         return UploadAccepted(job=job_id, job_url=f"/api/v1/jobs/{job_id}", file_name=name,
                               sha256=parsed.sha256, pages=parsed.page_count,
                               pages_without_text=parsed.pages_without_text,
-                              unread=unread_notes(parsed.unread, parsed.ocr_engine, len(parsed.ocr)))
+                              unread=unread_notes(parsed.unread, parsed.ocr_engine, len(parsed.ocr)),
+                              respaced_pages=parsed.respaced)
 
     @get("/jobs/{job_id:str}", guards=[reader_guard], summary="Progress of an ingest job")
     async def job(self, jobs: NamedDependency[JobRunner], job_id: FromPath[str]) -> Job:

@@ -52,7 +52,7 @@ class Unlogged:
 def trial_answer(services: Services, request: AnswerRequest) -> dict[str, Any]:
     """The extractive answer from request.version, through the pipeline, logged nowhere."""
     from gateway.answer.pipeline import answer
-    from retrieval.search import resolve_manuals
+    from retrieval.scope import resolve_manuals
     from retrieval.types import RetrievalError
 
     if request.scope:

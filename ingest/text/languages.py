@@ -23,7 +23,11 @@ NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it":
 _PROFILE = {
     "en": "the and of to is are for with this that you your be by from can will not it or if when on which",
     "de": "der die das und ist nicht mit den dem des ein eine einen zu für von auf im sie es wird werden bei "
-          "oder auch sich wenn aus kann nach wie ich sind durch über vor nur muss können",
+          "oder auch sich wenn aus kann nach wie ich sind durch über vor nur muss können "
+          # a technician's short question names few of those ("Welche Jumper müssen am Schluss gesteckt sein?"
+          # was read as English): its question words and modals, none of them English words
+          "welche welcher welches welchen warum wieso weshalb woran womit wofür wozu müssen sollte sollen darf "
+          "dürfen beim zum zur einem einer kein keine noch schon",
     "fr": "le les et est des du une pour dans qui sur avec pas ce au par vous sont être",
     "es": "el los las del una para que por como está son puede",
     "it": "gli della delle è che sono questo nella alla",

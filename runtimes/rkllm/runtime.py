@@ -38,8 +38,9 @@ from runtimes.base import (
 from runtimes.hashing import file_sha256
 from runtimes.rkllm import layouts as L
 from runtimes.rkllm import probe
-from runtimes.rkllm.binding import RKLLMBinding, RunOutcome
+from runtimes.rkllm.binding import RKLLMBinding
 from runtimes.rkllm.model import BYTES_PER_TOKEN, RKLLMModel
+from runtimes.rkllm.run_state import RunOutcome
 
 
 class RKLLMRuntime(RKLLMModel):

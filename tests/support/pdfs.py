@@ -113,3 +113,31 @@ def multilingual_pdf(pages: list[list[str]], size: int = 11) -> bytes:
         b"/ItalicAngle 0 /Ascent 880 /Descent -120 /CapHeight 880 /StemV 93 >>",
     ]
     return write_pdf(objects)
+
+
+def glued_content(sentences: list[str], step: int = -120) -> bytes:
+    """A page's content stream: each sentence a line whose words are set apart by a kerning step, never by a space."""
+    lines = []
+    for n, sentence in enumerate(sentences):
+        words = b" ".join(b"(" + w.encode("cp1252") + b") %d" % step for w in sentence.split())
+        lines.append(b"BT /F1 11 Tf 40 %d Td [" % (700 - 20 * n) + words + b"] TJ ET ")
+    return b"".join(lines)
+
+
+def glued_pdf(sentences: list[str], step: int = -120) -> bytes:
+    """One page of glued lines (glued_content)."""
+    return tiny_pdf(glued_content(sentences, step))
+
+
+def pages_pdf(contents: list[bytes]) -> bytes:
+    """A PDF of one page per content stream, in Helvetica (so a test can glue a page other than the first)."""
+    first = 3 + len(contents)  # the font's object: after the catalog, the page tree and the content streams
+    kids = b" ".join(b"%d 0 R" % (first + 1 + n) for n in range(len(contents)))
+    return write_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % len(contents),
+        *(stream(content) for content in contents),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        *(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+          b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (3 + n, first) for n in range(len(contents))),
+    ])

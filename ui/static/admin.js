@@ -70,7 +70,7 @@ async function loadManuals() {
     const renamed = m.pdf_title && m.pdf_title !== m.title ? ` title="${esc(t("admin.pdf_says", {title: m.pdf_title}))}"` : "";
     tr.innerHTML = `<td${renamed}>${esc(m.title)}</td><td><a href="${esc(m.file_url)}" target="_blank">${esc(m.file_name)}</a></td>
       <td>${esc(m.page_count)}</td><td title="${esc(m.sha256)}"><code>${esc(m.sha256.slice(0, 12))}…</code></td>
-      <td>${missing.length ? esc(missing.join(", ")) : esc(t("admin.none"))}${(m.ocr_pages || []).length ? `<br><small>${esc(t("admin.read_by_ocr", {pages: m.ocr_pages.join(", ")}))}</small>` : ""}</td>
+      <td>${missing.length ? esc(missing.join(", ")) : esc(t("admin.none"))}${(m.ocr_pages || []).length ? `<br><small>${esc(t("admin.read_by_ocr", {pages: m.ocr_pages.join(", ")}))}</small>` : ""}${(m.respaced_pages || []).length ? `<br><small>${esc(t("admin.respaced", {pages: m.respaced_pages.join(", ")}))}</small>` : ""}</td>
       <td><button type="button" class="secondary" data-rename="${esc(m.sha256)}" data-title="${esc(m.title)}">${esc(t("admin.rename"))}</button>
         <button type="button" class="secondary" data-del="${esc(m.sha256)}">${esc(t("admin.remove"))}</button></td>`;
     tb.appendChild(tr);
