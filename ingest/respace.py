@@ -14,6 +14,12 @@ training corpus, the sample manuals and the development halves no page of ordina
 replaces the old only when it holds the same letters (SAME_LETTERS, as a multiset: the order of columns
 may differ) and at most half the glued share; otherwise, or without pdftotext, the page stays as pypdf
 read it.
+
+A page with fewer glued words (any run of GLUED_LETTERS letters or more, under GLUED_SHARE) keeps pypdf's
+reading, and only those runs are spelt as poppler's reading spaces them (`respace_runs`): eval/de-dev3's
+wordclock Anleitung glues a line here and there ("imgleichenNetzwerkbefinden" in a table whose rows
+pypdf keeps together and poppler reads column by column). A long compound poppler reads as one word
+stays one word.
 """
 
 from __future__ import annotations
@@ -90,10 +96,40 @@ def respace_pages(path: Path, pages: list[tuple[int, str]], normalise: Callable[
             if again and same_letters(text, again) >= SAME_LETTERS and glued_share(again) <= share / 2:
                 text = again
                 replaced.append(number)
+            elif again:
+                text, changed = respace_runs(text, again)
+                if changed:
+                    replaced.append(number)
+        elif share > 0.0 and time.monotonic() < deadline:
+            raw = read(path, number)
+            if raw:
+                text, changed = respace_runs(text, normalise(raw))
+                if changed:
+                    replaced.append(number)
         out.append((number, text))
     if replaced:
         log.info("%s: pages %s read again by pdftotext (words glued in the text layer)", path.name, replaced)
     return out, replaced
+
+
+def respace_runs(text: str, again: str) -> tuple[str, bool]:
+    """The text with each run of GLUED_LETTERS letters or more spelt as `again` (the page read again) spaces
+    it, and whether any changed; a run not found there, letter for letter, stays as it is."""
+    changed = False
+
+    def spaced(m: re.Match[str]) -> str:
+        nonlocal changed
+        run = m.group(0)
+        if len(run) < GLUED_LETTERS:
+            return run
+        found = re.search(r"\s*".join(re.escape(ch) for ch in run), again)
+        if found is None:
+            return run
+        words = " ".join(found.group(0).split())
+        changed = changed or words != run
+        return words
+
+    return _LETTERS_RE.sub(spaced, text), changed
 
 
 MAX_TITLE_CHARS = 200  # longer "titles" are not looked up in the page (the pattern grows with them)

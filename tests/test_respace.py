@@ -27,6 +27,7 @@ SENTENCES = [
     "Die Schwellen des Pulsfilters werden in der Konfigurationsdatei des Pulsfilters festgelegt",
     "Ungesicherte Daten und Einstellungen gehen beim Neustart des Moduls verloren",
 ]
+OTHER_PAGE = "Die Bedienoberfläche zeigt die Messwerte der angeschlossenen Detektoren in Echtzeit an " * 4
 NEEDS_POPPLER = pytest.mark.skipif(shutil.which("pdftotext") is None,
                                    reason="poppler-utils (pdftotext) is not installed; make install puts it there")
 
@@ -57,12 +58,47 @@ def test_a_reading_is_kept_only_when_it_holds_the_same_letters_unglued() -> None
     assert replaced == [1] and out[0][1] == normalise_text(spaced) and out[1] == pages[1]
     assert calls == [1]  # an ordinary page is never read again
     # another text (a different page, a failed read) or no pdftotext: the page stays as it was
-    assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(spaced[: len(spaced) // 2]))[1] == []
+    assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(OTHER_PAGE))[1] == []
+    # a reading with other letters is not taken whole, but the runs it spells letter for letter are spaced
+    by_sentence = ". ".join("".join(x.split()) for x in SENTENCES)
+    out, replaced = respace_pages(Path("x.pdf"), [(1, by_sentence)], normalise_text, reader(". ".join(SENTENCES[:2])))
+    assert replaced == [1] and out[0][1].startswith(". ".join(SENTENCES[:2]))
+    assert out[0][1].endswith("".join(SENTENCES[3].split()))
     assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(None)) == (pages, [])
     # past the time budget no page is read again (a hostile PDF cannot hold the parse for hours)
     calls.clear()
     assert respace_pages(Path("x.pdf"), pages, normalise_text, reader(spaced), budget_s=0.0) == (pages, [])
     assert calls == []
+
+
+def test_a_page_with_a_few_glued_lines_keeps_its_reading_with_those_lines_spaced() -> None:
+    """eval/de-dev3's wordclock Anleitung glues a line here and there (under GLUED_SHARE of the page), in a
+    table whose rows pypdf keeps together and poppler reads column by column: only the glued runs take
+    poppler's spaces; a compound poppler reads as one word stays one; a run poppler spells otherwise stays."""
+    rows = ["Web-Frontend ist nicht erreichbar Prüfen, ob sich Gerät und Uhr", "im gleichen Netzwerk befinden. Die",
+            "beim Start angezeigte IP-Adresse verwenden und bei OTA-Updates den Port ergänzen."]
+    body = " ".join(SENTENCES[1:] * 5)
+    table = "\n".join(rows) + "\nDie Traktionsbatteriezellblocktemperatur wird angezeigt. " + body
+    page = table.replace("im gleichen Netzwerk befinden", "imgleichenNetzwerkbefinden")
+    page += " Mehrsprachigkeitsunterstützungsmodul"
+    assert 0.0 < glued_share(page) < GLUED_SHARE
+    poppler = (" ".join(rows[::-1]) + " Die Traktionsbatteriezellblocktemperatur wird angezeigt. "
+               + body + " Mehrsprachigkeits unterstützungs modul")  # columns in another order
+    seen: list[int] = []
+
+    def read(_path: Path, number: int) -> str | None:
+        seen.append(number)
+        return poppler
+
+    out, replaced = respace_pages(Path("x.pdf"), [(1, page), (2, " ".join(SENTENCES))], normalise_text, read)
+    assert replaced == [1] and seen == [1]  # the ordinary page is not read again
+    text = out[0][1]
+    assert "im gleichen Netzwerk befinden. Die\nbeim Start" in text  # pypdf's rows kept, the run spaced
+    assert "Traktionsbatteriezellblocktemperatur" in text  # read as one word by both: one word
+    assert "Mehrsprachigkeitsunterstützungsmodul" not in text  # poppler spaced it: as poppler reads it
+    assert text.startswith(rows[0])
+    # a reading that does not hold the run letter for letter leaves the page as pypdf read it
+    assert respace_pages(Path("x.pdf"), [(1, page)], normalise_text, lambda _p, _n: OTHER_PAGE) == ([(1, page)], [])
 
 
 @NEEDS_POPPLER
