@@ -118,3 +118,36 @@ def test_v1_not_found_lists_the_passages_of_the_manual_it_names(sample_data_dir:
         assert listed.startswith(f"[1] {VORON} p."), text  # listed, and from the manual the notice names
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize(("question", "kind", "stated", "unstated"), [
+    # eval/de-dev3: the wordclock states no IP code; German asks for it as "Schutzart", Chinese as 防护等级
+    ("Darf ich die Wortuhr im Badezimmer aufhängen, welche Schutzart hat sie?", "IP rating",
+     "Das Gehäuse erreicht Schutzart IP54.", "Die Uhr wird mit 5 V betrieben."),
+    ("这个控制器的防护等级是多少？", "IP rating", "外壳防护等级 IP65。", "输入电压 24V。"),
+    ("Welche Baudrate nutzt die serielle Konsole?", "baud rate", "Die Konsole läuft mit 115200 Baud.",
+     "Die Konsole wird über USB angeschlossen."),
+    # eval/zh-dev3: the rate named, then its value in the flasher's own shorthand ("2M")
+    ("FlashCube 走串口烧录，波特率一般设多少比较合适？", "baud rate",
+     "Uart Rate：当选择 UART 进行下载的时候，烧录使用的波特率，推荐下载频率 2M", "串口烧录需要先按下 BOOT 键。"),
+    ("Welche I2C-Adresse hat der Sensor?", "bus address", "Die I2C-Adresse ist 0x76.", "Der Sensor sitzt am I2C-Bus."),
+])
+def test_value_kinds_asked_in_german_and_chinese(question: str, kind: str, stated: str, unstated: str) -> None:
+    from gateway.answer.coverage import unstated_values
+
+    assert unstated_values(question, [unstated]) == [kind]
+    assert unstated_values(question, [stated]) == []
+
+
+def test_german_and_chinese_durations_and_a_voltage_asked_with_its_adjective() -> None:
+    """eval/de-dev3: "welche maximale Spannung" asks for volts as "welche Spannung" does; a stay "1 bis 256
+    Sekunden" and "3 秒" state durations (the check knew only English units); a year's date does not."""
+    from gateway.answer.quantities import asked_quantities, states, unstated_quantities
+
+    assert asked_quantities("Welche maximale Spannung darf das DCC-Signal am Bremsmodul haben?") == ["voltage"]
+    assert asked_quantities("Steht der Riemen unter Spannung?") == []
+    question = "Wie lange hält der Zug im Pendelbetrieb?"
+    assert unstated_quantities(question, ["Aufenthaltsdauer bei Pendelbetrieb, 1 bis 256 Sekunden"]) == []
+    assert unstated_quantities(question, ["Pendelbetrieb mit Zwischenhalt aktivieren"]) == ["duration"]
+    assert states("长按 3 秒进入配对模式", "duration") and states("Nach 10 Minuten schaltet sie ab", "duration")
+    assert not states("2024年发布的版本", "duration")

@@ -42,7 +42,10 @@ KINDS: dict[str, tuple[str, str]] = {
                  r"\d\s*(bar|psi|kpa|mpa|pa|hpa)\b|[(\[]\s*(bar|psi|kpa)\s*[)\]]"),
     "duration": (r"\b(in hours|how many hours|lifetime|life expectancy|expected life"
                  r"|how long (does|will|can|should))\b",
-                 r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|[µμu]s|ns|days?|weeks?|months?|years?)\b"),
+                 r"\d\s*(h|hrs?|hours?|min|minutes?|s|sec|seconds?|ms|[µμu]s|ns|days?|weeks?|months?|years?"
+                 # German and Chinese units (not 年 or 分 alone: a year's date, a score)
+                 r"|sek|sekunden?|minuten?|std|stunden?|tagen?|wochen?|monaten?|jahren?)\b"
+                 r"|\d\s*(?:毫秒|秒|分钟|小时|天|个月|周)"),
     "length": (r"\b(cable length|how far(?!\s+(?:\w+\s+){0,3}(?:crank|turn|rotate|tighten|loosen|screw|push"
                r"|adjust|set|open|back|advance|raise|lower))|in (metres|meters|mm|cm)(?!/)|distance|footprint"
                r"|dimensions)\b",
@@ -83,10 +86,11 @@ ZH_HOW_MUCH = re.compile(r"多少|多大|多高|多长|多重|多久|几(?![颗�
 _ZH_CLAUSES = re.compile(r"[，,。？?；;！!]")
 DE_KINDS: dict[str, str] = {
     # "Spannung" is also mechanical tension ("unter Spannung", Riemen-, Vor-, Federspannung): only the electrical
-    # compounds and "welche Spannung" ask for volts
+    # compounds and "welche Spannung" ask for volts (also with its adjective: "welche maximale Spannung")
     "voltage": r"(?:betriebs|eingangs|ausgangs|versorgungs|nenn|netz|lade|akku|batterie|gleich|wechsel|hoch|nieder"
                r"|klein|steuer|signal|logik|referenz|speise|anschluss|motor|spitzen|leerlauf)spannung"
-               r"|spannungs(?:bereich|versorgung|quelle|wert)|(?:welche|wie viel|wieviel|wie hohe?)\s+spannung"
+               r"|spannungs(?:bereich|versorgung|quelle|wert)"
+               r"|(?:welche|wie viel|wieviel|wie hohe?)\s+(?:[a-zäöüß]+e[nrs]?\s+)?spannung"
                r"|\bvolt\b",
     "current": r"stromaufnahme|stromverbrauch|stromstärke|ausgangsstrom|eingangsstrom|wie viel strom|motorstrom"
                r"|spulenstrom|phasenstrom|\bampere\b",
