@@ -87,9 +87,18 @@ def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
     german = Hit(chunk_id="c", manual="m.pdf", title="LNG-30", manual_sha256="s", page=2, heading="", text="...",
                  score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.2, term_score=CROSS_MIN_TERMS + 0.05,
                  language="de")
-    # in German about a German manual, the question's words too, with a higher share
-    assert evidence_is_strong([german], 0.36, question_language="de")[0] is False
-    assert evidence_is_strong([dataclasses.replace(german, term_score=0.3)], 0.36, question_language="de")[0]
+    # in the manual's own language the question's words too: German words by their stems, whose share runs
+    # lower than Chinese character pairs' (word_share_floor.md), so the same share holds in German, not in Chinese
+    from gateway.answer.evidence_strength import OTHER_MIN_TERMS, SPACED_MIN_TERMS
+
+    assert SPACED_MIN_TERMS < german.term_score < OTHER_MIN_TERMS  # type: ignore[operator]
+    strong, ev = evidence_is_strong([german], 0.36, question_language="de")
+    assert strong and ev["word_share_floor"] == SPACED_MIN_TERMS
+    chinese = dataclasses.replace(german, language="zh")
+    strong, ev = evidence_is_strong([chinese], 0.36, question_language="zh")
+    assert strong is False and ev["word_share_floor"] == OTHER_MIN_TERMS
+    assert evidence_is_strong([dataclasses.replace(chinese, term_score=0.3)], 0.36, question_language="zh")[0]
+    assert not evidence_is_strong([dataclasses.replace(german, term_score=0.05)], 0.36, question_language="de")[0]
     strong, ev = evidence_is_strong([german], 0.36, question_language="en")
     assert strong and ev["cross_language"] is True
     unrelated = dataclasses.replace(german, term_score=CROSS_MIN_TERMS - 0.05)

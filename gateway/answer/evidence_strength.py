@@ -33,6 +33,14 @@ AGREE_RELIEF = 0.10  # ... and then a cosine this much below min_similarity stil
 # about the foreign manuals holds at least 0.13 (the cosine refused 4 of 15).
 OTHER_MIN_TERMS = 0.16
 CROSS_MIN_TERMS = 0.10
+# A language written with spaces counts its words by their stems (German's compounds and inflections, which
+# the Snowball stemmer does not split, share fewer of them than Chinese character pairs do): on the German
+# development halves (eval/de-dev, de-dev2, de-dev3: 97 answerable, 22 unanswerable questions) 0.16 refused
+# 4 answerable ones (3 at shares of 0.13-0.15) and 13 unanswerable; every floor from 0.06 to 0.13 refuses 1 and
+# 12. The Chinese halves (zh-dev, zh-dev2, zh-dev3) keep 0.16: 4 of 102 answerable and 10 of 17 unanswerable
+# refused there, 2 and 9 at 0.06 (one for one). docs/bench/experiments/word_share_floor.md
+SPACED_MIN_TERMS = 0.10
+UNSPACED = frozenset({"zh", "ja", "ko"})  # counted as character pairs (retrieval.term_coverage)
 
 
 def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: float | None = None,
@@ -42,7 +50,8 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: floa
     Outside English (the question or the first passage in another language) the cosine of the built-in
     English embedder says little, and min_similarity was calibrated on English questions about English
     manuals: there the question's words decide, the share of them (term_score, IDF-weighted) the passages
-    hold: at least OTHER_MIN_TERMS in the question's own language, CROSS_MIN_TERMS across languages (an
+    hold: at least OTHER_MIN_TERMS in the question's own language (SPACED_MIN_TERMS where it is written with
+    spaces and its words are stemmed), CROSS_MIN_TERMS across languages (an
     English question about a German manual shares only its technical words with it).
 
     The best cosine is that of the closest passage the search saw (`closest`, when given), not only of
@@ -61,7 +70,8 @@ def evidence_is_strong(hits: Sequence[Hit], min_similarity: float, closest: floa
     evidence: Strength = {"best_similarity": round(best, 4), "agree": agree}
     if question_language and passage_language and (cross or question_language != "en"):
         share = max((h.term_score or 0.0) for h in hits)
-        floor = CROSS_MIN_TERMS if cross else OTHER_MIN_TERMS
+        floor = (CROSS_MIN_TERMS if cross else OTHER_MIN_TERMS if question_language in UNSPACED
+                 else SPACED_MIN_TERMS)
         strong = share >= floor
         evidence["word_share"], evidence["word_share_floor"] = round(share, 4), floor
     if cross:
