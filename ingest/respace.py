@@ -112,6 +112,9 @@ def respace_pages(path: Path, pages: list[tuple[int, str]], normalise: Callable[
     return out, replaced
 
 
+MAX_RUN_LETTERS = 400  # longer runs are not looked up (the pattern, and its search, grow with them)
+
+
 def respace_runs(text: str, again: str) -> tuple[str, bool]:
     """The text with each run of GLUED_LETTERS letters or more spelt as `again` (the page read again) spaces
     it, and whether any changed; a run not found there, letter for letter, stays as it is."""
@@ -120,7 +123,7 @@ def respace_runs(text: str, again: str) -> tuple[str, bool]:
     def spaced(m: re.Match[str]) -> str:
         nonlocal changed
         run = m.group(0)
-        if len(run) < GLUED_LETTERS:
+        if not GLUED_LETTERS <= len(run) <= MAX_RUN_LETTERS:
             return run
         found = re.search(r"\s*".join(re.escape(ch) for ch in run), again)
         if found is None:
