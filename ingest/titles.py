@@ -87,9 +87,20 @@ _DATE_LINE = re.compile(
     r"(?:\W+\d{1,2}(?:st|nd|rd|th)?)?,?\W+\d{4})\W*$", re.IGNORECASE)
 
 
+def _letter_spaced(text: str) -> bool:
+    """Single characters set apart by spaces ("M E S P I W O R D F", a word clock's letter grid on eval/de-dev3's
+    cover; "U S E R  M A N U A L"): read so, no words a title could be cited by."""
+    tokens = text.split()
+    return len(tokens) >= LETTER_SPACED_MIN and sum(len(t) == 1 for t in tokens) >= LETTER_SPACED_SHARE * len(tokens)
+
+
+LETTER_SPACED_MIN = 4
+LETTER_SPACED_SHARE = 0.8
+
+
 def _looks_like_title_line(line: str) -> bool:
     letters = sum(ch.isalpha() for ch in line)
-    return (letters >= 3 and len(line) <= 100 and not line.endswith((".", ",", ";"))
+    return (letters >= 3 and len(line) <= 100 and not line.endswith((".", ",", ";")) and not _letter_spaced(line)
             and not any(mark in line for mark in "。，；")  # a Chinese sentence or a piece of one
             and "@" not in line and "://" not in line and "...." not in line and not _DATE_LINE.match(line)
             and not _SECTION_NUMBERED.match(line))

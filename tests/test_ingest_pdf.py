@@ -298,3 +298,21 @@ def test_a_numbered_section_or_a_sentence_on_page_one_is_no_title() -> None:
              "常供电给开发板运行。")
     assert choose_title(None, "一、 Answer", page1, "jieli_ac632n_devboard_faq") == "jieli ac632n devboard faq"
     assert choose_title(None, "", "第一章 概述\n本手册介绍开发板。", "board_guide") == "board guide"
+
+
+def test_a_letter_grid_set_large_on_the_cover_is_no_title(tmp_path: Path) -> None:
+    """eval/de-dev3's wordclock Anleitung sets the clock's letter grid largest on its cover: its title was
+    'M E S P I W O R D F B A C L O C K D A N ... Anleitung', cited on every card and in /v1's sources. Single
+    letters set apart by spaces are no words to cite a manual by; the cover's next title-like line names it."""
+    grid = [b"M E S P I W O R D F", b"B A C L O C K D A N", b"E A N A L L E E F T", b"M A N U A L N J L K"]
+    big = b" ".join(b"(" + row + b") '" for row in [*grid, b"Anleitung"])
+    cover = (b"BT /F1 28 Tf 72 720 Td 34 TL " + big + b" ET\n"
+             b"BT /F1 14 Tf 72 500 Td (Multilayout Wordclock WK-12) Tj ET\n"
+             b"BT /F1 10 Tf 72 460 Td (Build the clock, flash its firmware and set up its web interface.) Tj ET")
+    path = tmp_path / "wordclock.pdf"
+    path.write_bytes(tiny_pdf(cover))
+    assert parse_pdf(path, ParseLimits()).title == "Multilayout Wordclock WK-12"
+    from ingest.titles import page_title
+
+    # a title of words with a single letter or two in it is still a title
+    assert page_title("Model X 3 A Pump", "Model X 3 A Pump\nContents", "x") == "Model X 3 A Pump"
