@@ -52,3 +52,19 @@ def test_the_evidence_starts_with_the_sentence_not_its_title() -> None:
     answer = extractive_answer("which CI-V address does hamlib use for an icom radio?", [hit])
     assert "2.3.2.2" not in answer and "Icom Radio Configuration" not in answer and "2.9.3" not in answer
     assert "If using an Icom radio, Hamlib uses the radio's default CI-V address" in answer
+
+
+@pytest.mark.parametrize("text", [
+    "Im Bereich «Geburtstage\n» können bis zu fünf Termine im Format MM-DD hinterlegt werden.",
+    "Open the menu „Einstellungen\n“ and select the LED type there.",
+    "The jumper (JP3\n) must be closed for flashing the board.",
+])
+def test_a_line_broken_inside_a_quotation_is_no_title(text: str) -> None:
+    """eval/de-dev3's wordclock Anleitung breaks "Im Bereich «Geburtstage" before its closing guillemet: the
+    first line was passed as a title and the answer quoted "» können bis zu fünf Termine ..."."""
+    from gateway.answer.section_titles import past_title_lines
+
+    assert past_title_lines(text, 0, len(text)) == 0
+    # a title on its own line is still passed
+    titled = "INSTALLING THE WATER CHILLER\nFill the chiller with water."
+    assert titled[past_title_lines(titled, 0, len(titled)):] == "Fill the chiller with water."

@@ -65,6 +65,11 @@ def is_heading(raw: str, heading: str = "", numbered: bool = False) -> bool:
     return len(words) >= least and sum(w[0].isupper() for w in words) >= 0.7 * len(words)
 
 
+# What closes a quotation or a bracket: a line that the next one opens with such a mark is not a whole title
+# ("Im Bereich «Geburtstage\n» können bis zu fünf Termine ..." quoted as "» können ...", eval/de-dev3).
+_CLOSERS = frozenset("»«”“\"’)]）」』】")
+
+
 def past_title_lines(text: str, s: int, e: int, heading: str = "", numbered: bool = False) -> int:
     """Where the sentence text[s:e] starts once title lines glued before it are passed ("INSTALLING THE
     WATER CHILLER\\nFill the chiller ..." is one span to the sentence splitter). numbered: the sentence
@@ -72,6 +77,8 @@ def past_title_lines(text: str, s: int, e: int, heading: str = "", numbered: boo
     while True:
         cut = text.find("\n", s, e)
         if cut < 0 or not is_heading(text[s:cut], heading, numbered) or not text[cut:e].strip():
+            return s
+        if text[cut:e].lstrip()[:1] in _CLOSERS:  # the line broke inside a quotation or a bracket: no title
             return s
         numbered = False
         s = cut + 1
