@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,22 +50,15 @@ def _patch(variant: str, search_module: Any, shipped: dict[str, Callable[..., An
 def run(halves: list[str]) -> dict[str, dict[str, dict[str, Counts]]]:
     """{variant: {half: {group: counts}}}"""
     import retrieval.search as search_module
-    from bench.suite.languages_eval import SAMPLES, gold_rank, group_of, questions_of, shipped_companion
     from bench.suite.languages_eval import _answer as answer_outcome
-    from gateway.config import Settings
-    from gateway.services import Services
+    from bench.suite.languages_eval import gold_rank, group_of, half_gateway, questions_of
 
     shipped = {"own": getattr(search_module, "own_language_coverage"),  # noqa: B009
                "terms": getattr(search_module, "term_coverage")}  # noqa: B009
     out: dict[str, dict[str, dict[str, Counts]]] = {}
     for half in halves:
         folder = REPO / "eval" / half
-        pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-        with tempfile.TemporaryDirectory(prefix=f"own-stemmer-{half}-") as tmp:
-            settings = Settings(data_dir=Path(tmp) / "data")
-            settings.embedding.companion = shipped_companion("auto")
-            gw = Services(settings)
-            gw.ingest(pdfs)
+        with half_gateway(half) as gw:
             try:
                 for variant in VARIANTS:
                     _patch(variant, search_module, shipped)
@@ -80,7 +72,6 @@ def run(halves: list[str]) -> dict[str, dict[str, dict[str, Counts]]]:
                     out.setdefault(variant, {})[half] = groups
             finally:
                 _patch("", search_module, shipped)
-                gw.log.close()
     return out
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,26 +32,18 @@ CHOICE = ("Shipped: 0.16 for questions in Chinese, Japanese and Korean (OTHER_MI
           "0.16: 4 and 10), no clear gain to change a floor chosen before.")
 
 
-def run(halves: list[str]) -> dict[str, dict[str, dict[str, Counts]]]:
+def run(halves: list[str]) -> dict[str, dict[str, Counts]]:
     """{floor: {half: counts}} for the questions asked in the half's own language."""
     import gateway.answer.evidence_strength as strength
-    from bench.suite.languages_eval import SAMPLES, group_of, questions_of, shipped_companion
     from bench.suite.languages_eval import _answer as answer_outcome
-    from gateway.config import Settings
-    from gateway.services import Services
+    from bench.suite.languages_eval import group_of, half_gateway, questions_of
 
     shipped = (strength.OTHER_MIN_TERMS, strength.SPACED_MIN_TERMS)
-    out: dict[str, dict[str, dict[str, Counts]]] = {}
+    out: dict[str, dict[str, Counts]] = {}
     for half in halves:
         lang = half.split("-")[0]
-        folder = REPO / "eval" / half
-        pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-        questions = [q for q in questions_of(folder) if group_of(half, q["id"]) == lang]
-        with tempfile.TemporaryDirectory(prefix=f"share-floor-{half}-") as tmp:
-            settings = Settings(data_dir=Path(tmp) / "data")
-            settings.embedding.companion = shipped_companion("auto")
-            gw = Services(settings)
-            gw.ingest(pdfs)
+        questions = [q for q in questions_of(REPO / "eval" / half) if group_of(half, q["id"]) == lang]
+        with half_gateway(half) as gw:
             try:
                 for floor in FLOORS:
                     strength.OTHER_MIN_TERMS = strength.SPACED_MIN_TERMS = floor
@@ -62,11 +53,10 @@ def run(halves: list[str]) -> dict[str, dict[str, dict[str, Counts]]]:
                     out.setdefault(f"{floor:.2f}", {})[half] = g
             finally:
                 strength.OTHER_MIN_TERMS, strength.SPACED_MIN_TERMS = shipped
-                gw.log.close()
     return out
 
 
-def table(results: dict[str, dict[str, dict[str, Counts]]]) -> str:
+def table(results: dict[str, dict[str, Counts]]) -> str:
     rows = ["| asked in | floor | answerable refused | gold evidence | unanswerable refused |", "|---|---|---|---|---|"]
     for lang in ("zh", "de"):
         for floor, by_half in results.items():

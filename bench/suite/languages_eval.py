@@ -20,6 +20,7 @@ page names which one ran, so a box without e5 never passes its MiniLM figures of
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,26 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
                       "search_p50_ms": latencies[len(latencies) // 2]}
     out["_cost"] = cost
     return out
+
+
+@contextlib.contextmanager
+def half_gateway(half: str, eval_dir: Path = EVAL) -> Iterator[Any]:
+    """A gateway of one half as these measurements build it (its manuals + the two sample manuals, ingested by
+    the real path into a temporary data directory, shipped settings, the shipped companion): for experiments
+    that ask the same half under several variants."""
+    from gateway.config import Settings
+    from gateway.services import Services
+
+    pdfs = sorted((eval_dir / half / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
+    with tempfile.TemporaryDirectory(prefix=f"half-{half}-") as tmp:
+        settings = Settings(data_dir=Path(tmp) / "data")
+        settings.embedding.companion = shipped_companion("auto")
+        gw = Services(settings)
+        gw.ingest(pdfs)
+        try:
+            yield gw
+        finally:
+            gw.log.close()
 
 
 def shipped_companion(value: str) -> str:
