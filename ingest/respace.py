@@ -90,22 +90,14 @@ def respace_pages(path: Path, pages: list[tuple[int, str]], normalise: Callable[
     deadline = time.monotonic() + budget_s
     for number, text in pages:
         share = glued_share(text)
-        if share >= GLUED_SHARE and time.monotonic() < deadline:
-            raw = read(path, number)
-            again = normalise(raw) if raw else ""
-            if again and same_letters(text, again) >= SAME_LETTERS and glued_share(again) <= share / 2:
-                text = again
+        raw = read(path, number) if share > 0.0 and time.monotonic() < deadline else None
+        again = normalise(raw) if raw else ""
+        if again:
+            whole = (share >= GLUED_SHARE and same_letters(text, again) >= SAME_LETTERS
+                     and glued_share(again) <= share / 2)
+            text, changed = (again, True) if whole else respace_runs(text, again)
+            if changed:
                 replaced.append(number)
-            elif again:
-                text, changed = respace_runs(text, again)
-                if changed:
-                    replaced.append(number)
-        elif share > 0.0 and time.monotonic() < deadline:
-            raw = read(path, number)
-            if raw:
-                text, changed = respace_runs(text, normalise(raw))
-                if changed:
-                    replaced.append(number)
         out.append((number, text))
     if replaced:
         log.info("%s: pages %s read again by pdftotext (words glued in the text layer)", path.name, replaced)
