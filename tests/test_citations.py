@@ -12,6 +12,9 @@ from gateway.answer.citations import (
     sentence_spans,
     validate,
 )
+from gateway.answer.cited_text import cited_text
+from gateway.answer.extractive import pick_sentences
+from ingest.text.sentences import continued_spans
 from retrieval.types import Hit
 
 
@@ -104,3 +107,17 @@ def test_echoed_passage_tags_are_removed_from_answers() -> None:
            "</passage>\n\n\n<PASSAGES>Done.")
     assert strip_echoed_fences(raw) == "The answer is:\n\nFlash it over USB [1].\n\nDone."
     assert strip_echoed_fences("Torque to 0.8 Nm [2] (see a < b > c).") == "Torque to 0.8 Nm [2] (see a < b > c)."
+
+
+def test_a_chinese_sentence_that_points_back_is_quoted_with_the_one_before() -> None:
+    text = "工具默认没有 USB 功能。拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。指示灯说明见下表。"
+    spans = continued_spans(text, sentence_spans(text))
+    assert [text[s:e] for s, e in spans] == [
+        "工具默认没有 USB 功能。", "拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。", "指示灯说明见下表。"]
+    english = "Then press OK. This resets the board."  # only Chinese words that point back join
+    assert continued_spans(english, sentence_spans(english)) == sentence_spans(english)
+    hits = [hit(1, text)]
+    picked = pick_sentences("怎样让工具具有串口升级功能？", hits)
+    assert picked[0] == (1, "拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。"), picked
+    citations, _flags = resolve(cited_text(picked)[0], hits)
+    assert picked[0][1] in citations[0].sentences  # the whole statement, not its second half

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from gateway.answer.evidence_params import EVIDENCE, EvidenceParams
 from gateway.answer.flags import AnswerFlag
 from gateway.answer.reflow import reflow
-from ingest.text.sentences import sentence_spans
+from ingest.text.sentences import continued_spans, sentence_spans
 from ingest.text.terms import content_terms
 from retrieval.types import Hit
 
@@ -106,7 +106,7 @@ def best_sentences(passage: str, claim: str, limit: int = 2) -> list[tuple[int, 
     if not want:
         return []
     scored = []
-    for s, e in sentence_spans(passage):
+    for s, e in continued_spans(passage, sentence_spans(passage)):
         have = content_terms(passage[s:e])
         overlap = len(want & have)
         if overlap:
@@ -134,7 +134,7 @@ def resolve(
         flags.append(AnswerFlag("dropped_invalid_citations", str(dropped)))
     # The claim behind a citation: the answer sentence(s) that contain the bracket.
     claims: dict[int, list[str]] = {n: [] for n in valid}
-    sentences = sentence_spans(answer)
+    sentences = continued_spans(answer, sentence_spans(answer))
     for start, _, numbers in parse_citation_groups(answer):
         sentence = next((answer[s:e] for s, e in sentences if s <= start < e), answer)
         for n in numbers:

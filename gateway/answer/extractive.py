@@ -33,7 +33,7 @@ from gateway.answer.sentence_text import (
     past_caption_line,
     trim_to_window,
 )
-from ingest.text.sentences import sentence_spans
+from ingest.text.sentences import continued_spans, sentence_spans
 from ingest.text.terms import content_terms, word_count
 from retrieval.types import Hit
 
@@ -97,7 +97,7 @@ def scored_candidates(
     steps: set[tuple[int, int]] = set()  # (passage n, position) of list items
     for n, hit in enumerate(hits[:max_passages], start=1):
         before = ""
-        for pos, (s, e) in enumerate(sentence_spans(hit.text)):
+        for pos, (s, e) in enumerate(continued_spans(hit.text, sentence_spans(hit.text))):
             scored = hit.text[s:e]  # a glued title still tells what the sentence is about: it scores
             numbered = is_section_number(before)  # "4.5.2." cut off "Calibration\nFirst time use ..."
             if drop_headings:

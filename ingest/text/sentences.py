@@ -33,6 +33,12 @@ _SENTENCE_END_RE = re.compile(
 )
 
 
+# A Chinese sentence that opens with a word pointing back ("则工具才具有 USB 相关功能" after "当拨拨码开关的第
+# 7 位后，重新上电。", "其中 BL702 不支持压缩烧写方式") states half a fact: it is read and quoted with the
+# sentence before it (continued_spans).
+_CONTINUATION_RE = re.compile(r"^(?:则|其中|因此|所以|否则|此时|这时|即|也就是说|这样)")
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) of each sentence (or list item) in text, whitespace trimmed."""
     spans, start = [], 0
@@ -47,5 +53,16 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         while e > s and text[e - 1].isspace():
             e -= 1
         if e > s:
+            out.append((s, e))
+    return out
+
+
+def continued_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sentence spans with each one that continues the sentence before it (_CONTINUATION_RE) joined to it."""
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if out and _CONTINUATION_RE.match(text[s:e]):
+            out[-1] = (out[-1][0], e)
+        else:
             out.append((s, e))
     return out
