@@ -31,3 +31,19 @@ def test_a_pin_or_part_number_after_its_abbreviation_stays_in_the_sentence() -> 
         "Pin.1 is the battery.", "Pin. 2 is 5V power, usable if the USB-C is not connected.", "Use part No. 12 here."]
     text = "The answer is no. Then stop."
     assert [text[s:e] for s, e in sentence_spans(text)] == ["The answer is no.", "Then stop."]
+
+
+@pytest.mark.parametrize("text, sentences", [
+    # eval/de-dev: "Für die CosMO-Panels haben sich Schwellen von ca." was quoted, the 30 mV left out
+    ("Für die Panels haben sich Schwellen von ca. 30 mV als günstig erwiesen. Danach messen.",
+     ["Für die Panels haben sich Schwellen von ca. 30 mV als günstig erwiesen.", "Danach messen."]),
+    ("Ein Programmiergerät wird benötigt, evtl. Programmierkabel anfertigen. Bausatzkunden bekommen ihn.",
+     ["Ein Programmiergerät wird benötigt, evtl. Programmierkabel anfertigen.", "Bausatzkunden bekommen ihn."]),
+    ("C13 (ab Rev. 1.4) Polung beachten. Dann L1 bestücken.",
+     ["C13 (ab Rev. 1.4) Polung beachten.", "Dann L1 bestücken."]),
+    ("Werte wie z. B. Temperatur oder z.B. Druck, bzw. Strom. Siehe S. 12 und Abb. 3. Ende.",
+     ["Werte wie z. B. Temperatur oder z.B. Druck, bzw. Strom.", "Siehe S. 12 und Abb. 3.", "Ende."]),
+    ("Set the feed to 50 mm/s. Then home the axis.", ["Set the feed to 50 mm/s.", "Then home the axis."]),
+])
+def test_german_abbreviations_do_not_end_the_sentence(text: str, sentences: list[str]) -> None:
+    assert split(text) == sentences

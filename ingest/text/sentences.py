@@ -18,12 +18,21 @@ BULLETS = "•●◆▪◦‣■□➢►"
 
 # A sentence ends at . ! ? (keeping citations that follow it: "Do X. [2] Then Y."), a blank line, or
 # before a bulleted / numbered list item; not after "i.e.", "e.g.", "vs.", "Fig." or "approx.", nor after
-# "Pin.", "No." or "Nr." before a number. A blank line ends one too, unless the next line starts in lower
-# case: some PDFs' text layers put a blank line at every wrapped line ("... concerned, the\n\ntwo parts
-# are ..."), and a sentence cut there is quoted as "As far as the Mechaduino is concerned, the."
+# "Pin.", "No.", "Nr.", "Rev.", "Abb.", "Kap.", "Tab." or "S." before a number. A blank line ends one too,
+# unless the next line starts in lower case: some PDFs' text layers put a blank line at every wrapped line
+# ("... concerned, the\n\ntwo parts are ..."), and a sentence cut there is quoted as "As far as the
+# Mechaduino is concerned, the."
+# German manuals abbreviate as often: "ca. 30 mV", "evtl. Programmierkabel", "z. B. Temperatur", "bzw.", "ggf.",
+# "(ab Rev. 1.4)", "siehe S. 12", "Abb. 3" (German nouns are capitalised, so the capital after the point
+# says nothing); a lone small letter before a point ("z.", "d.", "u.") ends no sentence either.
+_NEVER_ENDS = "".join(rf"(?<!\b{a})" for a in (
+    "i\\.e", "e\\.g", "vs", "Fig", "approx", "[Cc]a", "[Ee]vtl", "[Gg]gf", "[Bb]zw", "[Vv]gl", "[Ii]nkl", "[Zz]zgl",
+    "[Ss]og", "[Bb]spw", "[a-z]\\.[A-Z]", "[a-z]\\. [A-ZÄ]")) + r"(?<![\s(][a-zäöü])(?<!^[a-zäöü])"
+_BEFORE_NUMBER = ("pin", "no", "nr", "rev", "abb", "kap", "tab", "s")  # "Pin. 2", "No. 5", "Rev. 1.4", "S. 12"
 _SENTENCE_END_RE = re.compile(
-    r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)(?<!\bFig)(?<!\bapprox)[.!?]"
-    r"(?!(?<=\b(?i:pin)\.)\s*\d)(?!(?<=\b(?i:no)\.)\s*\d)(?!(?<=\b(?i:nr)\.)\s*\d)"  # "Pin. 2", "No. 5"
+    _NEVER_ENDS + r"[.!?]"
+    + "".join(rf"(?!(?<=\b(?i:{a})\.)\s*\d)" for a in _BEFORE_NUMBER)
+    +
     r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-ÄÖÜÀÂÇÉÈÊÎÔÛ])"
     r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)"
     rf"|\n(?=\s*[{BULLETS}])"
