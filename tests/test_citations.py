@@ -109,13 +109,18 @@ def test_echoed_passage_tags_are_removed_from_answers() -> None:
     assert strip_echoed_fences("Torque to 0.8 Nm [2] (see a < b > c).") == "Torque to 0.8 Nm [2] (see a < b > c)."
 
 
-def test_a_chinese_sentence_that_points_back_is_quoted_with_the_one_before() -> None:
-    text = "工具默认没有 USB 功能。拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。指示灯说明见下表。"
+def test_a_sentence_that_points_back_is_quoted_with_the_one_before() -> None:
+    text = ("工具默认没有 USB 功能。拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。"
+            "指示灯说明见下表。")
     spans = continued_spans(text, sentence_spans(text))
     assert [text[s:e] for s, e in spans] == [
-        "工具默认没有 USB 功能。", "拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。", "指示灯说明见下表。"]
-    english = "Then press OK. This resets the board."  # only Chinese words that point back join
+        "工具默认没有 USB 功能。", "拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。",
+        "指示灯说明见下表。"]
+    english = "Then press OK. This resets the board."  # "Then", "This" start a statement of their own
     assert continued_spans(english, sentence_spans(english)) == sentence_spans(english)
+    for other in ("Alle Profile gleich lang sägen! Ansonsten in der Schreinerei berichtigen.",
+                  "All GPIOs operate at 3.3 V. This means you should not connect 5 V signals."):
+        assert continued_spans(other, sentence_spans(other)) == [(0, len(other))], other
     hits = [hit(1, text)]
     picked = pick_sentences("怎样让工具具有串口升级功能？", hits)
     assert picked[0] == (1, "拨第 7 位拨码开关后重新上电。则工具才具有串口升级功能。其中 A 型号不支持。"), picked

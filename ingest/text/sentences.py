@@ -42,10 +42,12 @@ _SENTENCE_END_RE = re.compile(
 )
 
 
-# A Chinese sentence that opens with a word pointing back ("则工具才具有 USB 相关功能" after "当拨拨码开关的第
-# 7 位后，重新上电。", "其中 BL702 不支持压缩烧写方式") states half a fact: it is read and quoted with the
-# sentence before it (continued_spans).
-_CONTINUATION_RE = re.compile(r"^(?:则|其中|因此|所以|否则|此时|这时|即|也就是说|这样)")
+# A sentence that opens with a word pointing back ("则工具才具有 USB 相关功能" after "当拨拨码开关的第 7 位后，
+# 重新上电。", "其中 BL702 不支持压缩烧写方式", "Ansonsten in Schreinerei berichtigen", "This means you should
+# not connect ...") states half a fact: it is read and quoted with the sentence before it (continued_spans).
+_CONTINUATION_RE = re.compile(r"^(?:则|其中|因此|所以|否则|此时|这时|即|也就是说|这样"
+                              r"|(?:Ansonsten|Andernfalls|Sonst|Dabei|Dadurch|Daher|Deshalb|Somit|Hierbei|Hierzu|Dazu"
+                              r"|Otherwise|Therefore|Thus|Hence|In this case|This means)\b)")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
