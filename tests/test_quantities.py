@@ -89,3 +89,18 @@ def test_a_value_stated_for_another_manual_does_not_answer_for_the_first() -> No
     assert refused.outcome == "not_found" and "quantity_not_in_evidence: temperature" in refused.flags
     shown = ask([printer, board])  # the manual found first states one: shown as evidence, as before
     assert shown.outcome == "evidence_only" and "15 to 30" in shown.answer
+
+
+@pytest.mark.parametrize(("question", "kinds"), [
+    # eval/de-dev: refused as "no passage states a temperature", though the gold page was first and says when
+    ("On the ZOE display CLM page, when is the interior heat-exchanger air temperature meaningful?", []),
+    ("temperature in the reports seems to lag behind the actual temp, why", []),
+    ("Warum ist die Temperatur im Gehäuse so hoch?", []),
+    ("Wo messe ich die Ausgangsspannung?", []),
+    # ... unless it asks how much as well
+    ("Wie lange hält der Zug im Pendelbetrieb, und wo stelle ich das ein?", ["duration"]),
+    ("When the board overheats, how hot does the regulator get (temperature)?", ["temperature"]),
+    ("What is the maximum temperature?", ["temperature"]),
+])
+def test_a_question_why_when_or_where_asks_for_no_value(question: str, kinds: list[str]) -> None:
+    assert asked_quantities(question) == kinds

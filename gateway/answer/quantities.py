@@ -117,6 +117,14 @@ _NOT_A_VALUE = re.compile(
     r"\b(?:torque|voltage|current|power|temperature|pressure|frequency|humidity|position|speed)\s+"
     r"(?:modes?|sensors?|probes?|loops?|control|controllers?|feedback|compensation|regulators?)\b")
 _STATED = {kind: re.compile(s) for kind, (_q, s) in KINDS.items()}
+# A question asking why, when or where ("when is the interior air temperature meaningful?", "temperature in the
+# reports lags behind, why?", "wann ...", "warum ...") asks for a reason, a condition or a place, not a value,
+# unless it also asks how much ("wie lange hält der Zug, und wo stelle ich das ein?"). Chinese clauses are read
+# by ZH_HOW_MUCH instead.
+_REASON_OR_PLACE = re.compile(r"\b(?:why|when|where|warum|wieso|weshalb|wann|wo)\b")
+_HOW_MUCH = re.compile(r"\bhow (?:much|many|long|high|hot|cold|warm|fast|big|large|far|heavy|low|often)\b"
+                       r"|\bwhat(?:'s| is| are)?\s+(?:the\s+)?(?:max|min|rated|nominal)"
+                       r"|\bwie (?:viel|viele|lange|hoch|hohe|groß|schnell|weit|schwer|warm|heiß|kalt|oft)\b")
 
 
 _HOW_TO_RE = re.compile(r"^\s*(?:how (?:do|can|should|would|to)\b|what are the steps\b|steps? (?:to|for)\b)", re.I)
@@ -130,6 +138,8 @@ def asks_how_to(question: str) -> bool:
 def asked_quantities(question: str) -> list[str]:
     """The kinds of quantity the question plainly asks for ("how heavy" -> mass)."""
     low = _NOT_A_VALUE.sub(" ", question.lower())
+    if not has_cjk(low) and _REASON_OR_PLACE.search(low) and not _HOW_MUCH.search(low):
+        return []
     zh = [clause for clause in _ZH_CLAUSES.split(low) if ZH_HOW_MUCH.search(clause)] if has_cjk(low) else []
     return [kind for kind, pattern in _ASKED.items()
             if pattern.search(low) or kind in _ASKED_ZH and any(_ASKED_ZH[kind].search(c) for c in zh)]
