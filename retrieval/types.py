@@ -126,8 +126,9 @@ class SearchParams:
     # ranking keeps companion_dense_weight of dense_weight) and companion_weight_en for an English one,
     # which it ranks among the chunks not in English only when companion_scope_en is "other" (English
     # manuals are then searched as without a companion), among all when "all". Chosen on the development
-    # halves (docs/bench/experiments/dual_dense.md). Without a companion these change nothing.
-    companion_weight: float = 2.0
+    # halves (docs/bench/experiments/dual_dense.md; companion_weight 2 -> 3 when the six language halves were
+    # there: docs/bench/experiments/companion_weight.md). Without a companion these change nothing.
+    companion_weight: float = 3.0
     companion_dense_weight: float = 1.0
     companion_weight_en: float = 1.0
     companion_scope_en: CompanionScope = "other"

@@ -138,15 +138,16 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
 
 
 @contextlib.contextmanager
-def half_gateway(half: str, eval_dir: Path = EVAL) -> Iterator[Any]:
+def half_gateway(half: str | list[str], eval_dir: Path = EVAL) -> Iterator[Any]:
     """A gateway of one half as these measurements build it (its manuals + the two sample manuals, ingested by
     the real path into a temporary data directory, shipped settings, the shipped companion): for experiments
-    that ask the same half under several variants."""
+    that ask the same half under several variants. A list of halves: one gateway of all their manuals."""
     from gateway.config import Settings
     from gateway.services import Services
 
-    pdfs = sorted((eval_dir / half / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-    with tempfile.TemporaryDirectory(prefix=f"half-{half}-") as tmp:
+    halves = [half] if isinstance(half, str) else half
+    pdfs = [p for h in halves for p in sorted((eval_dir / h / "manuals").glob("*.pdf"))] + sorted(SAMPLES.glob("*.pdf"))
+    with tempfile.TemporaryDirectory(prefix=f"half-{halves[0]}-") as tmp:
         settings = Settings(data_dir=Path(tmp) / "data")
         settings.embedding.companion = shipped_companion("auto")
         gw = Services(settings)
