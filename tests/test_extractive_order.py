@@ -150,6 +150,19 @@ def test_a_figure_caption_alone_is_not_quoted_but_a_sentence_after_a_figure_labe
     assert pick_sentences("screw lengths for the finger joints", [hit(table)])[0][1] == table
 
 
+def test_german_and_chinese_figure_captions_are_not_quoted() -> None:
+    # the FlashCube guide (eval/zh-dev3): "图 7.3: 压缩烧写模式" was quoted between two answering sentences
+    zh = ("压缩烧写可以极大的提升烧写速度。其中 BL702 不支持压缩烧写方式。图 7.3: 压缩烧写模式\n"
+          "图 3.1 中的按键用于切换压缩烧写模式，按下后重启。")
+    picked = [s for _, s in pick_sentences("BL702 能不能开压缩烧写模式？", [hit(zh)])]
+    assert picked and not any(s.startswith("图 7.3") for s in picked), picked
+    assert any(s.startswith("图 3.1 中的按键") for s in picked), picked  # a sentence naming a figure is kept
+    de = ("Abbildung 4: Grafische Oberfläche des Puffermanagers\n"
+          "Über die Kontrollflächen des Puffermanagers kann die Datennahme pausiert werden.")
+    picked = [s for _, s in pick_sentences("Wie pausiere ich die Datennahme im Puffermanager?", [hit(de)])]
+    assert picked[0].startswith("Über die Kontrollflächen") and not any("Abbildung" in s for s in picked), picked
+
+
 def test_the_same_statement_from_two_passages_is_quoted_once() -> None:
     # overlapping chunks, or one paragraph written twice for two board variants, differing by a word
     first = hit("Refer to this Arduino IDE example to see how you can check for external power and check the "

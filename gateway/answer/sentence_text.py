@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from gateway.answer.reflow import unwrap_words
+from ingest.text.scripts import HAN
 from ingest.text.sentences import BULLETS
 from ingest.text.terms import content_terms, word_count
 
@@ -26,7 +27,12 @@ _COMMAND_LINE_RE = re.compile(r"^\s*[\w\-~/]{0,16}[>$#]\s?\S")
 # A figure's caption on its own ("Figure 27: Finished breadboard hub.", "Figure 43 - CyControl program
 # (Firmware update step 1).") names a picture the text cannot show: it answers nothing. A table's title
 # is kept, as its rows follow it in the same "sentence".
-_CAPTION_RE = re.compile(r"^(?:fig(?:ure)?\.?)\s*\d+(?:[.\-–]\d+)*\s*[:.\-–]?\s", re.I)
+# German and Chinese captions read "Abbildung 4: ...", "Abb. 3 ...", "Bild 17 ...", "图 7.3: 压缩烧写模式" (a Chinese
+# caption is a phrase: a sentence that names a figure, "图 3.1 中的按键用于复位，...", has a clause mark in it).
+_CAPTION_RE = re.compile(
+    rf"^(?:fig(?:ure)?\.?|abbildung|abb\.|bild|图)\s*\d+(?:[.\-–]\d+)*\s*[:.\-–：]?(?:\s|(?=[{HAN}]))", re.I)
+_CLAUSE_MARKS = re.compile(r"[，。；！？,;]")
+_HAN_RE = re.compile(f"[{HAN}]")
 CAPTION_MAX_WORDS = 12
 # A web address with a word or two around it ("www.example.com/actuator", "See https://...") points
 # elsewhere and answers nothing here; "Download the firmware from https://..." says what to do: kept.
@@ -87,7 +93,9 @@ def trim_to_window(sentence: str, want: set[str], words: int) -> str:
 
 def is_caption(sentence: str) -> bool:
     """A figure caption and nothing else (a short "Figure 3: ..." / "Fig. 2-7 ...")."""
-    return _CAPTION_RE.match(sentence) is not None and len(sentence.split()) <= CAPTION_MAX_WORDS
+    if _CAPTION_RE.match(sentence) is None or len(sentence.split()) > CAPTION_MAX_WORDS:
+        return False
+    return not sentence.startswith("图") or _CLAUSE_MARKS.search(sentence.rstrip("。.")) is None
 
 
 def is_bare_link(sentence: str) -> bool:
@@ -103,8 +111,10 @@ def past_caption_line(text: str, s: int, e: int) -> int:
     cut = text.find("\n", s, e)
     rest = text[cut:e].strip() if cut >= 0 else ""
     first = " ".join(text[s:cut].split())
-    # the next line must open a sentence: "Figure 5 shows the parts\nthat need sanding." is one sentence
-    if not rest[:1].isupper() or not (is_caption(first + " ") or is_bare_link(first)):
+    # the next line must open a sentence: "Figure 5 shows the parts\nthat need sanding." is one sentence (a
+    # Chinese line has no capital: after a caption, which is a phrase, its next line is taken as a new one)
+    opens = rest[:1].isupper() or _HAN_RE.match(rest) is not None
+    if not opens or not (is_caption(first + " ") or is_bare_link(first)):
         return s
     s = cut + 1
     while s < e and text[s].isspace():
