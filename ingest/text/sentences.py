@@ -50,6 +50,16 @@ _CONTINUATION_RE = re.compile(r"^(?:则|其中|因此|所以|否则|此时|这�
                               r"|Otherwise|Therefore|Thus|Hence|In this case|This means)\b)")
 
 
+# A numbered Chinese title on its own line ("8.3 晶振类型默认设定", "第三章 接线说明") ends no sentence with a
+# mark, so the body before it ran into it and it into the body after: "... name 字段长度不能超过 10 个字符\n8.3
+# 晶振类型默认设定\nBLFlashCube 工具的晶振类型无法修改" was one sentence. The line is a sentence of its own (the
+# evidence drops it as a title). Only a multi-level number or 第N章/节: "1、打开软件" is a step, not a title.
+_CJK_TITLE_LINE_RE = re.compile(
+    r"(?:^|(?<=\n)|(?<=[。！？；]))[ \t]*"
+    rf"(?:\d{{1,2}}(?:\.\d{{1,2}}){{1,3}}\.?|第\s*[\d一二三四五六七八九十百零〇]+\s*[章节])"
+    rf"[ \t]*[{HAN}][^\n。，；：！？,;:]{{0,30}}(?=\n|$)")
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) of each sentence (or list item) in text, whitespace trimmed."""
     spans, start = [], 0
@@ -57,6 +67,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         spans.append((start, m.end()))
         start = m.end()
     spans.append((start, len(text)))
+    titles = sorted({at for m in _CJK_TITLE_LINE_RE.finditer(text) for at in m.span()})
+    if titles:
+        spans = [(a, b) for s, e in spans
+                 for a, b in zip([s] + [t for t in titles if s < t < e], [t for t in titles if s < t < e] + [e],
+                                 strict=True)]
     out = []
     for s, e in spans:
         while s < e and text[s].isspace():
