@@ -36,6 +36,9 @@ _SENTENCE_END_RE = re.compile(
     r"(?:\s*\[[\d,;\s\-–]+\])*[\"')\]]*\s+(?=[\"'(]?[A-Z0-9•\-ÄÖÜÀÂÇÉÈÊÎÔÛ])"
     r"|\n\s*\n(?!\s*[a-z])|\n(?=\s*(?:[•\-*]|\d+[.)])\s)"
     rf"|\n(?=\s*[{BULLETS}])"
+    # a Chinese list item: "1、", "（2）", "③" (not "1）、", which answers the line before it in FAQs:
+    # "8、下载代码之后，打印没有\n1）、这是因为我们需要 ... 重新上电")
+    rf"|\n(?=[ \t]*(?:(?:\d{{1,2}}[、．]|（\d{{1,2}}）|[①-⑳])[ \t]*[{HAN}A-Za-z]|\(\d{{1,2}}\)[ \t]*[{HAN}]))"
     r"|:(?:\s*\[[\d,;\s\-–]+\])+[ \t]*\n"  # a cited line ending in a colon (a model's "The list is: [1]")
     rf"|[。！？；]+(?:\s*\[[\d,;\s\-–]+\])*[”」』）)]*\s*"  # CJK sentence ends: no space, no capital after
     rf"|(?<=[{HAN}{KANA}{HANGUL}])[;!?](?:\s*\[[\d,;\s\-–]+\])*\s*"
