@@ -9,7 +9,7 @@ asked in: a manual tag ending in "en" marks an English question about the half's
     python -m bench.suite.languages_eval                       # this tree, writes docs/bench/languages_eval.md
     python -m bench.suite.languages_eval --before d28aebe      # and a revision before, side by side
     python -m bench.suite.languages_eval --halves zh-dev --no-write --embedder multilingual-e5-small
-    python -m bench.suite.languages_eval --halves zh-dev2 de-dev2 zh-dev3 de-dev3 --no-write   # more development halves
+    python -m bench.suite.languages_eval --halves zh-dev3 de-dev3 zh-dev4 de-dev4 --no-write   # more development halves
     python -m bench.suite.languages_eval --companion off       # MiniLM alone (default: the shipped "auto")
 
 The companion embedder is the gateway's own "auto" (the multilingual-e5 `make install` converted into this
@@ -37,7 +37,7 @@ EVAL = HERE.parents[2] / "eval"
 SAMPLES = HERE.parents[2] / "sample_manuals"
 HALVES = ("zh-dev", "de-dev", "zh-test", "de-test")
 # more development halves: measured only when named with --halves, never by default
-EXTRA = ("zh-dev2", "de-dev2", "zh-dev3", "de-dev3")
+EXTRA = ("zh-dev2", "de-dev2", "zh-dev3", "de-dev3", "zh-dev4", "de-dev4")
 ENGLISH = ("dev", "dev2", "dev3", "test")  # the English halves, to show what the languages cost English
 
 
