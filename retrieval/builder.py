@@ -202,6 +202,12 @@ def collect_entries(
         embedding.seconds += time.perf_counter() - started
         if recompanion:
             embedding.companion(kept, chunk_params)
+        else:  # kept from a version written before the companion's sentence vectors were: embedded once now
+            started = time.perf_counter()
+            embedding.companion_sentences([e for e in kept if e.companion_vectors is not None and any(
+                v is None and c.language not in ("", "en")
+                for c, v in zip(e.chunks, e.companion_sentence_vectors or [None] * len(e.chunks), strict=True))])
+            embedding.seconds += time.perf_counter() - started
     entries += kept
     report.embedded = embedding.done
     report.timings["embed"] = embedding.seconds

@@ -58,6 +58,11 @@ CREATE TABLE sentence_vectors (
 # that a backup, a restore or a fleet archive carries it as it carries the rest of the version.
 COMPANION_SCHEMA = ("CREATE TABLE IF NOT EXISTS companion_vectors ("
                     "row INTEGER PRIMARY KEY REFERENCES chunks(row), vector BLOB NOT NULL)")
+# companion_sentence_vectors: the sentences of each chunk not in English as the companion embeds them (float16,
+# as sentence_vectors), for the sentence step of a question outside English (retrieval.search); made only in a
+# version built with a companion, and a chunk without a row there has its sentences embedded at query time.
+COMPANION_SENTENCE_SCHEMA = ("CREATE TABLE IF NOT EXISTS companion_sentence_vectors ("
+                             "row INTEGER PRIMARY KEY REFERENCES chunks(row), dim INT NOT NULL, vectors BLOB NOT NULL)")
 # sentence_vectors: each chunk's sentences as retrieval.sentence_rank embeds them (float16, one row of
 # `dim` per sentence, in sentence_texts order), written at ingest so that a search scores its top
 # passages by their best sentence without embedding anything. Versions written before have no such

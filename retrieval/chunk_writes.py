@@ -16,7 +16,7 @@ import numpy as np
 from ingest.models import Chunk, ParsedManual
 from ingest.text.languages import detect
 from ingest.text.terms import index_text
-from retrieval.chunk_schema import COMPANION_SCHEMA
+from retrieval.chunk_schema import COMPANION_SCHEMA, COMPANION_SENTENCE_SCHEMA
 from retrieval.fts import normalize
 from retrieval.types import RetrievalError
 
@@ -106,6 +106,18 @@ class ChunkWrites:
                 "INSERT INTO sentence_vectors (row, dim, vectors) VALUES (?, ?, ?)",
                 [(r, int(v.shape[1]), np.ascontiguousarray(v, dtype=np.float16).tobytes())
                  for r, v in zip(rows, vectors, strict=True) if v is not None and v.size])
+
+    def add_companion_sentence_vectors(self, rows: list[int], vectors: list[np.ndarray | None]) -> None:
+        """The companion's sentence vectors of each chunk row not in English (None: none kept for it), in a
+        table made only when a version has them."""
+        self._writable()
+        kept = [(r, int(v.shape[1]), np.ascontiguousarray(v, dtype=np.float16).tobytes())
+                for r, v in zip(rows, vectors, strict=True) if v is not None and v.size]
+        if not kept:
+            return
+        with self._lock:
+            self._db.execute(COMPANION_SENTENCE_SCHEMA)
+            self._db.executemany("INSERT INTO companion_sentence_vectors (row, dim, vectors) VALUES (?, ?, ?)", kept)
 
     def add_companion_vectors(self, rows: list[int], vectors: np.ndarray) -> None:
         """The companion embedder's vector of each chunk row (retrieval.companion), in a table made only

@@ -141,6 +141,22 @@ class ChunkStore(ChunkWrites, LexicalSearch):
                 out[int(row)] = np.frombuffer(blob, dtype=np.float16).reshape(-1, int(dim)).astype(np.float32)
         return out
 
+    def companion_sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
+        """The companion's stored sentence vectors (float32, one row per sentence) of those rows that have
+        them: the chunks not in English of a version built with a companion; {} for any other version."""
+        if not rows or not self._query(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'companion_sentence_vectors'"):
+            return {}
+        out: dict[int, np.ndarray] = {}
+        wanted = [int(r) for r in rows]
+        for i in range(0, len(wanted), 500):
+            part = wanted[i:i + 500]
+            for row, dim, blob in self._query(
+                    "SELECT row, dim, vectors FROM companion_sentence_vectors "
+                    f"WHERE row IN ({','.join('?' * len(part))})", part):
+                out[int(row)] = np.frombuffer(blob, dtype=np.float16).reshape(-1, int(dim)).astype(np.float32)
+        return out
+
     def commit(self) -> None:
         with self._lock:
             self._db.commit()

@@ -80,6 +80,7 @@ class CompanionSide:
     dense_weight: float
     embed_ms: float
     search_ms: float
+    query_vector: np.ndarray | None = None  # the companion's vector of the question (None: not embedded)
 
 
 def companion_ranking(version: IndexReader, embedder: Embedder, query: str, params: SearchParams,
@@ -108,7 +109,7 @@ def companion_ranking(version: IndexReader, embedder: Embedder, query: str, para
     embed_ms = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     ranking = vectors.search(qvec, candidates, rows)
-    return CompanionSide(ranking, weight, dense_weight, embed_ms, (time.perf_counter() - t) * 1000)
+    return CompanionSide(ranking, weight, dense_weight, embed_ms, (time.perf_counter() - t) * 1000, qvec)
 
 
 # The evidence's sentences outside English (gateway.answer.extractive.similarity_scorer): MiniLM's cosine

@@ -39,6 +39,9 @@ class Entry:
     # (len(chunks), companion dim) float32: the companion embedder's vectors (retrieval.companion); None in a
     # version built without one.
     companion_vectors: np.ndarray | None = None
+    # Per chunk, the companion's vectors of its sentences, for the chunks not in English (retrieval.search's
+    # sentence step for a question outside English); None where not kept (English, or no companion).
+    companion_sentence_vectors: list[np.ndarray | None] | None = None
 
 
 def embedding_info(embedder: Embedder) -> dict[str, str | int]:
@@ -81,8 +84,10 @@ def reuse_manual(base: IndexVersion, info: dict[str, Any], labels: Sequence[str 
     companion = getattr(base, "companion", None)  # the companion's vectors, where the version holds them
     companion_vectors = (np.asarray(companion.reconstruct(np.asarray(rows, dtype=np.int64)), dtype=np.float32)
                          if companion is not None else None)
+    companion_sentences = store.companion_sentence_vectors(rows) if companion is not None else {}
     return Entry(parsed, chunks, np.asarray(vectors, dtype=np.float32),
-                 sentence_vectors=[stored.get(r) for r in rows], companion_vectors=companion_vectors)
+                 sentence_vectors=[stored.get(r) for r in rows], companion_vectors=companion_vectors,
+                 companion_sentence_vectors=[companion_sentences.get(r) for r in rows])
 
 
 def reuse_manuals(base: IndexVersion, infos: Sequence[dict[str, Any]], read_labels: LabelReader | None = None,
@@ -157,6 +162,7 @@ class Embedding:
                 offset += len(entry.chunks)
         started = time.perf_counter()
         self.sentences([e for e in results if isinstance(e, Entry)])
+        self.companion_sentences([e for e in results if isinstance(e, Entry)])
         self.seconds += time.perf_counter() - started
         return results
 
@@ -168,7 +174,7 @@ class Embedding:
         companion = companion_of(self.embedder)
         if companion is None or not entries:
             for entry in entries:
-                entry.companion_vectors = None
+                entry.companion_vectors = entry.companion_sentence_vectors = None
             return
         texts = [passage_text(c.heading, c.text, params.title_for(e.parsed.title)) for e in entries for c in e.chunks]
         self.total += len(texts)
@@ -186,6 +192,9 @@ class Embedding:
         for entry in entries:
             entry.companion_vectors = vectors[offset : offset + len(entry.chunks)]
             offset += len(entry.chunks)
+        started = time.perf_counter()
+        self.companion_sentences(entries)
+        self.seconds += time.perf_counter() - started
 
     def sentences(self, entries: Sequence[Entry]) -> None:
         """Each chunk's sentence vectors, embedded once per distinct sentence (chunks overlap)."""
@@ -200,3 +209,21 @@ class Embedding:
         found = dict(zip(unique, np.asarray(self.embedder.encode(unique), dtype=np.float32), strict=True))
         for entry, chunks in zip(entries, per_chunk, strict=True):
             entry.sentence_vectors = [np.stack([found[t] for t in texts]) for texts in chunks]
+
+    def companion_sentences(self, entries: Sequence[Entry]) -> None:
+        """The companion's vectors of the sentences of each chunk not in English (a question outside English
+        scores its top passages by them: retrieval.search), embedded once per distinct sentence; English chunks
+        keep none (an English question's sentence step is the built-in embedder's)."""
+        from retrieval.sentence_rank import sentence_texts
+
+        companion = companion_of(self.embedder)
+        if companion is None or not entries:
+            return
+        per_chunk = [[sentence_texts(e.parsed.title, c.heading, c.text) if c.language not in ("", "en") else None
+                      for c in e.chunks] for e in entries]
+        unique = list(dict.fromkeys(t for chunks in per_chunk for texts in chunks if texts for t in texts))
+        found = (dict(zip(unique, np.asarray(companion.encode(unique), dtype=np.float32), strict=True))
+                 if unique else {})
+        for entry, chunks in zip(entries, per_chunk, strict=True):
+            entry.companion_sentence_vectors = [np.stack([found[t] for t in texts]) if texts else None
+                                                for texts in chunks]

@@ -38,6 +38,10 @@ class ChunkReader(Protocol):
         """The sentence vectors written at ingest, of those rows that have them."""
         ...
 
+    def companion_sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
+        """The companion's sentence vectors written at ingest (chunks not in English), of those rows that have them."""
+        ...
+
     def term_doc_freqs(self, words: list[str]) -> dict[str, int]:
         """Rows holding each word, stemmed as the lexical index stems."""
         ...

@@ -132,8 +132,10 @@ def search_with_timings(
     dense = ver.vectors.search(qvec, candidates, allowed) if mode != "lexical" else []
     dense_ms = (time.perf_counter() - t) * 1000
     side = None  # a third ranking, the companion embedder's (retrieval.companion), where there is one
-    if companion_of(embedder) is not None and mode == "hybrid":
-        side = companion_ranking(ver, embedder, query, params, candidates, allowed, detect_question(query))
+    language = detect_question(query)
+    companion = companion_of(embedder)
+    if companion is not None and mode == "hybrid":
+        side = companion_ranking(ver, embedder, query, params, candidates, allowed, language)
         if side is not None:  # its question embedding counts in dense_ms (a caller may replace embed_ms)
             dense_ms += side.embed_ms + side.search_ms
             weights = (side.dense_weight, params.lexical_weight, side.weight)
@@ -180,15 +182,25 @@ def search_with_timings(
     term_scores: dict[int, float] = {}
     if by_sentence and len(order) > 1:
         head = order[: int(sentence_pool)]
+        weight = sentence_weight
         if sentence_weight > 0:  # with the weight 0 only the word share re-orders: no sentence is scored
             stored = ver.chunks.sentence_vectors(head)
             sims = best_sentence_similarity(embedder, qvec, [rows[r] for r in head],
                                             cache=sentence_cache, stored=[stored.get(r) for r in head])
             sentence_scores = dict(zip(head, sims, strict=True))
+        elif (language != "en" and companion is not None and side is not None and side.query_vector is not None
+              and params.companion_sentence_weight > 0):
+            # a question outside English (the built-in embedder's sentence step is off for it): its best
+            # sentence as the companion reads it, stored at ingest for the chunks not in English
+            weight = params.companion_sentence_weight
+            stored = ver.chunks.companion_sentence_vectors(head)
+            sims = best_sentence_similarity(companion, side.query_vector, [rows[r] for r in head],
+                                            cache=sentence_cache, stored=[stored.get(r) for r in head])
+            sentence_scores = dict(zip(head, sims, strict=True))
         if term_weight > 0:
             shares = term_coverage(query, [rows[r] for r in head], ver.chunks.term_doc_freqs, ver.chunks.row_total())
             term_scores = dict(zip(head, shares, strict=True))
-        order = sentence_order(order, fused, sentence_scores or dict.fromkeys(head, 0.0), sentence_weight, cos,
+        order = sentence_order(order, fused, sentence_scores or dict.fromkeys(head, 0.0), weight, cos,
                                demoted, term_scores, term_weight)
     sentence_ms = (time.perf_counter() - t) * 1000
     t = time.perf_counter()

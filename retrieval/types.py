@@ -132,6 +132,11 @@ class SearchParams:
     companion_dense_weight: float = 1.0
     companion_weight_en: float = 1.0
     companion_scope_en: CompanionScope = "other"
+    # A question outside English skips the built-in embedder's sentence step (gateway.index_parts); with a
+    # companion, its best sentence as the companion reads it takes that place, at this weight. Chosen on the
+    # eight language development halves among 2-20 (hit@1: Chinese 119 -> 122 of 140, German 95 -> 102 of 132;
+    # docs/bench/experiments/companion_sentence_rank.md); 0 turns it off.
+    companion_sentence_weight: float = 10.0
 
 
 # Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in

@@ -74,6 +74,8 @@ def write_version(
                 store.add_sentence_vectors(rows, entry.sentence_vectors)
             if companion is not None and entry.companion_vectors is not None:
                 store.add_companion_vectors(rows, entry.companion_vectors)
+                if entry.companion_sentence_vectors is not None:
+                    store.add_companion_sentence_vectors(rows, entry.companion_sentence_vectors)
             offset += len(entry.chunks)
         store.commit()
     finally:
