@@ -129,31 +129,23 @@ class ChunkStore(ChunkWrites, LexicalSearch):
 
     def sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
         """The stored sentence vectors (float32, one row per sentence) of those rows that have them."""
-        if not self.has_sentences or not rows:
-            return {}
-        out: dict[int, np.ndarray] = {}
-        wanted = [int(r) for r in rows]
-        for i in range(0, len(wanted), 500):
-            part = wanted[i:i + 500]
-            for row, dim, blob in self._query(
-                    f"SELECT row, dim, vectors FROM sentence_vectors WHERE row IN ({','.join('?' * len(part))})",
-                    part):
-                out[int(row)] = np.frombuffer(blob, dtype=np.float16).reshape(-1, int(dim)).astype(np.float32)
-        return out
+        return self._sentence_table("sentence_vectors", rows) if self.has_sentences else {}
 
     def companion_sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
         """The companion's stored sentence vectors (float32, one row per sentence) of those rows that have
         them: the chunks not in English of a version built with a companion; {} for any other version."""
-        if not rows or not self._query(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'companion_sentence_vectors'"):
+        if not self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'companion_sentence_vectors'"):
             return {}
+        return self._sentence_table("companion_sentence_vectors", rows)
+
+    def _sentence_table(self, table: str, rows: list[int]) -> dict[int, np.ndarray]:
+        """Rows of a table of (row, dim, float16 vectors), as float32 arrays of one row per sentence."""
         out: dict[int, np.ndarray] = {}
         wanted = [int(r) for r in rows]
         for i in range(0, len(wanted), 500):
             part = wanted[i:i + 500]
             for row, dim, blob in self._query(
-                    "SELECT row, dim, vectors FROM companion_sentence_vectors "
-                    f"WHERE row IN ({','.join('?' * len(part))})", part):
+                    f"SELECT row, dim, vectors FROM {table} WHERE row IN ({','.join('?' * len(part))})", part):
                 out[int(row)] = np.frombuffer(blob, dtype=np.float16).reshape(-1, int(dim)).astype(np.float32)
         return out
 
