@@ -14,11 +14,11 @@ development halves only; the test halves are reported by bench/suite/languages_e
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
+
+from bench import experiment_page as page
 
 REPO = Path(__file__).resolve().parents[2]
 HALVES = ["zh-dev", "zh-dev2", "zh-dev3", "zh-dev4", "de-dev", "de-dev2", "de-dev3", "de-dev4"]
@@ -69,20 +69,10 @@ def table(results: dict[str, dict[str, Counts]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--halves", nargs="+", default=HALVES)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))
-    from bench.harness import machine_markdown
-
+    args = page.parser(__doc__, HALVES).parse_args(argv)
     results = run(args.halves)
-    text = ("## The companion's sentence step for questions outside English "
-            "(bench/experiments/companion_sentence_rank.py)\n\n" + (__doc__ or "").split("\n\n")[1] + "\n\n"
-            + table(results) + "\n\n" + CHOICE + "\n\n" + machine_markdown() + "\n\nRaw: " + json.dumps(results))
-    print(text)
-    if not args.no_write:
-        (REPO / "docs/bench/experiments/companion_sentence_rank.md").write_text(text + "\n", "utf-8")
+    page.publish(__file__, "The companion's sentence step for questions outside English",
+                 page.intro(__doc__) + "\n\n" + table(results) + "\n\n" + CHOICE, results, write=not args.no_write)
     return 0
 
 

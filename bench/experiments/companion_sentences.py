@@ -13,13 +13,12 @@ languages_eval reads it), answerable refused, unanswerable refused.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench import experiment_page as page
 
 REPO = Path(__file__).resolve().parents[2]
 HALVES = ["zh-dev", "zh-dev2", "de-dev", "de-dev2"]
@@ -82,20 +81,14 @@ def table(results: dict[str, dict[str, dict[str, dict[str, int]]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--halves", nargs="+", default=HALVES)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))
+    args = page.parser(__doc__, HALVES).parse_args(argv)
     results = run(args.halves, SCALES)
-    text = ("## Evidence sentences outside English scored with the companion (bench/experiments/companion_sentences.py)"
-            "\n\nCells: answerable questions whose quoted extractive evidence holds the gold evidence / answerable "
-            "questions, per half and group (zh, de: asked in the manual's language; en->zh, en->de: in English). "
-            "Scale 0 is MiniLM's cosine alone (before); \"e5 only\" the companion's cosine instead of MiniLM's. "
-            "Refusals per scale are in the raw counts.\n\n" + table(results) + "\n\nRaw: " + json.dumps(results))
-    print(text)
-    if not args.no_write:
-        (REPO / "docs/bench/experiments/companion_sentences.md").write_text(text + "\n", "utf-8")
+    page.publish(__file__, "Evidence sentences outside English scored with the companion",
+                 "Cells: answerable questions whose quoted extractive evidence holds the gold evidence / answerable "
+                 "questions, per half and group (zh, de: asked in the manual's language; en->zh, en->de: in English). "
+                 "Scale 0 is MiniLM's cosine alone (before); \"e5 only\" the companion's cosine instead of MiniLM's. "
+                 "Refusals per scale are in the raw counts.\n\n" + table(results), results,
+                 write=not args.no_write, machine=False)
     return 0
 
 

@@ -17,12 +17,11 @@ passage of the gold manual on a gold page).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import sys
 from pathlib import Path
 from typing import Any
+
+from bench import experiment_page as page
 
 REPO = Path(__file__).resolve().parents[2]
 HALVES = ["zh-dev", "zh-dev2", "zh-dev3", "de-dev", "de-dev2", "de-dev3"]
@@ -92,21 +91,12 @@ def table(results: dict[str, dict[str, dict[str, Cell]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--halves", nargs="+", default=HALVES)
-    parser.add_argument("--english", nargs="*", default=ENGLISH)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))
-    from bench.harness import machine_markdown
-
+    options = page.parser(__doc__, HALVES)
+    options.add_argument("--english", nargs="*", default=ENGLISH)
+    args = options.parse_args(argv)
     results = run(args.halves, args.english)
-    text = ("## The companion's weight for questions outside English (bench/experiments/companion_weight.py)\n\n"
-            + (__doc__ or "").split("\n\n")[1] + "\n\n" + table(results) + "\n\n" + CHOICE + "\n\n"
-            + machine_markdown() + "\n\nRaw: " + json.dumps(results))
-    print(text)
-    if not args.no_write:
-        (REPO / "docs/bench/experiments/companion_weight.md").write_text(text + "\n", "utf-8")
+    page.publish(__file__, "The companion's weight for questions outside English",
+                 page.intro(__doc__) + "\n\n" + table(results) + "\n\n" + CHOICE, results, write=not args.no_write)
     return 0
 
 

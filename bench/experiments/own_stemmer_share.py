@@ -14,12 +14,11 @@ refused.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench import experiment_page as page
 
 REPO = Path(__file__).resolve().parents[2]
 HALVES = ["zh-dev", "zh-dev2", "de-dev", "de-dev2"]
@@ -96,20 +95,10 @@ def table(results: dict[str, dict[str, dict[str, Counts]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--halves", nargs="+", default=HALVES)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))
-    from bench.harness import machine_markdown
-
+    args = page.parser(__doc__, HALVES).parse_args(argv)
     results = run(args.halves)
-    text = ("## The word share outside English read with the language's own stemmer "
-            "(bench/experiments/own_stemmer_share.py)\n\n" + (__doc__ or "").split("\n\n")[1] + "\n\n"
-            + table(results) + "\n\n" + CHOICE + "\n\n" + machine_markdown() + "\n\nRaw: " + json.dumps(results))
-    print(text)
-    if not args.no_write:
-        (REPO / "docs/bench/experiments/own_stemmer_share.md").write_text(text + "\n", "utf-8")
+    page.publish(__file__, "The word share outside English read with the language's own stemmer",
+                 page.intro(__doc__) + "\n\n" + table(results) + "\n\n" + CHOICE, results, write=not args.no_write)
     return 0
 
 

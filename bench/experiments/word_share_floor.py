@@ -15,10 +15,9 @@ languages (CROSS_MIN_TERMS), are untouched.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
+
+from bench import experiment_page as page
 
 REPO = Path(__file__).resolve().parents[2]
 HALVES = ["zh-dev", "zh-dev2", "zh-dev3", "zh-dev4", "de-dev", "de-dev2", "de-dev3", "de-dev4"]
@@ -75,20 +74,10 @@ def table(results: dict[str, dict[str, Counts]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--halves", nargs="+", default=HALVES)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))
-    from bench.harness import machine_markdown
-
+    args = page.parser(__doc__, HALVES).parse_args(argv)
     results = run(args.halves)
-    text = ("## The word share floor outside English, per kind of script (bench/experiments/word_share_floor.py)"
-            "\n\n" + (__doc__ or "").split("\n\n")[1] + "\n\n" + table(results) + "\n\n" + CHOICE + "\n\n"
-            + machine_markdown() + "\n\nRaw: " + json.dumps(results))
-    print(text)
-    if not args.no_write:
-        (REPO / "docs/bench/experiments/word_share_floor.md").write_text(text + "\n", "utf-8")
+    page.publish(__file__, "The word share floor outside English, per kind of script",
+                 page.intro(__doc__) + "\n\n" + table(results) + "\n\n" + CHOICE, results, write=not args.no_write)
     return 0
 
 

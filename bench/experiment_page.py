@@ -1,0 +1,44 @@
+"""What the experiments over the language halves (bench/experiments) share: their options and the page each writes.
+
+Each script under bench/experiments measures variants on some halves (`--halves`), prints its page and
+writes it to docs/bench/experiments/<script>.md unless `--no-write`: a title naming the script, its
+docstring's second paragraph (what was measured), the table, what was chosen, the machine and the raw counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def parser(doc: str | None, halves: list[str]) -> argparse.ArgumentParser:
+    """The script's options: --halves (default `halves`) and --no-write; a script adds its own."""
+    out = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    out.add_argument("--halves", nargs="+", default=halves)
+    out.add_argument("--no-write", action="store_true")
+    return out
+
+
+def intro(doc: str | None) -> str:
+    """The docstring's second paragraph: what the script measures, as the page says it."""
+    return (doc or "").split("\n\n")[1]
+
+
+def publish(script: str, title: str, body: str, raw: object, *, write: bool, machine: bool = True) -> str:
+    """The page of `script` (its __file__): "## title (bench/experiments/<name>.py)", then body, the machine
+    it ran on (machine=True) and the raw results as JSON; printed, and written under docs/bench/experiments
+    when `write`."""
+    name = Path(script).stem
+    text = f"## {title} (bench/experiments/{name}.py)\n\n{body}"
+    if machine:
+        from bench.harness import machine_markdown
+
+        text += "\n\n" + machine_markdown()
+    text += "\n\nRaw: " + json.dumps(raw)
+    print(text)
+    if write:
+        (REPO / "docs/bench/experiments" / f"{name}.md").write_text(text + "\n", "utf-8")
+    return text
