@@ -71,10 +71,12 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         start = m.end()
     spans.append((start, len(text)))
     titles = sorted({at for m in _CJK_TITLE_LINE_RE.finditer(text) for at in m.span()})
-    if titles:
-        spans = [(a, b) for s, e in spans
-                 for a, b in zip([s] + [t for t in titles if s < t < e], [t for t in titles if s < t < e] + [e],
-                                 strict=True)]
+    if titles:  # each span cut where a title line starts or ends inside it
+        cut = []
+        for s, e in spans:
+            edges = [s, *(t for t in titles if s < t < e), e]
+            cut += list(zip(edges, edges[1:], strict=False))
+        spans = cut
     out = []
     for s, e in spans:
         while s < e and text[s].isspace():
