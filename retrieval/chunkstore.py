@@ -72,6 +72,7 @@ class ChunkStore(ChunkWrites, LexicalSearch):
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sentence_vectors'"))
         self.analysed = any(r[1] == "lang" for r in self._query("PRAGMA table_info(chunks)"))
         self._languages: list[str] | None = None
+        self._companion_sentences: bool | None = None  # whether the table is there (companion_sentence_vectors)
         self._lang_rows: dict[tuple[str, bool], np.ndarray] = {}
 
     @classmethod
@@ -134,9 +135,13 @@ class ChunkStore(ChunkWrites, LexicalSearch):
     def companion_sentence_vectors(self, rows: list[int]) -> dict[int, np.ndarray]:
         """The companion's stored sentence vectors (float32, one row per sentence) of those rows that have
         them: the chunks not in English of a version built with a companion; {} for any other version."""
-        if not self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'companion_sentence_vectors'"):
-            return {}
-        return self._sentence_table("companion_sentence_vectors", rows)
+        has = self._companion_sentences
+        if has is None:  # looked up once per opened version (read-only: nothing adds the table later)
+            has = bool(self._query(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'companion_sentence_vectors'"))
+            if self.readonly:
+                self._companion_sentences = has
+        return self._sentence_table("companion_sentence_vectors", rows) if has else {}
 
     def _sentence_table(self, table: str, rows: list[int]) -> dict[int, np.ndarray]:
         """Rows of a table of (row, dim, float16 vectors), as float32 arrays of one row per sentence."""
