@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gateway.answer.sentence_score import WEIGHTS_OTHER
+
 if TYPE_CHECKING:
     from gateway.config import AnswerSettings
 
@@ -73,8 +75,13 @@ class EvidenceParams:
 EVIDENCE = EvidenceParams()
 
 
-def evidence_params(settings: AnswerSettings) -> EvidenceParams:
+def evidence_params(settings: AnswerSettings, language: str | None = None) -> EvidenceParams:
     """The shipped EvidenceParams with what the configuration sets: answer.evidence_sentences, and
-    answer.learned_evidence (off: the hand-set score alone)."""
-    return replace(EVIDENCE, max_sentences=settings.evidence_sentences,
-                   weights=None if settings.learned_evidence else {})
+    answer.learned_evidence (off: the hand-set score alone). language: the question's
+    (ingest.text.languages.detect_question); outside English the learned part is the one fitted on questions
+    in other languages (sentence_score.WEIGHTS_OTHER), whose words and similarities weigh differently."""
+    if not settings.learned_evidence:
+        weights: Mapping[str, tuple[float, float, float]] | None = {}
+    else:
+        weights = None if language in (None, "en") else WEIGHTS_OTHER
+    return replace(EVIDENCE, max_sentences=settings.evidence_sentences, weights=weights)

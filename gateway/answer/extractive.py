@@ -133,7 +133,7 @@ def scored_candidates(
                                   or params.named_values and names_value(sentence, want))
         value = value_bonus if stated else 0.0
         base = lex + 0.6 / n + 0.05 / (pos + 1) + value + added + params.section_bonus * section[n - 1]
-        row = features(sentence, terms, want, lex, n, pos, hits[n - 1], heading_terms[n - 1], stated)
+        row = features(sentence, terms, want, lex, n, pos, hits[n - 1], heading_terms[n - 1], stated, added)
         out.append(Candidate(n, pos, sentence, terms, base, row, base + adjustment(row, params.weights)))
     return out, steps
 

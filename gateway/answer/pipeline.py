@@ -138,8 +138,8 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             return
         res.timings.update(retrieval_ms=round(rt.get("total_ms", elapsed_ms(t0)), 3),
                            embed_ms=round(rt.get("embed_ms", 0.0), 3))
-        strong, ev = evidence_is_strong(hits, settings.min_similarity, rt.get(CLOSEST),
-                                        detect_question(request.question))
+        language = detect_question(request.question)
+        strong, ev = evidence_is_strong(hits, settings.min_similarity, rt.get(CLOSEST), language)
         if settings.coverage_check:  # the passages of a manual the question names lead (gateway.answer.coverage)
             hits, named = _named_first(request.question, hits, settings.max_passages)
             if named:
@@ -163,7 +163,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
             return
         # 3. the evidence, at once: the best sentences of the passages, each cited --------------
         # (a request's max_tokens caps the quoted text too: no model counts it, approx_tokens does)
-        params = evidence_params(settings)  # how it is picked and its passages quoted, once per answer
+        params = evidence_params(settings, language)  # how it is picked and its passages quoted, once per answer
         evidence, evidence_cut = cited_text(pick_sentences(
             res.question, given, params,
             extra=_sentence_similarity(got.similar, given, settings.sentence_similarity, res)), request.max_tokens)

@@ -29,8 +29,8 @@ from retrieval.types import Hit
 # a length feature was fitted too and left out, as it cost more questions than it gained on the
 # half it was not fitted on (docs/bench/experiments/sentence_weights.md).
 CANDIDATE_FEATURES = ("lex", "inv_n", "inv_pos", "digit", "asked_value", "log_words", "step", "dense", "coverage",
-                      "head_overlap", "imperative")
-FEATURES = tuple(name for name in CANDIDATE_FEATURES if name != "log_words")
+                      "head_overlap", "imperative", "similarity")
+FEATURES = tuple(name for name in CANDIDATE_FEATURES if name not in ("log_words", "similarity"))
 
 # name -> (mean, standard deviation, weight), from bench/experiments/sentence_weights.py (see its
 # record, docs/bench/experiments/sentence_weights.md, for the commit and the data).
@@ -47,6 +47,20 @@ WEIGHTS: dict[str, tuple[float, float, float]] = {
     "imperative": (0.1201, 0.3251, 0.1611),
 }
 
+# The same for a question in another language than English (gateway.answer.evidence_params): fitted by
+# bench/experiments/evidence_weights_languages.py on the Chinese and German development halves (its record,
+# docs/bench/experiments/evidence_weights_languages.md), where the words are character pairs or stems and the
+# similarity is the companion's, on other scales than English's.
+FEATURES_OTHER = ("lex", "inv_n", "similarity", "digit", "asked_value", "log_words")
+WEIGHTS_OTHER: dict[str, tuple[float, float, float]] = {
+    "lex": (0.6318, 0.8467, -0.2784),
+    "inv_n": (0.6201, 0.2857, 0.2119),
+    "similarity": (2.211, 1.5433, -0.5238),
+    "digit": (0.4835, 0.4997, 0.1898),
+    "asked_value": (0.0111, 0.1046, 0.1903),
+    "log_words": (2.8201, 0.5574, 0.3238),
+}
+
 _STEP_RE = re.compile(rf"^(?:[{BULLETS}-]\s*|\(?\d{{1,2}}[.)]\s)")
 _IMPERATIVE_RE = re.compile(
     r"^(?:[•●◆▪◦‣\-\d.)\s]*)(?:press|turn|set|connect|remove|check|make sure|ensure|use|open|close|insert|"
@@ -56,16 +70,17 @@ _DIGIT_RE = re.compile(r"\d")
 
 
 def features(sentence: str, terms: set[str], want: set[str], lex: float, n: int, pos: int, hit: Hit,
-             heading_terms: set[str], states_asked: bool) -> list[float]:
+             heading_terms: set[str], states_asked: bool, similarity: float = 0.0) -> list[float]:
     """One candidate's features, in CANDIDATE_FEATURES order.
 
     lex is the hand-set word score (shared terms, rarer ones weighing more, over the square root of
-    the sentence's own terms); n the passage's rank (1 = first); pos the sentence's place in it."""
+    the sentence's own terms); n the passage's rank (1 = first); pos the sentence's place in it;
+    similarity the added similarity score (extractive.similarity_scorer, already in the hand-set part)."""
     wanted = max(len(want), 1)
     return [lex, 1.0 / n, 1.0 / (pos + 1), float(bool(_DIGIT_RE.search(sentence))), float(states_asked),
             math.log(word_count(sentence) + 1), float(bool(_STEP_RE.match(sentence))),
             float(hit.dense_score or 0.0), len(terms & want) / wanted, len(heading_terms & want) / wanted,
-            float(bool(_IMPERATIVE_RE.match(sentence)))]
+            float(bool(_IMPERATIVE_RE.match(sentence))), similarity]
 
 
 def is_instruction(sentence: str) -> bool:
