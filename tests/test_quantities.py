@@ -29,6 +29,11 @@ from gateway.answer.quantities import asked_quantities, states, unstated_quantit
     # a speed in mm/s asks for no length (issue 48: "do not state a length" for a print speed)
     ("Max print speed in mm/s", []),
     ("Cable length in mm?", ["length"]),
+    # an impedance is stated in ohms (eval/zh-dev4: a scope's input impedance the manual never gives)
+    ("What is the input impedance of the scope?", ["impedance"]),
+    ("Welche Eingangsimpedanz hat der Verstärker?", ["impedance"]),
+    ("DSCope 示波器的输入阻抗是多少？", ["impedance"]),
+    ("阻抗匹配电阻焊在哪里？", []),
 ])
 def test_asked_quantities(question: str, kinds: list[str]) -> None:
     assert asked_quantities(question) == kinds
@@ -51,6 +56,11 @@ def test_asked_quantities(question: str, kinds: list[str]) -> None:
     ("Display resolution 800 x 480", "resolution", True),
     ("Temperature resolution: 0.1 °C", "resolution", True),
     ("A high-resolution display makes it readable", "resolution", False),
+    ("Input impedance 1MΩ // 15 pF", "impedance", True),
+    ("Eingang 10 kΩ, Ausgang 50 Ohm", "impedance", True),
+    ("终端电阻 120Ω", "impedance", True),
+    ("Impedance matched to the coax", "impedance", False),
+    ("100M sample rate, 1M samples", "impedance", False),
 ])
 def test_states(text: str, kind: str, expected: bool) -> None:
     assert states(text, kind) is expected

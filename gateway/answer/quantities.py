@@ -59,6 +59,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "torque": (r"\b(torque|n·m|newton.metres?)\b",
                r"\d\s*(n\s*·?\s*m|nm|in-?lbs?|ft-?lbs?|kgf\s*·?\s*cm)\b"),
     "humidity": (r"\bhumidity\b", r"\d\s*%"),
+    # Ω lowercases to ω (the ohm sign too), and is no word character: no \b after it
+    "impedance": (r"\bimpedance\b", r"\d\s*[kmgµμ]?\s*(?:ω|ohms?\b)|[(\[]\s*[kmµμ]?(?:ω|ohms?)\s*[)\]]"),
     "memory": (r"\b(sram|ram|how much memory|memory size|flash size)\b",
                r"\d\s*(kb|mb|gb|kib|mib|gib|bytes?|kbytes|mbytes)\b"),
     # A resolution is pixels for a screen, bits for a converter or an encoder, or any unit after the
@@ -75,7 +77,8 @@ ZH_KINDS: dict[str, str] = {
     "voltage": r"电压|伏", "current": r"电流|安培|毫安", "power": r"功率|功耗|瓦", "temperature": r"温度|摄氏",
     "pressure": r"压力|气压", "duration": r"时间|寿命", "length": r"长度|距离|尺寸|毫米|厘米",
     "mass": r"重量|公斤|千克",
-    "frequency": r"频率|主频|赫兹", "torque": r"扭矩|力矩", "humidity": r"湿度", "memory": r"内存|存储容量",
+    "frequency": r"频率|主频|赫兹", "torque": r"扭矩|力矩", "humidity": r"湿度", "impedance": r"阻抗|欧姆",
+    "memory": r"内存|存储容量",
     "resolution": r"分辨率",
 }
 # The "how much" asks within its own clause ("内存是什么型号，一共几颗" asks for a model and a count of
@@ -103,6 +106,7 @@ DE_KINDS: dict[str, str] = {
     "frequency": r"frequenz",
     "torque": r"drehmoment",
     "humidity": r"feuchtigkeit",
+    "impedance": r"impedanz",
     "memory": r"speichergröße|arbeitsspeicher",
     "resolution": r"auflösung",
 }
