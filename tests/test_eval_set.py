@@ -130,3 +130,21 @@ def test_foreign_halves_mark_the_question_language(half: str) -> None:
         assert any(tag[n["id"]] + "en" == tag[q["id"]] for n in native), f"{q['id']}: no native tag for its manual"
     if half.startswith("zh-"):
         assert all(cjk.search(q["question"]) for q in questions if q not in english), half
+
+
+@pytest.mark.parametrize("half", [h for h in HALVES if any((EVAL / h).glob("questions_*.jsonl"))])
+def test_translated_questions_name_a_question_of_their_half_in_their_language(half: str) -> None:
+    """eval/<half>/questions_zh.jsonl, questions_de.jsonl: the half's questions asked in another language (the
+    gold pages and answerability theirs), one line per question translated, in the half's order."""
+    from ingest.text.languages import detect_question
+
+    order = [q["id"] for q in _questions(half)]
+    for path in (EVAL / half).glob("questions_*.jsonl"):
+        lang = path.stem.split("_", 1)[1]
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        assert lines and all(set(t) == {"id", "question"} and t["question"].strip() for t in lines), path
+        ids = [t["id"] for t in lines]
+        assert len(set(ids)) == len(ids) and ids == [i for i in order if i in set(ids)], f"{path}: ids or order"
+        wrong = [t["id"] for t in lines if detect_question(t["question"]) != lang]
+        assert len(wrong) <= len(lines) // 10, f"{path}: not read as {lang}: {wrong}"
+

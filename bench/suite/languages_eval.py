@@ -54,6 +54,18 @@ def questions_of(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (folder / "questions.jsonl").read_text("utf-8").splitlines() if x.strip()]
 
 
+def asked(half: str, folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(group, question) for each question of a half, then the same questions asked in another language where
+    the half has them (an English half's questions_zh.jsonl: group "zh->en", the gold pages unchanged)."""
+    questions = questions_of(folder)
+    out = [(group_of(half, q["id"]), q) for q in questions]
+    for path in sorted(folder.glob("questions_*.jsonl")):
+        lang = path.stem.split("_", 1)[1]
+        said = {t["id"]: t["question"] for t in map(json.loads, path.read_text("utf-8").splitlines()) if t}
+        out += [(f"{lang}->en", {**q, "question": said[q["id"]]}) for q in questions if q["id"] in said]
+    return out
+
+
 def gold_rank(hits: list[Any], q: dict[str, Any]) -> int | None:
     """The rank (1-based) of the first hit on a gold manual and page; None: none in the hits."""
     gold = {(q["manual"], p) for p in q["pages"]}
@@ -101,7 +113,7 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
     for half in halves:
         folder = eval_dir / half
         pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-        questions = questions_of(folder)
+        questions = asked(half, folder)
         with tempfile.TemporaryDirectory(prefix=f"lang-{half}-") as tmp:
             settings = Settings(data_dir=Path(tmp) / "data")
             if embedder:
@@ -117,11 +129,11 @@ def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bo
             pages = sum(m["page_count"] for m in gw.store.open().chunks.manuals())
             groups: dict[str, dict[str, Any]] = {}
             latencies = []
-            for q in questions:
+            for group, q in questions:
                 t = time.perf_counter()
                 hits = gw.search(q["question"], k=5)
                 latencies.append((time.perf_counter() - t) * 1000)
-                g = groups.setdefault(group_of(half, q["id"]), {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": [],
+                g = groups.setdefault(group, {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": [],
                                                                  "asked": 0, "refused": 0, "evidence": 0,
                                                                  "unanswerable": 0, "unanswerable_refused": 0})
                 if answers:
