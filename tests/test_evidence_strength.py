@@ -115,3 +115,21 @@ def test_across_languages_the_words_decide_not_the_english_cosine() -> None:
     assert "word_share" not in ev
     found = _weakness("How do I purge the LNG line?", [english], False, ev, AnswerSettings())
     assert found is not None and found.flag == "weak_evidence: best similarity 0.2"
+
+
+@pytest.mark.parametrize("asked_in", ["zh", "de"])
+def test_a_question_in_another_language_than_english_about_an_english_manual_is_not_refused_by_its_words(
+        asked_in: str) -> None:
+    """A Chinese or German technician asking an English manual shares few words with it whatever it answers
+    (eval/dev asked in Chinese: 18 of 30 answerable questions refused at the cross-language floor): the share
+    is recorded and does not decide; an English question about a German manual keeps its floor."""
+    from gateway.answer.evidence_strength import CROSS_MIN_TERMS, OTHER_CROSS_MIN_TERMS
+
+    english = Hit(chunk_id="c", manual="m.pdf", title="ESP32-POE", manual_sha256="s", page=3, heading="", text="...",
+                  score=1.0, dense_rank=1, lexical_rank=1, dense_score=0.2, term_score=0.04, language="en")
+    strong, ev = evidence_is_strong([english], 0.36, question_language=asked_in)
+    assert strong and ev["cross_language"] is True
+    assert ev["word_share"] == 0.04 and ev["word_share_floor"] == OTHER_CROSS_MIN_TERMS
+    german = dataclasses.replace(english, language="de")
+    strong, ev = evidence_is_strong([german], 0.36, question_language="en")
+    assert strong is False and ev["word_share_floor"] == CROSS_MIN_TERMS

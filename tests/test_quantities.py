@@ -34,6 +34,10 @@ from gateway.answer.quantities import asked_quantities, states, unstated_quantit
     ("Welche Eingangsimpedanz hat der Verstärker?", ["impedance"]),
     ("DSCope 示波器的输入阻抗是多少？", ["impedance"]),
     ("阻抗匹配电阻焊在哪里？", []),
+    # an extension lead is no length, nor is "longer" (eval/dev asked in German)
+    ("Darf ich den Ender an einer Verlängerung ohne Schutzleiter betreiben?", []),
+    ("Hält der Akku länger, wenn ich das Display dimme?", []),
+    ("Welche Kabellänge ist maximal erlaubt?", ["length"]),
 ])
 def test_asked_quantities(question: str, kinds: list[str]) -> None:
     assert asked_quantities(question) == kinds

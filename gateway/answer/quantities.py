@@ -101,7 +101,8 @@ DE_KINDS: dict[str, str] = {
     "temperature": r"temperatur(?!e)",
     "pressure": r"betriebsdruck|luftdruck",
     "duration": r"wie lange|lebensdauer",
-    "length": r"länge|abstand|abmessung",
+    # not "Verlängerung" (an extension lead) nor "länger" (longer)
+    "length": r"(?<!ver)länge(?!r)|abstand|abmessung",
     "mass": r"gewicht|wie schwer",
     "frequency": r"frequenz",
     "torque": r"drehmoment",
