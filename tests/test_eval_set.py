@@ -15,22 +15,25 @@ import pytest
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 HALVES = ("dev", "test", "dev2", "dev3", "zh-dev", "zh-test", "de-dev", "de-test", "zh-dev2",
-          "de-dev2", "zh-dev3", "de-dev3", "zh-dev4", "de-dev4", "zh-test2", "de-test2")
+          "de-dev2", "zh-dev3", "de-dev3", "zh-dev4", "de-dev4", "zh-test2", "de-test2",
+          "fr-dev", "fr-test")
 # eval/dev2 and eval/dev3 (more development sets, growing a manual at a time) need not yet match the coverage of
 # the two original halves: per half, the fewest questions of each type and the fewest unanswerable ones.
 # eval/zh-* and eval/de-* (issue 47) hold Chinese and German manuals (eval/zh-dev2, eval/de-dev2: second
 # development halves, other makers; eval/zh-dev3 and eval/de-dev3: third ones, Bouffalo Lab, a word clock and a
 # model railway brake module; eval/zh-dev4 and eval/de-dev4: fourth ones, a logic analyser's software and a robot
 # arm, a cube-solving robot and an LED distribution board; eval/zh-test2 and eval/de-test2: second test halves, makers
-# no other half has, HPMicro's boards, an assistive switch interface and an Art-Net gateway); a manual tag ending in
-# "en" marks an English question about them (zh-dev-hbqsen-03), every other tag a question in the manual's language.
+# no other half has, HPMicro's boards, an assistive switch interface and an Art-Net gateway; eval/fr-dev and
+# eval/fr-test: French, a grow-room controller and an RC multi-switch, a humanoid robot kit and a solar router);
+# a manual tag ending in "en" marks an English question about them (zh-dev-hbqsen-03), every other tag a question in
+# the manual's language.
 MIN_PER_TYPE = {"dev": 8, "test": 8, "dev2": 3, "dev3": 3, "zh-dev": 3, "zh-test": 3, "de-dev": 3, "de-test": 3,
                 "zh-dev2": 3, "de-dev2": 3, "zh-dev3": 3, "de-dev3": 3, "zh-dev4": 3, "de-dev4": 3,
-                "zh-test2": 3, "de-test2": 3}
+                "zh-test2": 3, "de-test2": 3, "fr-dev": 3, "fr-test": 3}
 MIN_UNANSWERABLE = {"dev": 13, "test": 13, "dev2": 6, "dev3": 6, "zh-dev": 5, "zh-test": 5, "de-dev": 5, "de-test": 5,
                     "zh-dev2": 5, "de-dev2": 5, "zh-dev3": 5, "de-dev3": 5, "zh-dev4": 5, "de-dev4": 5,
-                    "zh-test2": 5, "de-test2": 5}
-FOREIGN = tuple(h for h in HALVES if h[:3] in ("zh-", "de-"))
+                    "zh-test2": 5, "de-test2": 5, "fr-dev": 5, "fr-test": 5}
+FOREIGN = tuple(h for h in HALVES if h[:3] in ("zh-", "de-", "fr-"))
 TYPES = {"spec", "procedure", "troubleshooting", "safety"}
 FIELDS = {"id", "question", "manual", "answerable", "pages", "answer", "evidence", "type"}
 
