@@ -91,6 +91,29 @@ _LEADER_DOTS = re.compile(r"(?:\s?[.·…]){5,}\s?")
 # "Raspberry-\nPi" keeps its hyphen (a compound's second part is capitalised).
 _LINE_END_HYPHEN = re.compile(r"([^\W\d_])-\n([^\W\d_]+)( ?)")
 _BLANK_RUNS = re.compile(r"\n{3,}")
+# An accent drawn as a glyph of its own before its letter, as LaTeX without T1 fonts writes French, German or
+# Spanish ("S´election des donn´ees `a voir", "Fenˆetre", "¨uber"): the letter with its accent, where one
+# character holds both (a dotless i under an accent is an i; a cedilla before or after its c). A backtick is
+# code as often as a grave accent: it joins its vowel only on a page where the other accents did.
+_SPACING_ACCENTS = {"\u00b4": "\u0301", "`": "\u0300", "\u02c6": "\u0302", "\u00a8": "\u0308", "\u02dc": "\u0303",
+                    "\u02c7": "\u030c", "\u02da": "\u030a"}
+_ACCENT_BEFORE = re.compile("([\u00b4\u02c6\u00a8\u02dc\u02c7\u02da])([A-Za-z\u0131])")
+_GRAVE_BEFORE = re.compile("(`)([aeiouAEIOU])")
+_CEDILLA = re.compile("([cC])\u00b8|\u00b8([cC])")
+
+
+def _with_accent(match: re.Match[str]) -> str:
+    joined = unicodedata.normalize("NFC", match.group(2).replace("\u0131", "i") + _SPACING_ACCENTS[match.group(1)])
+    return joined if len(joined) == 1 else match.group(0)
+
+
+def join_spacing_accents(text: str) -> str:
+    """"d´emarrage" -> "démarrage", "ˆetre" -> "être", "fa¸cade" -> "façade", then "`a" -> "à"; other text
+    as it is."""
+    text, joined = _ACCENT_BEFORE.subn(_with_accent, text)
+    if joined:
+        text = _GRAVE_BEFORE.sub(_with_accent, text)
+    return _CEDILLA.sub(lambda m: unicodedata.normalize("NFC", (m.group(1) or m.group(2)) + "\u0327"), text)
 
 
 def normalise_text(raw: str) -> str:
@@ -99,7 +122,7 @@ def normalise_text(raw: str) -> str:
     Line breaks are kept (the chunker uses them to find headings and paragraphs).
     """
     text = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\u00ad\n", "-\n").replace("\u00ad", "")
-    text = unicodedata.normalize("NFC", text).translate(_CHAR_MAP)
+    text = join_spacing_accents(unicodedata.normalize("NFC", text).translate(_CHAR_MAP))
     text = "\n".join(_SPACE_RUN.sub(" ", line).strip() for line in text.split("\n"))
 
     def join(match: re.Match[str]) -> str:
