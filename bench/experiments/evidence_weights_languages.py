@@ -74,7 +74,7 @@ def answer_half(gw: Any, half: str, weights: Weights | None) -> list[dict[str, A
     """Each answerable question outside English: its candidates (hand-set score, features, target) as the
     shipped pipeline scored them, and whether the real answer quoted the gold evidence, with `weights` as the
     table for such questions (None: the English one, as before this experiment)."""
-    from bench.suite.languages_eval import EVAL, questions_of
+    from bench.suite.languages_eval import EVAL, questions_of, same_text
     from gateway.answer.extractive import scored_candidates
     from gateway.answer.sentence_score import WEIGHTS
     from ingest.text.languages import detect_question
@@ -100,13 +100,13 @@ def answer_half(gw: Any, half: str, weights: Weights | None) -> list[dict[str, A
             seen.clear()
             res = gw.answer(q["question"], mode="extractive")
             quoted = [s for c in res.citations for s in c.sentences]
-            gold = "".join(q["evidence"].split())
+            gold = same_text(q["evidence"])
             refused = res.outcome == "not_found"
             cands = seen.get("cands") or []
             out.append({"id": q["id"], "refused": refused, "cands": cands,
                         "target": [holds(q["evidence"], s) for _b, _f, s in cands],
-                        "evidence": not refused and gold in "".join("".join(quoted).split()),
-                        "first": not refused and bool(quoted) and gold in "".join(quoted[0].split())})
+                        "evidence": not refused and gold in same_text(" ".join(quoted)),
+                        "first": not refused and bool(quoted) and gold in same_text(quoted[0])})
     finally:
         pl.pick_sentences, ep.WEIGHTS_OTHER = pick, kept
     return out

@@ -98,8 +98,15 @@ def _answer(gw: Any, q: dict[str, Any], g: dict[str, Any]) -> None:
     g["refused"] += refused
     if not refused:
         quoted = " ".join(" ".join(c.sentences) for c in res.citations) or res.answer
-        gold = "".join(q["evidence"].split())
-        g["evidence"] += gold in "".join(quoted.split())
+        g["evidence"] += same_text(q["evidence"]) in same_text(quoted)
+
+
+def same_text(text: str) -> str:
+    """The text as the index holds a page (ingest's normalise_text: ligatures, accents drawn apart), without
+    whitespace: the gold evidence is pypdf's raw text, the quote the index's."""
+    from ingest.pdf import normalise_text
+
+    return "".join(normalise_text(text).split())
 
 
 def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bool = False,
