@@ -125,6 +125,9 @@ def test_v1_not_found_lists_the_passages_of_the_manual_it_names(sample_data_dir:
     ("Darf ich die Wortuhr im Badezimmer aufhängen, welche Schutzart hat sie?", "IP rating",
      "Das Gehäuse erreicht Schutzart IP54.", "Die Uhr wird mit 5 V betrieben."),
     ("这个控制器的防护等级是多少？", "IP rating", "外壳防护等级 IP65。", "输入电压 24V。"),
+    # eval/fr-dev: French asks for it as "indice de protection"
+    ("Les prises, elles ont quel indice de protection IP ?", "IP rating", "Boîtier étanche IP44.",
+     "Chaque prise supporte 3500 W."),
     ("Welche Baudrate nutzt die serielle Konsole?", "baud rate", "Die Konsole läuft mit 115200 Baud.",
      "Die Konsole wird über USB angeschlossen."),
     # eval/zh-dev3: the rate named, then its value in the flasher's own shorthand ("2M")

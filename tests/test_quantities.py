@@ -38,6 +38,12 @@ from gateway.answer.quantities import asked_quantities, states, unstated_quantit
     ("Darf ich den Ender an einer Verlängerung ohne Schutzleiter betreiben?", []),
     ("Hält der Akku länger, wenn ich das Display dimme?", []),
     ("Welche Kabellänge ist maximal erlaubt?", ["length"]),
+    # French asks with its own words (eval/fr-dev); a belt's "tension" and a sensor's place ask for no value
+    ("La box accepte quelle tension d'alim en entrée ?", ["voltage"]),
+    ("Le module fonctionne dans quelle plage de température ?", ["temperature"]),
+    ("Quel est le poids du robot ?", ["mass"]),
+    ("Il faut régler la tension de la courroie comment ?", []),
+    ("Où est le capteur de température ?", []),
 ])
 def test_asked_quantities(question: str, kinds: list[str]) -> None:
     assert asked_quantities(question) == kinds

@@ -35,15 +35,16 @@ from retrieval.term_coverage import passage_terms, question_terms, stem
 VALUE_KINDS: dict[str, tuple[str, str]] = {
     "force": (r"\b(?:grip|clamping|holding|pull|push|max(?:imum)?)\s+force\b|\bhow much force\b|\bnewtons?\b",
               r"\d\s*(?:n|kn|newtons?|kgf|lbf|gf)\b"),
-    # German and Chinese ask with their own words (Baudrate, 波特率; I2C-Adresse, I2C 地址; Schutzart, 防护等级:
-    # the IP code, not "Schutzklasse", which is the electrical protection class); the values read alike
+    # German, Chinese and French ask with their own words (Baudrate, 波特率; I2C-Adresse, I2C 地址; Schutzart, 防护等级,
+    # indice de protection: the IP code, not "Schutzklasse", which is the electrical protection class); the values
+    # read alike
     "baud rate": (r"\bbaud(?:rate)?\b|波特率",
                   r"\d\s*(?:baud|bps|kbps|bd)\b|\b(?:9600|19200|38400|57600|115200|230400|460800|921600)\b"
                   r"|(?:baud(?:rate)?|波特率)\D{0,20}\d"),  # "波特率，推荐下载频率 2M": the rate named, then its value
     "bus address": (r"\b(?:i2c|i²c|iic|smbus|modbus|slave|device)[\s-](?:address|adresse)\b|\b(?:i2c|iic)\s*地址",
                     r"\b0x[0-9a-f]{1,4}\b|\b[0-9a-f]{2}h\b|\b(?:address(?:es)?|adressen?)\W{1,20}(?:is\s+|ist\s+)?\d"),
     "IP rating": (r"\bip[ -]?(?:rating|rated|code|class|schutzart)\b|\bingress protection\b|\bschutzart\b|防护等级"
-                  r"|防水等级", r"\bip\s?[0-9x]{2}\b"),
+                  r"|防水等级|indice de protection|\bindice ip\b", r"\bip\s?[0-9x]{2}\b"),
     "tolerance in ppm": (r"\bppm\b", r"\d\s*ppm\b"),
     "level in dBm": (r"\bdbm\b", r"\d\s*dbm\b"),
     # asked only by its unit ("maximal in mm/min"): "how fast" or "top speed" alone also ask for a baud rate, a

@@ -111,7 +111,26 @@ DE_KINDS: dict[str, str] = {
     "memory": r"speichergröße|arbeitsspeicher",
     "resolution": r"auflösung",
 }
-_ASKED = {kind: re.compile(q + (f"|{DE_KINDS[kind]}" if kind in DE_KINDS else "")) for kind, (q, _s) in KINDS.items()}
+# French, as German: "tension" is also a belt's or a spring's, "couple" a pair: only what asks for a value.
+FR_KINDS: dict[str, str] = {
+    "voltage": r"tension (?:d'alim\w*|d’alim\w*|d'entrée|d’entrée|de sortie|nominale|de fonctionnement|secteur|max\w*)"
+               r"|quelle tension|plage de tension",
+    "current": r"courant (?:max\w*|consommé|nominal|d'entrée|d’entrée|de sortie)|quel courant|\bampères?\b"
+               r"|intensité|consommation électrique",
+    "power": r"\bpuissance\b",
+    "temperature": r"températures?",
+    "pressure": r"\bpression\b",
+    "duration": r"combien de temps|durée de vie",
+    "length": r"\blongueur\b|\bencombrement\b|\bdimensions\b",
+    "mass": r"\bpoids\b|combien pèse|pèse combien",
+    "frequency": r"\bfréquence\b",
+    "torque": r"couple de serrage",
+    "humidity": r"\bhumidité\b",
+    "resolution": r"\brésolution\b",
+    "impedance": r"\bimpédance\b",
+}
+_ASKED = {kind: re.compile("|".join([q, *(extra[kind] for extra in (DE_KINDS, FR_KINDS) if kind in extra)]))
+          for kind, (q, _s) in KINDS.items()}
 _ASKED_ZH = {kind: re.compile(q) for kind, q in ZH_KINDS.items()}
 ASKED = _ASKED  # kind -> what a question says when it asks for it (gateway.answer.coverage reads it)
 # A number and its unit written against a CJK character ("12V至24V"): the unit patterns end at a word
@@ -126,10 +145,11 @@ _STATED = {kind: re.compile(s) for kind, (_q, s) in KINDS.items()}
 # reports lags behind, why?", "wann ...", "warum ...") asks for a reason, a condition or a place, not a value,
 # unless it also asks how much ("wie lange hält der Zug, und wo stelle ich das ein?"). Chinese clauses are read
 # by ZH_HOW_MUCH instead.
-_REASON_OR_PLACE = re.compile(r"\b(?:why|when|where|warum|wieso|weshalb|wann|wo)\b")
+_REASON_OR_PLACE = re.compile(r"\b(?:why|when|where|warum|wieso|weshalb|wann|wo|pourquoi|quand|où)\b")
 _HOW_MUCH = re.compile(r"\bhow (?:much|many|long|high|hot|cold|warm|fast|big|large|far|heavy|low|often)\b"
                        r"|\bwhat(?:'s| is| are)?\s+(?:the\s+)?(?:max|min|rated|nominal)"
-                       r"|\bwie (?:viel|viele|lange|hoch|hohe|groß|schnell|weit|schwer|warm|heiß|kalt|oft)\b")
+                       r"|\bwie (?:viel|viele|lange|hoch|hohe|groß|schnell|weit|schwer|warm|heiß|kalt|oft)\b"
+                       r"|\bcombien\b|\bquelle? (?:est la |est le )?(?:valeur|plage|tension|température)")
 
 
 _HOW_TO_RE = re.compile(r"^\s*(?:how (?:do|can|should|would|to)\b|what are the steps\b|steps? (?:to|for)\b)", re.I)
