@@ -1,13 +1,17 @@
-"""Search in other languages: Chinese and German manuals, asked in their language and in English.
+"""Search in other languages: Chinese, German and French manuals, asked in their language and in English.
 
-Each half (eval/zh-dev, eval/de-dev choose; eval/zh-test, eval/de-test report) is its own gateway: its
+Each half (eval/zh-dev, de-dev, fr-dev choose; eval/zh-test, de-test, zh-test2, de-test2, fr-test report) is its
+own gateway: its
 manuals plus the two English sample manuals as distractors, ingested by the real path into a temporary
 data directory with the shipped settings, searched as the gateway searches (Services.search, k=5). A
 hit is a passage of the gold manual on a gold page. Questions are grouped by the language they are
-asked in: a manual tag ending in "en" marks an English question about the half's manual.
+asked in: a manual tag ending in "en" marks an English question about the half's manual; an English half's
+questions_zh.jsonl / questions_de.jsonl are its questions asked in Chinese / German (groups zh->en, de->en).
 
     python -m bench.suite.languages_eval                       # this tree, writes docs/bench/languages_eval.md
     python -m bench.suite.languages_eval --before d28aebe      # and a revision before, side by side
+    python -m bench.suite.languages_eval --before d28aebe --answers --halves zh-dev de-dev fr-dev zh-test de-test \
+        zh-test2 de-test2 fr-test dev test                      # the page of docs/bench/languages_eval.md
     python -m bench.suite.languages_eval --halves zh-dev --no-write --embedder multilingual-e5-small
     python -m bench.suite.languages_eval --halves zh-dev3 de-dev3 zh-dev4 de-dev4 --no-write   # more development halves
     python -m bench.suite.languages_eval --companion off       # MiniLM alone (default: the shipped "auto")
@@ -35,7 +39,7 @@ from typing import Any
 HERE = Path(__file__).resolve()
 EVAL = HERE.parents[2] / "eval"
 SAMPLES = HERE.parents[2] / "sample_manuals"
-HALVES = ("zh-dev", "de-dev", "zh-test", "de-test")
+HALVES = ("zh-dev", "de-dev", "fr-dev", "zh-test", "de-test", "zh-test2", "de-test2", "fr-test")
 # more development halves: measured only when named with --halves, never by default
 EXTRA = ("zh-dev2", "de-dev2", "zh-dev3", "de-dev3", "zh-dev4", "de-dev4")
 ENGLISH = ("dev", "dev2", "dev3", "test")  # the English halves, to show what the languages cost English
@@ -274,11 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     results["now"] = measure(args.halves, EVAL, args.embedder, args.answers, companion)
     beside = f"multilingual companion `{Path(companion).name}` beside the dense model" if companion else \
         "no multilingual companion (the dense model alone)"
-    text = ("# Search in Chinese and German (issue 47)\n\n"
+    text = ("# Search in Chinese, German and French (issue 47)\n\n"
             "Retrieval on the language halves (their manuals + the two sample manuals as distractors, shipped "
-            "settings, k = 5); a hit is a passage of the gold manual on a gold page. `zh`/`de`: asked in the "
-            "manual's language; `en->zh`/`en->de`: asked in English about those manuals. The -dev halves chose, "
-            f"the -test halves report. Searched with {beside}.\n\n" + table(results) + (
+            "settings, k = 5); a hit is a passage of the gold manual on a gold page. `zh`/`de`/`fr`: asked in the "
+            "manual's language; `en->zh`/`en->de`/`en->fr`: asked in English about those manuals; `zh->en`/`de->en`: "
+            "an English half's questions asked in Chinese / German (eval/dev's translated here, eval/test's by a "
+            "helper, blind). The -dev halves (and eval/dev) chose, the -test halves (and eval/test) report. Searched "
+            f"with {beside}.\n\n" + table(results) + (
                 "\n\nExtractive answers (default settings, mode extractive):\n\n" + answer_table(results)
                 if args.answers else "") + "\n\nCost (2 cores; ingest includes the two sample "
             "manuals):\n\n" + cost_table(results) + "\n\nMisses (now): " + json.dumps(
