@@ -1,9 +1,8 @@
 """Search in other languages: Chinese, German and French manuals, asked in their language and in English.
 
 Each half (eval/zh-dev, de-dev, fr-dev choose; eval/zh-test, de-test, zh-test2, de-test2, fr-test report) is its
-own gateway: its
-manuals plus the two English sample manuals as distractors, ingested by the real path into a temporary
-data directory with the shipped settings, searched as the gateway searches (Services.search, k=5). A
+own gateway: its manuals plus the two English sample manuals as distractors, ingested by the real path into a
+temporary data directory with the shipped settings, searched as the gateway searches (Services.search, k=5). A
 hit is a passage of the gold manual on a gold page. Questions are grouped by the language they are
 asked in: a manual tag ending in "en" marks an English question about the half's manual; an English half's
 questions_zh.jsonl / questions_de.jsonl are its questions asked in Chinese / German (groups zh->en, de->en).
