@@ -16,7 +16,7 @@ import pytest
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 HALVES = ("dev", "test", "dev2", "dev3", "zh-dev", "zh-test", "de-dev", "de-test", "zh-dev2",
           "de-dev2", "zh-dev3", "de-dev3", "zh-dev4", "de-dev4", "zh-test2", "de-test2",
-          "fr-dev", "fr-test")
+          "fr-dev", "fr-test", "fr-dev2")
 # eval/dev2 and eval/dev3 (more development sets, growing a manual at a time) need not yet match the coverage of
 # the two original halves: per half, the fewest questions of each type and the fewest unanswerable ones.
 # eval/zh-* and eval/de-* (issue 47) hold Chinese and German manuals (eval/zh-dev2, eval/de-dev2: second
@@ -24,7 +24,8 @@ HALVES = ("dev", "test", "dev2", "dev3", "zh-dev", "zh-test", "de-dev", "de-test
 # model railway brake module; eval/zh-dev4 and eval/de-dev4: fourth ones, a logic analyser's software and a robot
 # arm, a cube-solving robot and an LED distribution board; eval/zh-test2 and eval/de-test2: second test halves, makers
 # no other half has, HPMicro's boards, an assistive switch interface and an Art-Net gateway; eval/fr-dev and
-# eval/fr-test: French, a grow-room controller and an RC multi-switch, a humanoid robot kit and a solar router);
+# eval/fr-test: French, a grow-room controller and an RC multi-switch, a humanoid robot kit and a solar router;
+# eval/fr-dev2: a second French development half);
 # a manual tag ending in "en" marks an English question about them (zh-dev-hbqsen-03), every other tag a question in
 # the manual's language.
 MIN_PER_TYPE = {h: 8 if h in ("dev", "test") else 3 for h in HALVES}
