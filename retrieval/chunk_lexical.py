@@ -113,6 +113,16 @@ class LexicalSearch:
     def row_total(self) -> int:
         return self._row_total()
 
+    def manuals_holding(self, word: str) -> frozenset[str]:
+        """The sha256s of the manuals with a passage holding `word` (as search finds it: stemmed,
+        folded); a CJK run longer than a pair is looked up by its first pair."""
+        if not word.isalnum():
+            return frozenset()
+        unit = self._term_unit(word[:2] if has_cjk(word) else word)
+        return frozenset(r[0] for r in self._query(
+            "SELECT DISTINCT c.manual_sha256 FROM chunks_fts JOIN chunks c ON c.row = chunks_fts.rowid"
+            " WHERE chunks_fts MATCH ?", (unit,)))
+
     def lexical_plan(self, units: list[str], searchable: int) -> list[list[str]]:
         """Groups of MATCH expressions to try in turn; the first group that finds rows is used.
 

@@ -48,6 +48,10 @@ class ChunkReader(Protocol):
 
     def row_total(self) -> int: ...
 
+    def manuals_holding(self, word: str) -> frozenset[str]:
+        """The sha256s of the manuals with a passage holding `word`, as the lexical index finds it."""
+        ...
+
     def rows_in_language(self, lang: str, *, other: bool = False) -> np.ndarray:
         """Rows whose chunk is in `lang` (other=True: in any other language), ascending (retrieval.companion)."""
         ...

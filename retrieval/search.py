@@ -8,6 +8,7 @@ fusion combines the two rankings without having to calibrate their scores agains
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from ingest.text.languages import detect_question
 from retrieval.companion import companion_ranking
 from retrieval.embedders.base import Embedder
 from retrieval.embedders.dual import companion_of
+from retrieval.named import named_manuals
 from retrieval.reader import IndexSource
 from retrieval.rerank import Reranker, passage_for_rerank, rerank_order
 from retrieval.scope import check_embedding, resolve_manuals
@@ -103,6 +105,11 @@ def search_with_timings(
     `sentence_cache` keeps the sentences embedded for a version without stored sentence vectors (the
     gateway's Services owns one); None: a cache of this search only.
     """
+    if manuals is None and params.named_manuals and isinstance(query, str) and query.strip():
+        named = _named(store, query, version)
+        if named:
+            return _named_search(store, embedder, query, params, named, version=version, query_vector=query_vector,
+                                 reranker=reranker, sentence_cache=sentence_cache)
     k, candidates, rrf_k, mode = params.k, params.candidates, params.rrf_k, params.mode
     weights: tuple[float, ...] = (params.dense_weight, params.lexical_weight)
     page_share, ocr_doubt = params.page_share, params.ocr_doubt
@@ -250,6 +257,28 @@ def ocr_fields(row: dict[str, Any]) -> OcrFields:
         return {}
     return {"source": "ocr", "ocr_confidence": float(confidence),
             "ocr_doubtful": [[int(a), int(b)] for a, b in row.get("ocr_doubtful") or []]}
+
+
+def _named(store: IndexSource, query: str, version: str | None) -> list[str]:
+    """The sha256s of the manuals the question names (retrieval.named), in catalog order."""
+    chunks = store.open(version).chunks
+    catalog = chunks.manuals()
+    named = named_manuals(query, ((str(m["sha256"]), str(m["title"] or ""), str(m["file_name"])) for m in catalog),
+                          chunks.manuals_holding)
+    return [m["sha256"] for m in catalog if m["sha256"] in named]
+
+
+def _named_search(store: IndexSource, embedder: Embedder, query: str, params: SearchParams, named: list[str],
+                  **kw: Any) -> tuple[list[Hit], dict[str, float]]:
+    """The search among the named manuals, then the others' best hits where they give fewer than k."""
+    plain = dataclasses.replace(params, named_manuals=False)
+    hits, timings = search_with_timings(store, embedder, query, plain, manuals=named, **kw)
+    timings["named_manuals"], timings["named_hits"] = float(len(named)), float(len(hits))
+    if len(hits) < params.k:
+        more, also = search_with_timings(store, embedder, query, plain, **kw)
+        hits += [h for h in more if h.manual_sha256 not in set(named)][: params.k - len(hits)]
+        timings["total_ms"] += also["total_ms"]
+    return hits, timings
 
 
 def search(

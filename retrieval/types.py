@@ -137,6 +137,9 @@ class SearchParams:
     # eight language development halves among 2-20 (hit@1: Chinese 119 -> 122 of 140, German 95 -> 102 of 132;
     # docs/bench/experiments/companion_sentence_rank.md); 0 turns it off.
     companion_sentence_weight: float = 10.0
+    # A question that names manuals of the catalog ("VORON 热床中心坐标是多少？") and is not scoped otherwise is
+    # searched among them, the rest filling up to k (retrieval.named; docs/bench/experiments/named_manuals.md).
+    named_manuals: bool = True
 
 
 # Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in

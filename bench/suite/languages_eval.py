@@ -14,6 +14,8 @@ questions_zh.jsonl / questions_de.jsonl are its questions asked in Chinese / Ger
     python -m bench.suite.languages_eval --halves zh-dev --no-write --embedder multilingual-e5-small
     python -m bench.suite.languages_eval --halves zh-dev3 de-dev3 zh-dev4 de-dev4 --no-write   # more development halves
     python -m bench.suite.languages_eval --companion off       # MiniLM alone (default: the shipped "auto")
+    python -m bench.suite.languages_eval --together --answers --halves zh-test de-test zh-test2 de-test2 fr-test test
+                                     # one gateway of all their manuals, as on a site: docs/bench/languages_eval_site.md
 
 The companion embedder is the gateway's own "auto" (the multilingual-e5 `make install` converted into this
 tree's data folder, or $MANUALQA_DATA's, else the one a bundle installed): the shipped state of this box. The
@@ -113,50 +115,65 @@ def same_text(text: str) -> str:
 
 
 def measure(halves: list[str], eval_dir: Path, embedder: str | None, answers: bool = False,
-            companion: str = "off") -> dict[str, Any]:
-    """{half: {group: {n, hit1, hit5, mrr, misses}}, "_cost": {...}} for this interpreter's manualqa."""
-    from gateway.config import Settings
-    from gateway.services import Services
-
+            companion: str = "off", together: bool = False) -> dict[str, Any]:
+    """{half: {group: {n, hit1, hit5, mrr, misses}}, "_cost": {...}} for this interpreter's manualqa. together:
+    one gateway of every half's manuals, as on a site, instead of a gateway per half."""
     out: dict[str, Any] = {}
     cost: dict[str, Any] = {}
-    for half in halves:
-        folder = eval_dir / half
-        pdfs = sorted((folder / "manuals").glob("*.pdf")) + sorted(SAMPLES.glob("*.pdf"))
-        questions = asked(half, folder)
-        with tempfile.TemporaryDirectory(prefix=f"lang-{half}-") as tmp:
-            settings = Settings(data_dir=Path(tmp) / "data")
-            if embedder:
-                settings.embedding.model = embedder
-            settings.embedding.companion = companion or "off"
-            gw = Services(settings)
+    for batch in ([halves] if together else [[h] for h in halves]):
+        pdfs = [p for h in batch for p in sorted((eval_dir / h / "manuals").glob("*.pdf"))]
+        pdfs += sorted(SAMPLES.glob("*.pdf"))
+        with _gateway(batch[0], embedder, companion) as gw:
             t = time.perf_counter()
             report = gw.ingest(pdfs)
             ingest_s = time.perf_counter() - t
             failed = getattr(report, "failed", None)
             if failed:
-                raise SystemExit(f"{half}: ingest failed: {failed}")
+                raise SystemExit(f"{batch[0]}: ingest failed: {failed}")
             pages = sum(m["page_count"] for m in gw.store.open().chunks.manuals())
-            groups: dict[str, dict[str, Any]] = {}
-            latencies = []
-            for group, q in questions:
-                t = time.perf_counter()
-                hits = gw.search(q["question"], k=5)
-                latencies.append((time.perf_counter() - t) * 1000)
-                g = groups.setdefault(group, {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": [],
-                                                                 "asked": 0, "refused": 0, "evidence": 0,
-                                                                 "unanswerable": 0, "unanswerable_refused": 0})
-                if answers:
-                    _answer(gw, q, g)
-                if q["answerable"]:
-                    tally(g, gold_rank(hits, q), q["id"])
-            gw.log.close()
-        out[half] = groups
+            latencies: list[float] = []
+            for half in batch:
+                out[half] = _ask(gw, asked(half, eval_dir / half), answers, latencies)
         latencies.sort()
-        cost[half] = {"pages": pages, "ingest_s": ingest_s, "pages_per_s": pages / ingest_s,
-                      "search_p50_ms": latencies[len(latencies) // 2]}
+        cost["together" if together else batch[0]] = {"pages": pages, "ingest_s": ingest_s,
+                                                        "pages_per_s": pages / ingest_s,
+                                                        "search_p50_ms": latencies[len(latencies) // 2]}
     out["_cost"] = cost
     return out
+
+
+@contextlib.contextmanager
+def _gateway(name: str, embedder: str | None, companion: str) -> Iterator[Any]:
+    from gateway.config import Settings
+    from gateway.services import Services
+
+    with tempfile.TemporaryDirectory(prefix=f"lang-{name}-") as tmp:
+        settings = Settings(data_dir=Path(tmp) / "data")
+        if embedder:
+            settings.embedding.model = embedder
+        settings.embedding.companion = companion or "off"
+        gw = Services(settings)
+        try:
+            yield gw
+        finally:
+            gw.log.close()
+
+
+def _ask(gw: Any, questions: list[tuple[str, dict[str, Any]]], answers: bool,
+         latencies: list[float]) -> dict[str, dict[str, Any]]:
+    """Each question searched (k = 5) and, with answers, answered; counts per group."""
+    groups: dict[str, dict[str, Any]] = {}
+    for group, q in questions:
+        t = time.perf_counter()
+        hits = gw.search(q["question"], k=5)
+        latencies.append((time.perf_counter() - t) * 1000)
+        g = groups.setdefault(group, {"n": 0, "hit1": 0, "hit5": 0, "mrr": 0.0, "misses": [], "asked": 0,
+                                      "refused": 0, "evidence": 0, "unanswerable": 0, "unanswerable_refused": 0})
+        if answers:
+            _answer(gw, q, g)
+        if q["answerable"]:
+            tally(g, gold_rank(hits, q), q["id"])
+    return groups
 
 
 @contextlib.contextmanager
@@ -192,7 +209,8 @@ def shipped_companion(value: str) -> str:
     return companion_setting(settings)
 
 
-def in_tree(tree: Path, halves: list[str], embedder: str | None, answers: bool, companion: str) -> dict[str, Any]:
+def in_tree(tree: Path, halves: list[str], embedder: str | None, answers: bool, companion: str,
+            together: bool = False) -> dict[str, Any]:
     """measure() run by a child Python whose manualqa is the one in `tree` (a revision before; one without
     embedding.companion ignores that setting and searches with its model alone)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as fh:
@@ -202,6 +220,8 @@ def in_tree(tree: Path, halves: list[str], embedder: str | None, answers: bool, 
             cmd += ["--embedder", embedder]
         if answers:
             cmd += ["--answers"]
+        if together:
+            cmd += ["--together"]
         env = {**os.environ, "PYTHONPATH": str(tree)}
         subprocess.run(cmd, cwd=tree, env=env, check=True)
         return dict(json.loads(Path(fh.name).read_text()))
@@ -259,27 +279,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--companion", default="auto",
                         help='embedding.companion for both sides: "auto" (the shipped one, resolved here), "off", or a '
                              "converted e5 directory")
+    parser.add_argument("--together", action="store_true",
+                        help="one gateway of every half's manuals (as on a site), not a gateway per half")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # child mode: write measure()'s JSON here
     parser.add_argument("--eval-dir", default=str(EVAL), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
         Path(args.measure).write_text(json.dumps(measure(args.halves, Path(args.eval_dir), args.embedder,
-                                                         args.answers, args.companion)))
+                                                         args.answers, args.companion, args.together)))
         return 0
     companion = shipped_companion(args.companion)
     sys.path.insert(0, str(HERE.parents[2]))
-    from bench.harness import source_tree, write_section
+    from bench.harness import section_path, source_tree, write_section
 
     results: dict[str, dict[str, Any]] = {}
     if args.before:
         with source_tree(args.before) as tree:
-            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder, args.answers, companion)
-    results["now"] = measure(args.halves, EVAL, args.embedder, args.answers, companion)
+            results[f"before ({args.before})"] = in_tree(tree, args.halves, args.embedder, args.answers, companion,
+                                                         args.together)
+    results["now"] = measure(args.halves, EVAL, args.embedder, args.answers, companion, args.together)
     beside = f"multilingual companion `{Path(companion).name}` beside the dense model" if companion else \
         "no multilingual companion (the dense model alone)"
-    text = ("# Search in Chinese, German and French (issue 47)\n\n"
-            "Retrieval on the language halves (their manuals + the two sample manuals as distractors, shipped "
-            "settings, k = 5); a hit is a passage of the gold manual on a gold page. `zh`/`de`/`fr`: asked in the "
+    where = ("one gateway of every listed half's manuals and the two sample manuals, as on a site (`--together`; "
+             "each half in its own gateway: languages_eval.md)" if args.together else
+             "their manuals + the two sample manuals as distractors; all of them in one gateway, as on a site: "
+             "languages_eval_site.md")
+    text = ("# Search in Chinese, German and French (issue 47)" + (", one gateway" if args.together else "") + "\n\n"
+            f"Retrieval on the language halves ({where}; shipped settings, k = 5); a hit is a passage of the gold "
+            "manual on a gold page. `zh`/`de`/`fr`: asked in the "
             "manual's language; `en->zh`/`en->de`/`en->fr`: asked in English about those manuals; `zh->en`/`de->en`: "
             "an English half's questions asked in Chinese / German (eval/dev's translated here, eval/test's by a "
             "helper, blind). The -dev halves (and eval/dev) chose, the -test halves (and eval/test) report. Searched "
@@ -291,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                  if not h.startswith("_")}, ensure_ascii=False))
     print(text)
     if not args.no_write:
-        write_section(__spec__.name if __spec__ else "bench.suite.languages_eval", text, argv=sys.argv[1:])
+        module = __spec__.name if __spec__ else "bench.suite.languages_eval"
+        out = section_path(module).with_name("languages_eval_site.md") if args.together else None
+        write_section(module, text, out=out, argv=sys.argv[1:])
     return 0
 
 

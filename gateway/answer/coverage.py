@@ -28,8 +28,8 @@ from typing import Protocol, TypeVar
 from gateway.answer.quantities import ASKED as QUANTITY_ASKED
 from gateway.answer.quantities import asked_quantities, states
 from ingest.text.sentences import sentence_spans
-from ingest.text.terms import tokens
-from retrieval.term_coverage import passage_terms, question_terms, stem
+from retrieval.named import name_words
+from retrieval.term_coverage import passage_terms, question_terms
 
 # kind -> (the question asks for it, a passage states it); lower-cased text
 VALUE_KINDS: dict[str, tuple[str, str]] = {
@@ -55,10 +55,6 @@ VALUE_KINDS: dict[str, tuple[str, str]] = {
 }
 _ASKED = {k: re.compile(q) for k, (q, _s) in VALUE_KINDS.items()}
 _STATED = {k: re.compile(s) for k, (_q, s) in VALUE_KINDS.items()}
-# Words of a manual's name that name no product.
-GENERIC = frozenset("""user users manual manuals guide guides setup set up quick start assembly instructions instruction
-    series datasheet data sheet document documentation doc docs handbook reference operating operation operator
-    owner owners installation install getting started version rev revision pdf the and for of en de zh""".split())
 
 
 class Passage(Protocol):
@@ -80,12 +76,6 @@ def unstated_values(question: str, passages: Iterable[str]) -> list[str]:
         return []
     texts = [t.lower() for t in passages]
     return [k for k in asked if not any(_STATED[k].search(t) for t in texts)]
-
-
-def name_words(title: str, file_name: str) -> set[str]:
-    """A manual's name as words (title and file name, stemmed as the question's), generic ones left out."""
-    base = re.sub(r"\.pdf$", "", file_name, flags=re.IGNORECASE).replace("_", " ")
-    return {stem(w) for w in tokens(f"{title} {base}") if w not in GENERIC and not w.isdigit() and len(w) > 1}
 
 
 def named_elsewhere(question: str, given: Sequence[Passage]) -> tuple[str, str] | None:

@@ -140,7 +140,10 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
                            embed_ms=round(rt.get("embed_ms", 0.0), 3))
         language = detect_question(request.question)
         strong, ev = evidence_is_strong(hits, settings.min_similarity, rt.get(CLOSEST), language)
-        if settings.coverage_check:  # the passages of a manual the question names lead (gateway.answer.coverage)
+        if rt.get("named_hits"):  # searched among the manuals the question names (retrieval.named)
+            named_titles = dict.fromkeys(h.title or h.manual for h in hits[: int(rt["named_hits"])])
+            res.flags.append(AnswerFlag("named_manual_first", ", ".join(named_titles)))
+        elif settings.coverage_check:  # the passages of a manual the question names lead (gateway.answer.coverage)
             hits, named = _named_first(request.question, hits, settings.max_passages)
             if named:
                 res.flags.append(AnswerFlag("named_manual_first", named))
