@@ -154,3 +154,19 @@ def test_german_and_chinese_durations_and_a_voltage_asked_with_its_adjective() -
     assert unstated_quantities(question, ["Pendelbetrieb mit Zwischenhalt aktivieren"]) == ["duration"]
     assert states("长按 3 秒进入配对模式", "duration") and states("Nach 10 Minuten schaltet sie ab", "duration")
     assert not states("2024年发布的版本", "duration")
+
+
+def test_a_fuse_to_fit_asks_for_its_rating_in_amperes() -> None:
+    """A technician asking which fuse to fit wants its rating (eval/de-dev, de-dev4: the ZOE display's and the
+    LED distribution board's manuals name no fuse value; they were answered with unrelated passages). A thermal
+    fuse's cut-off temperature or an eFuse's bits ask for no rating."""
+    from gateway.answer.coverage import unstated_values
+
+    no_rating = ["Das Display wird an 12 V angeschlossen.", "Connect the supply to J1."]
+    assert unstated_values("Welche Sicherung muss vor das Display?", no_rating) == ["fuse rating"]
+    assert unstated_values("What fuse should I put in the supply line?", no_rating) == ["fuse rating"]
+    assert unstated_values("Quel calibre de fusible en amont ?", no_rating) == ["fuse rating"]
+    assert unstated_values("Welche Sicherung muss vor das Display?", ["Sicherung: T1A träge"]) == []
+    assert unstated_values("What fuse should I put in the supply line?", ["Use a 2 A slow-blow fuse."]) == []
+    assert unstated_values("Cutoff temperature of the optional thermal fuse?", no_rating) == []
+    assert unstated_values("勾了 eFuse 的 Enable，还缺什么文件？", no_rating) == []

@@ -15,7 +15,7 @@ questions_zh.jsonl / questions_de.jsonl are its questions asked in Chinese / Ger
     python -m bench.suite.languages_eval --halves zh-dev3 de-dev3 zh-dev4 de-dev4 --no-write   # more development halves
     python -m bench.suite.languages_eval --companion off       # MiniLM alone (default: the shipped "auto")
     python -m bench.suite.languages_eval --together --answers --halves zh-test de-test zh-test2 de-test2 fr-test test
-                                     # one gateway of all their manuals, as on a site: docs/bench/languages_eval_site.md
+                         # one gateway of all their manuals, as on a site: docs/bench/experiments/languages_eval_site.md
 
 The companion embedder is the gateway's own "auto" (the multilingual-e5 `make install` converted into this
 tree's data folder, or $MANUALQA_DATA's, else the one a bundle installed): the shipped state of this box. The
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     companion = shipped_companion(args.companion)
     sys.path.insert(0, str(HERE.parents[2]))
-    from bench.harness import section_path, source_tree, write_section
+    from bench.harness import EXPERIMENTS, source_tree, write_section
 
     results: dict[str, dict[str, Any]] = {}
     if args.before:
@@ -300,10 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     results["now"] = measure(args.halves, EVAL, args.embedder, args.answers, companion, args.together)
     beside = f"multilingual companion `{Path(companion).name}` beside the dense model" if companion else \
         "no multilingual companion (the dense model alone)"
-    where = ("one gateway of every listed half's manuals and the two sample manuals, as on a site (`--together`; "
-             "each half in its own gateway: languages_eval.md)" if args.together else
+    where = ("one gateway of every listed half's manuals and the two sample manuals, as on a site, `--together`; "
+             "each half in its own gateway: docs/bench/languages_eval.md" if args.together else
              "their manuals + the two sample manuals as distractors; all of them in one gateway, as on a site: "
-             "languages_eval_site.md")
+             "docs/bench/experiments/languages_eval_site.md")
     text = ("# Search in Chinese, German and French (issue 47)" + (", one gateway" if args.together else "") + "\n\n"
             f"Retrieval on the language halves ({where}; shipped settings, k = 5); a hit is a passage of the gold "
             "manual on a gold page. `zh`/`de`/`fr`: asked in the "
@@ -319,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if not args.no_write:
         module = __spec__.name if __spec__ else "bench.suite.languages_eval"
-        out = section_path(module).with_name("languages_eval_site.md") if args.together else None
+        # a one-gateway run is a page beside the suite's (docs/bench/ holds exactly the suite's sections)
+        out = EXPERIMENTS / "languages_eval_site.md" if args.together else None
         write_section(module, text, out=out, argv=sys.argv[1:])
     return 0
 
