@@ -42,3 +42,14 @@ def publish(script: str, title: str, body: str, raw: object, *, write: bool, mac
     if write:
         (REPO / "docs/bench/experiments" / f"{name}.md").write_text(text + "\n", "utf-8")
     return text
+
+
+def setup_rows(results: dict[str, dict[str, dict[str, list[int]]]], groups: tuple[str, ...], column: str) -> list[str]:
+    """A table of {setup: {variant: {group: [hit@1, hit@5, n, ...]}}}: a row per setup and variant, a column per
+    group, each cell "hit@1 / hit@5 of n" ("-" where the group was not asked)."""
+    rows = [f"| setup | {column} | " + " | ".join(groups) + " |", "|---|---|" + "---|" * len(groups)]
+    for setup, by_variant in results.items():
+        for variant, counts in by_variant.items():
+            cells = [f"{c[0]} / {c[1]} of {c[2]}" if (c := counts.get(g)) else "-" for g in groups]
+            rows.append(f"| {setup} | {variant} | " + " | ".join(cells) + " |")
+    return rows

@@ -82,12 +82,7 @@ def run(halves: list[str], english: list[str]) -> dict[str, dict[str, dict[str, 
 
 
 def table(results: dict[str, dict[str, dict[str, Cell]]]) -> str:
-    rows = ["| setup | companion / MiniLM weight | " + " | ".join(GROUPS) + " |", "|---|---|" + "---|" * len(GROUPS)]
-    for setup, by_variant in results.items():
-        for variant, counts in by_variant.items():
-            cells = [f"{c[0]} / {c[1]} of {c[2]}" if (c := counts.get(g)) else "-" for g in GROUPS]
-            rows.append(f"| {setup} | {variant} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+    return "\n".join(page.setup_rows(results, GROUPS, "companion / MiniLM weight"))
 
 
 def main(argv: list[str] | None = None) -> int:

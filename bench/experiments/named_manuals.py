@@ -89,11 +89,7 @@ def run(halves: list[str]) -> dict[str, dict[str, dict[str, Cell]]]:
 
 
 def table(results: dict[str, dict[str, dict[str, Cell]]]) -> str:
-    rows = ["| setup | named_manuals | " + " | ".join(GROUPS) + " |", "|---|---|" + "---|" * len(GROUPS)]
-    for setup, by_variant in results.items():
-        for variant, counts in by_variant.items():
-            cells = [f"{c[0]} / {c[1]} of {c[2]}" if (c := counts.get(g)) else "-" for g in GROUPS]
-            rows.append(f"| {setup} | {variant} | " + " | ".join(cells) + " |")
+    rows = page.setup_rows(results, GROUPS, "named_manuals")
     on = results["all manuals"].get("on", {})
     rows.append("| all manuals | named / wrong | " + " | ".join(
         f"{c[3]} / {c[4]}" if (c := on.get(g)) else "-" for g in GROUPS) + " |")
