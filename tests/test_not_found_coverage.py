@@ -64,7 +64,7 @@ def test_a_speed_asked_in_a_unit_no_passage_states_is_not_found(gw: Services) ->
 def test_a_question_naming_the_other_manual_is_read_against_that_manual(gw: Services) -> None:
     res = gw.answer(OTHER_MANUAL)  # the piston board's 115200 baud is the closest passage
     assert res.outcome == "not_found", res.answer
-    assert f"named_manual_first: {VORON}" in res.flags and "quantity_not_in_evidence: baud rate" in res.flags
+    assert f"searched_named_manuals: {VORON}" in res.flags and "quantity_not_in_evidence: baud rate" in res.flags
     assert res.passages[0]["manual"] == "voron0_setup_guide.pdf"
     assert res.answer.startswith(f"The closest passages in {VORON} do not state a baud rate")
 

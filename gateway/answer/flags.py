@@ -21,6 +21,7 @@ from gateway.answer_fields import flag_parts
 Flag = Literal[
     # retrieval: the question and the passages
     "searched_with_conversation",  # a chat's follow-up: retrieval searched with the conversation
+    "searched_named_manuals",  # detail: the titles of the manuals the question names, searched among (retrieval.named)
     "named_manual_first",  # detail: the manual the question names, whose passages were put first
     "weak_evidence",  # detail: "best similarity 0.31" (not found)
     "quantity_not_in_evidence",  # detail: the kinds asked for that the passages state none of (not found)

@@ -142,7 +142,7 @@ def answer_events(deps: AnswerDeps, request: AnswerRequest, *, cancel: threading
         strong, ev = evidence_is_strong(hits, settings.min_similarity, rt.get(CLOSEST), language)
         if rt.get("named_hits"):  # searched among the manuals the question names (retrieval.named)
             named_titles = dict.fromkeys(h.title or h.manual for h in hits[: int(rt["named_hits"])])
-            res.flags.append(AnswerFlag("named_manual_first", ", ".join(named_titles)))
+            res.flags.append(AnswerFlag("searched_named_manuals", ", ".join(named_titles)))
         elif settings.coverage_check:  # the passages of a manual the question names lead (gateway.answer.coverage)
             hits, named = _named_first(request.question, hits, settings.max_passages)
             if named:

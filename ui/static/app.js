@@ -197,6 +197,7 @@ function resetResult() {
 // Flags in words a technician can act on (tech.flag.<name> in the catalogue); the raw flag stays in the
 // answer log for QA. These say nothing on the page:
 const SILENT_FLAGS = new Set(["citations_inferred", "consumer_closed", "weak_evidence",
+  "searched_named_manuals",  // the cards name the manual; a note on every answer that names one is noise
   "quantity_not_in_evidence", "value_not_for_question", "values_not_in_passages",  // the answer text says what is missing
   "max_tokens_reduced", "passages_dropped_to_fit", "passage_truncated_to_fit"]);
 // Notes about edits to the model's text: moot when the evidence is shown instead of that text.
