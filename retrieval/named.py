@@ -14,6 +14,7 @@ manual; "printer", "flash" or "ESP32" are in many manuals and name none, however
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Iterable
 
@@ -34,8 +35,13 @@ _COMMON = frozenset().union(*SEARCH.values())
 
 def name_words(title: str, file_name: str) -> set[str]:
     """A manual's name as words (title and file name, stemmed as the question's), generic ones left out."""
+    return set(_name_words(title, file_name))
+
+
+@functools.lru_cache(maxsize=8192)  # read for every manual of the catalog at every question
+def _name_words(title: str, file_name: str) -> frozenset[str]:
     base = re.sub(r"\.pdf$", "", file_name, flags=re.IGNORECASE).replace("_", " ")
-    return {stem(w) for w in tokens(f"{title} {base}") if w not in GENERIC and not w.isdigit() and len(w) > 1}
+    return frozenset(stem(w) for w in tokens(f"{title} {base}") if w not in GENERIC and not w.isdigit() and len(w) > 1)
 
 
 def named_manuals(question: str, manuals: Iterable[tuple[str, str, str]],
@@ -49,7 +55,7 @@ def named_manuals(question: str, manuals: Iterable[tuple[str, str, str]],
     said = {stem(w): w for w in raw} | {a + b: a + b for a, b in pairs} | {stem(a) + stem(b): a + b for a, b in pairs}
     names: dict[str, set[str]] = {}
     for sha, title, file_name in manuals:
-        for word in name_words(title, file_name) - _COMMON:
+        for word in _name_words(title, file_name) - _COMMON:
             cjk = CJK_RUN.search(word) is not None  # a Chinese name of two characters is a name ("蜂鸟")
             if (len(word) > 2 and word in said) or (cjk and len(word) > 1 and word in low):
                 names.setdefault(word, set()).add(sha)
