@@ -140,6 +140,12 @@ class SearchParams:
     # A question that names manuals of the catalog ("VORON 热床中心坐标是多少？") and is not scoped otherwise is
     # searched among them, the rest filling up to k (retrieval.named; docs/bench/experiments/named_manuals.md).
     named_manuals: bool = True
+    # A Chinese question's words in English (its Latin words and a dictionary's reading of its Chinese ones,
+    # retrieval.glossary), searched lexically among the passages not in Chinese and fused at this weight: a
+    # Chinese question about an English manual beside Chinese ones. Chosen among 1-6 on one gateway of the
+    # development manuals (zh->en hit@5 13 -> 20 of 30, Chinese hit@1 120 -> 119 of 140;
+    # docs/bench/experiments/glossary.md); 0 turns it off.
+    glossary_weight: float = 3.0
 
 
 # Key in search_with_timings' second value (beside the timings): the best cosine of any candidate in
