@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import logging
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -53,7 +54,8 @@ def dictionary_path() -> Path | None:
 def _load() -> dict[str, str]:
     """Simplified headword (2 characters or more) -> its English words, space-separated, first sense first."""
     path = dictionary_path()
-    if path is None:
+    if path is None:  # said once (the result is cached): Chinese questions are searched without it
+        logging.getLogger(__name__).warning(INSTALL_HINT)
         return {}
     senses: dict[str, list[str]] = {}
     with gzip.open(path, "rt", encoding="utf-8") as f:

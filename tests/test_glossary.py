@@ -37,6 +37,19 @@ def test_questions_without_chinese_have_no_english_words_to_add() -> None:
     assert english_words("Welche Baudrate hat die Debug-Konsole?") == []
 
 
+def test_without_the_dictionary_nothing_is_added_and_the_log_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(glossary, "dictionary_path", lambda: None)
+    glossary._load.cache_clear()
+    try:
+        assert english_words("调试串口波特率是多少？") == []
+        assert glossary.INSTALL_HINT in caplog.text
+    finally:
+        glossary._load.cache_clear()  # the next caller reads the installed dictionary again
+    monkeypatch.undo()
+    assert "baud" in english_words("调试串口波特率是多少？")
+
+
 def test_segment_takes_the_longest_word_from_the_left_and_skips_single_characters() -> None:
     words = {"串口": "serial port", "波特率": "baud", "波特": "bit"}
     assert segment("调试串口波特率是", words) == ["串口", "波特率"]
