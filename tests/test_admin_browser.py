@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.browser import wait_for_dialog
+from tests.support.browser import WAIT_MS, wait_for_dialog
 from tests.support.http import bearer
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
@@ -40,7 +40,7 @@ def page(browser: Any, server: GatewayServer) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     yield pg
     context.close()
 
@@ -206,7 +206,7 @@ def test_the_admin_page_on_a_phone(browser: Any, server: GatewayServer) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     try:
         pg = context.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         login(pg, server, server.ops)
         for summary in pg.locator("#admin details > summary").all():
             summary.click()  # open every section, so its controls are measured too

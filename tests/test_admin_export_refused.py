@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.http import bearer
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 
@@ -43,7 +44,7 @@ def open_admin(browser: Any, server: GatewayServer, phone: bool,
     if in_memory_max is not None:
         context.add_init_script(f"window.manualqaExportInMemoryMax = {in_memory_max};")
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     downloads: list[Any] = []
     pg.on("download", lambda d: downloads.append(d))
     pg.goto(server.url + "/admin")

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.browser import wait_for_dialog
+from tests.support.browser import WAIT_MS, wait_for_dialog
 from tests.support.http import bearer
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_index_gc_api import three_versions
@@ -110,7 +110,7 @@ def test_export_remove_and_import_on_a_desktop(browser: Any, server: GatewayServ
     context = browser.new_context(viewport={"width": 1366, "height": 900}, accept_downloads=True, locale="en-US")
     try:
         pg = context.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         export_remove_import(pg, server, tmp_path)
     finally:
         context.close()
@@ -121,7 +121,7 @@ def test_export_remove_and_import_on_a_phone(browser: Any, server: GatewayServer
                                   accept_downloads=True, locale="en-US")
     try:
         pg = context.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         export_remove_import(pg, server, tmp_path)
         for control in ("#gc", "#import", "#gc-keep"):
             box = pg.locator(control).bounding_box()

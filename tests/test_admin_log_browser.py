@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_admin_log_api import row, write
 
@@ -96,7 +97,7 @@ def test_the_log_and_the_audit_trail_on_a_desktop(browser: Any, server: GatewayS
     context = browser.new_context(viewport={"width": 1366, "height": 900}, locale="en-US", timezone_id="Asia/Shanghai")
     try:
         pg = context.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         login(pg, server)
         page_the_log(pg)
         filter_by_client(pg)
@@ -135,7 +136,7 @@ def test_the_log_and_the_audit_trail_on_a_phone(browser: Any, server: GatewaySer
                                   locale="en-US", timezone_id="America/New_York")
     try:
         pg = context.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         login(pg, server)
         page_the_log(pg)
         filter_by_client(pg)

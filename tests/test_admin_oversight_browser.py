@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.http import bearer
 from tests.support.server import GatewayServer
 from tests.support.versions import two_versions
@@ -44,7 +45,7 @@ def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     phone = request.param == "phone"
     context = browser.new_context(viewport=VIEWPORTS[request.param], is_mobile=phone, has_touch=phone)
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     pg.is_phone = phone
     yield pg
     context.close()
@@ -123,7 +124,7 @@ def test_a_trial_of_an_unknown_version_says_so(browser: Any, server: GatewayServ
     context = browser.new_context(viewport=VIEWPORTS["desktop"])
     try:
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         trial_of_a_gone_version(page, server)
     finally:
         context.close()

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_admin_log_api import row, write
 
@@ -46,7 +47,7 @@ def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     phone = request.param == "phone"
     context = browser.new_context(viewport=VIEWPORTS[request.param], is_mobile=phone, has_touch=phone, locale="en-US")
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     pg.is_phone = phone
     yield pg
     context.close()

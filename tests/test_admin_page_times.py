@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.http import bearer
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_admin_log_api import row, write
@@ -51,7 +52,7 @@ def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone, locale="en-US",
                                   timezone_id=zone)
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     pg.zone = zone
     yield pg
     context.close()

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.http import bearer
 from tests.support.server import GatewayServer
 from tests.test_answers_gate import QUESTIONS, RIGHT, site_profile
@@ -58,7 +59,7 @@ def _admin(pg: Any, srv: GatewayServer) -> str:
 def test_the_default_mode_follows_gate_4_without_a_restart(browser: Any, server: GatewayServer) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     try:
         # Not qualified: evidence only, and both pages say so.
         pg.goto(server.url + "/")

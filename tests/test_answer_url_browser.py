@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_browser import QUESTION, SCRIPT, ask
 from tests.test_viewer import PHONE, RENDERED, VORON
@@ -37,7 +38,7 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 def phone(browser: Any) -> Iterator[Any]:
     ctx = browser.new_context(**PHONE)
     pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     yield pg
     ctx.close()
 
@@ -86,7 +87,7 @@ def test_back_reload_and_a_shared_link_restore_the_answer(browser: Any, phone: A
     ctx = browser.new_context(**PHONE)  # a shared link, in another browser
     try:
         other = ctx.new_page()
-        other.set_default_timeout(60_000)
+        other.set_default_timeout(WAIT_MS)
         other.goto(f"{server.url}/?{url.query}#a={answer_id}")
         assert shown(other) == first
         # the link without the answer id asks the question again

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.browser import wait_for_dialog
+from tests.support.browser import WAIT_MS, wait_for_dialog
 from tests.support.server import REPO_ROOT, SCRIPTED_PROFILE, GatewayServer
 
 # Screenshots land in docs/screenshots/ only when asked (MANUALQA_SCREENSHOTS=1), so that a test run
@@ -52,7 +52,7 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     yield pg
     context.close()
 
@@ -426,7 +426,7 @@ def test_admin_upload_search_rollback(page: Any, server: GatewayServer, tmp_path
     tech.select_option("#manual", UPLOAD_NAME)
     tech.fill("#question", "How is the linear actuator of the piston board driven?")
     tech.click("#ask")
-    tech.set_default_timeout(60_000)
+    tech.set_default_timeout(WAIT_MS)
     tech.wait_for_selector("#result:not([hidden])")
     tech.wait_for_function("['answered', 'evidence only', 'not found', 'error'].includes("
                            "document.getElementById('outcome').textContent)")

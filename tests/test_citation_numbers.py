@@ -22,6 +22,7 @@ import pytest
 from gateway.answer.citations import parse_citations, renumber, resolve
 from gateway.web.openai_replies import EVIDENCE_NOTE
 from retrieval.types import Hit
+from tests.support.browser import WAIT_MS
 from tests.support.server import GatewayServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -123,7 +124,7 @@ def test_the_page_shows_cards_1_to_n_and_links_each_marker(browser: Any, server:
                                                           questions: dict[str, str]) -> None:
     page = browser.new_page()
     try:
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + "/")
         page.fill("#question", questions["voron-01"])
         page.click("#ask")

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_browser import QUESTION, SCRIPT, ask
 from tests.test_viewer import PHONE
@@ -50,7 +51,7 @@ def test_one_vote_that_can_be_changed_and_a_comment_sent_after_it(browser: Any, 
                                                                    size: str) -> None:
     ctx = browser.new_context(**(PHONE if size == "phone" else {"viewport": {"width": 1280, "height": 900}}))
     pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     try:
         answered(pg, server)
         pg.click("#up")
@@ -81,7 +82,7 @@ def test_one_vote_that_can_be_changed_and_a_comment_sent_after_it(browser: Any, 
 def test_a_comment_before_any_vote_asks_for_the_vote_first(browser: Any, server: GatewayServer) -> None:
     ctx = browser.new_context(**PHONE)
     pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     try:
         answered(pg, server)
         pg.fill("#comment", "wrong page")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.answer.outcome import INVENTED_TEXT
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_browser import ask
 from tests.test_technician_page_reads import DESK, NOTES
@@ -38,7 +39,7 @@ def test_a_value_from_nowhere_is_one_not_found_banner_over_the_passages(browser:
     ctx = browser.new_context(**DESK)
     try:
         pg = ctx.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         ask(pg, server.url, QUESTION)
         pg.wait_for_selector("#outcome.not_found")
         notes = pg.evaluate(NOTES)

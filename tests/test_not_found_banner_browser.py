@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import GatewayServer
 
 pytestmark = pytest.mark.slow
@@ -31,7 +32,7 @@ def banner(browser: Any, url: str, lang: str, question: str) -> str:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         pg = context.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         pg.goto(f"{url}/?lang={lang}")
         pg.fill("#question", question)
         pg.click("#ask")

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.pdfs import scanned_pdf
 from tests.support.server import GatewayServer
 from ui.vendor_pdfjs import DEST, VERSION, is_current
@@ -66,7 +67,7 @@ def test_ocr_citation_says_so_and_the_viewer_marks_the_cited_words(browser: Any,
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + "/")
         page.fill("#question", QUESTION)
         page.click("#ask")

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.browser import wait_for_dialog
+from tests.support.browser import WAIT_MS, wait_for_dialog
 from tests.support.server import GatewayServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(600)]
@@ -57,7 +57,7 @@ def test_access_key_is_a_disclosure_control_that_opens_from_the_keyboard(browser
                                                                         server: GatewayServer) -> None:
     page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
     try:
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + "/")
         cdp = page.context.new_cdp_session(page)
         node = _ax_node(cdp, "Access key")
@@ -105,7 +105,7 @@ def test_roll_back_is_disabled_on_a_version_without_a_parent(browser: Any, serve
 
     page = browser.new_page()
     try:
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         _admin(page, server, key)
         button = page.locator("#rollback")
         page.wait_for_function("document.getElementById('rollback').disabled")

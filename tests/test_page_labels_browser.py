@@ -15,6 +15,7 @@ import pytest
 
 from ingest.models import ChunkParams, ParseLimits
 from retrieval.versions import IndexStore
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_page_labels import NOAA, QUESTION, expected_label, labelled_copy
 
@@ -37,7 +38,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path, embedder:
 def test_card_shows_printed_page_and_opens_the_pdf_page(browser: Any, server: GatewayServer) -> None:
     page = browser.new_page()
     try:
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + "/")
         page.fill("#question", QUESTION)
         page.click("#ask")

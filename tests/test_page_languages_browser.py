@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.pdfs import multilingual_pdf
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_browser import shot
@@ -49,7 +50,7 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 def new_page(browser: Any, **options: Any) -> Any:
     context = browser.new_context(**{**DESK, **options})
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     return pg
 
 
@@ -187,7 +188,7 @@ def test_a_chinese_manual_uploaded_on_the_chinese_admin_page_answers_a_chinese_q
     context = browser.new_context(**PHONE, **CHINESE)
     try:
         tech = context.new_page()
-        tech.set_default_timeout(60_000)
+        tech.set_default_timeout(WAIT_MS)
         tech.goto(server.url + "/")
         tech.fill("#question", ZH_QUESTION)
         tech.click("#ask")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.pdfs import glued_content, pages_pdf, text_page
 from tests.support.server import GatewayServer
 from tests.test_respace import NEEDS_POPPLER, SENTENCES
@@ -46,7 +47,7 @@ def test_the_admin_page_names_the_pages_read_again(browser: Any, server: Gateway
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale=lang)
     try:
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + f"/admin?lang={lang}")
         page.fill("#admin-key", server.admin_key(f"respace-{lang}"))
         page.click("#login")

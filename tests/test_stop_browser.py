@@ -21,6 +21,7 @@ import pytest
 
 from runtimes.supervised import CrashPolicy
 from runtimes.worker_protocol import cpu_seconds
+from tests.support.browser import WAIT_MS
 from tests.support.http import bearer
 from tests.support.server import GatewayServer
 
@@ -106,7 +107,7 @@ def has_answers(srv: GatewayServer) -> bool:
 def open_page(browser: Any, viewport: dict[str, int]) -> Any:
     context = browser.new_context(viewport=viewport, has_touch=viewport["width"] < 500)
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(WAIT_MS)
     return page
 
 

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from runtimes.hashing import file_sha256
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_admin_browser import login
 from tests.test_browser import QUESTION, SCRIPT, UNANSWERABLE, ask, shot
@@ -62,7 +63,7 @@ def server(sample_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 
 def new_page(context: Any) -> Any:
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     return pg
 
 

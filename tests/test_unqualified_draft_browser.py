@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import GatewayServer
 from tests.test_answers_gate import QUESTIONS, RIGHT, site_profile
 from tests.test_browser import shot
@@ -36,7 +37,7 @@ def test_explain_on_an_unqualified_profile_shows_the_evidence_and_a_labelled_dra
         browser: Any, server: GatewayServer) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844})
     pg = context.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(WAIT_MS)
     try:
         pg.goto(server.url + "/")
         pg.select_option("#mode", "generate")  # "Explain"

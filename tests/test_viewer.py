@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from ui.vendor_pdfjs import DEST, VERSION, is_current
 
@@ -116,7 +117,7 @@ def test_open_page_on_a_card_opens_the_viewer_at_the_cited_sentence(browser: Any
     context = context_with_key(browser, server, viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + "/")
         page.fill("#question", QUESTION)
         page.click("#ask")
@@ -156,7 +157,7 @@ def test_phone_viewer_zooms_to_readable_text_pages_and_fetches_byte_ranges(brows
     context = context_with_key(browser, server, **PHONE)
     try:
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(WAIT_MS)
         traffic = pdf_traffic(page)
         page.goto(viewer_url(server, noaa["sha256"], NOAA_PAGE, NOAA_SENTENCE))
         shown = rendered(page)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import WAIT_MS
 from tests.support.server import SCRIPTED_PROFILE, GatewayServer
 from tests.test_browser import SCRIPT
 from tests.test_viewer import NOAA, NOAA_PAGE, NOAA_SENTENCE, PHONE, rendered, viewer_url
@@ -101,7 +102,7 @@ def test_the_page_is_as_wide_as_the_phone_and_opens_on_the_highlight(browser: An
     ctx = browser.new_context(**PHONE)
     try:
         pg = ctx.new_page()
-        pg.set_default_timeout(60_000)
+        pg.set_default_timeout(WAIT_MS)
         pg.goto(viewer_url(server, sha_of(server, NOAA), NOAA_PAGE, NOAA_SENTENCE))
         shown = rendered(pg)
         assert shown["state"] == "rendered" and shown["highlighted"], shown

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
+# How long a browser test waits for the page (an answer, a selector) before it fails: a bound on a hung page,
+# never on a slow one (a test that passes waits no longer; 60 s failed once while both cores ran a benchmark)
+WAIT_MS = 300_000
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
 
