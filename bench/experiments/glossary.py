@@ -43,7 +43,8 @@ CHOICE = ("Shipped: search.glossary_weight = 3. In one gateway of every developm
           "reads (\"隔离版\", the isolated board). Then the test halves, once, at 0 and 3: eval/test's questions "
           "asked in Chinese, each half its own gateway, first 20 -> 37 and among five 44 -> 61 of 77; in one gateway "
           "of every test manual 4 -> 15 and 11 -> 26 of 77; Chinese questions about the Chinese test manuals 39 / 51 "
-          "-> 39 / 51 of 52 (per half) and 39 / 51 -> 40 / 50 (one gateway).")
+          "-> 39 / 51 of 52 (per half) and 39 / 51 -> 40 / 50 (one gateway). The same English words also name "
+          "manuals (\"活塞板\" reads \"piston\"); no question here names one only in Chinese, and no cell moved.")
 
 
 def _ask(gw: Any, halves: list[str], weight: float) -> dict[str, Cell]:
