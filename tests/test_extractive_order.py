@@ -209,3 +209,12 @@ def test_a_bare_web_address_is_never_quoted() -> None:
     # a sentence that says what to do with the address stays
     kept = "Download the actuator calibration tool from https://example.com/tools before you start."
     assert "https://example.com/tools" in extractive_answer("Where do I get the calibration tool?", [hit(kept)])
+
+
+def test_a_sentence_stating_the_value_kind_asked_leads_for_the_value_checks_kinds_too() -> None:
+    # a baud rate is a kind of the value checks (gateway.answer.coverage), not of the quantity check: it gets the
+    # same bonus, so the sentence that states it leads though its passage comes second
+    first = hit("The debug console of the board is the console connector next to the battery pack.", 5)
+    second = hit("Open the terminal with minicom -D /dev/ttyUSB0 -b 115200 on the host computer.", 13)
+    picked = pick_sentences("What baud rate does the debug console use?", [first, second])
+    assert picked[0][0] == 2 and "115200" in picked[0][1], picked

@@ -74,6 +74,17 @@ class Passage(Protocol):
 P = TypeVar("P", bound=Passage)
 
 
+def asked_values(question: str) -> list[str]:
+    """The value kinds (VALUE_KINDS) the question asks for."""
+    low = question.lower()
+    return [k for k, p in _ASKED.items() if p.search(low)]
+
+
+def states_value(text: str, kind: str) -> bool:
+    """Whether the text states a value of that kind (VALUE_KINDS)."""
+    return _STATED[kind].search(text.lower()) is not None
+
+
 def unstated_values(question: str, passages: Iterable[str]) -> list[str]:
     """The value kinds (VALUE_KINDS) the question asks for that none of the passages states."""
     low = question.lower()

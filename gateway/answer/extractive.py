@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from gateway.answer.answer_first import arrange, names_value, section_match, with_parts
 from gateway.answer.cited_text import approx_tokens, cited_text
+from gateway.answer.coverage import asked_values, states_value
 from gateway.answer.evidence_params import EVIDENCE, EvidenceParams, evidence_params
 from gateway.answer.ocr_text import doubtful_number
 from gateway.answer.quantities import asked_quantities, asks_how_to, states
@@ -92,6 +93,7 @@ def scored_candidates(
     max_passages, value_bonus, drop_headings = params.max_passages, params.value_bonus, params.drop_headings
     want = _wanted(question, params)
     asked = asked_quantities(question)
+    values = asked_values(question)  # a baud rate, a bus address, an IP rating ...: the value checks' kinds too
     steps_within = params.procedure_chars if asks_how_to(question) else 0
     found: list[tuple[int, int, str, set[str]]] = []  # (passage n, position, sentence, terms)
     steps: set[tuple[int, int]] = set()  # (passage n, position) of list items
@@ -130,7 +132,8 @@ def scored_candidates(
         matched = sum(1.0 + math.log(total / df[t]) for t in terms & want)
         lex = matched / math.sqrt(max(len(terms), 4))
         stated = bool(asked) and (any(states(sentence, kind) for kind in asked)
-                                  or params.named_values and names_value(sentence, want))
+                                  or params.named_values and names_value(sentence, want)) \
+            or bool(values) and any(states_value(sentence, kind) for kind in values)
         value = value_bonus if stated else 0.0
         base = lex + 0.6 / n + 0.05 / (pos + 1) + value + added + params.section_bonus * section[n - 1]
         row = features(sentence, terms, want, lex, n, pos, hits[n - 1], heading_terms[n - 1], stated, added)
