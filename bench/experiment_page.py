@@ -53,3 +53,11 @@ def setup_rows(results: dict[str, dict[str, dict[str, list[int]]]], groups: tupl
             cells = [f"{c[0]} / {c[1]} of {c[2]}" if (c := counts.get(g)) else "-" for g in groups]
             rows.append(f"| {setup} | {variant} | " + " | ".join(cells) + " |")
     return rows
+
+
+def add_counts(total: dict[str, list[int]], counts: dict[str, list[int]]) -> None:
+    """Adds one gateway's {group: [hit@1, hit@5, n, ...]} into a running total, in place."""
+    for group, c in counts.items():
+        t = total.setdefault(group, [0] * len(c))
+        for i, v in enumerate(c):
+            t[i] += v

@@ -59,13 +59,6 @@ def _ask(gw: Any, halves: list[str], cw: float, cdw: float) -> dict[str, Cell]:
     return counts
 
 
-def _add(total: dict[str, Cell], counts: dict[str, Cell]) -> None:
-    for group, c in counts.items():
-        t = total.setdefault(group, [0, 0, 0])
-        for i in range(3):
-            t[i] += c[i]
-
-
 def run(halves: list[str], english: list[str]) -> dict[str, dict[str, dict[str, Cell]]]:
     """{setup: {variant: {group: [hit@1, hit@5, n]}}}, setup "per half" or "all manuals"."""
     from bench.suite.languages_eval import half_gateway
@@ -74,7 +67,7 @@ def run(halves: list[str], english: list[str]) -> dict[str, dict[str, dict[str, 
     for half in halves:
         with half_gateway(half) as gw:
             for cw, cdw in VARIANTS:
-                _add(out["per half"].setdefault(f"{cw:g} / {cdw:g}", {}), _ask(gw, [half], cw, cdw))
+                page.add_counts(out["per half"].setdefault(f"{cw:g} / {cdw:g}", {}), _ask(gw, [half], cw, cdw))
     with half_gateway(english + halves) as gw:
         for cw, cdw in VARIANTS:
             out["all manuals"][f"{cw:g} / {cdw:g}"] = _ask(gw, halves, cw, cdw)

@@ -68,13 +68,6 @@ def _ask(gw: Any, halves: list[str], weight: float) -> dict[str, Cell]:
     return counts
 
 
-def _add(total: dict[str, Cell], counts: dict[str, Cell]) -> None:
-    for group, c in counts.items():
-        t = total.setdefault(group, [0] * len(c))
-        for i, v in enumerate(c):
-            t[i] += v
-
-
 def run(halves: list[str], per_half: list[str], weights: tuple[float, ...] = WEIGHTS,
         label: str = "") -> dict[str, dict[str, dict[str, Cell]]]:
     """{setup: {"weight W": {group: cell}}}, setup "all manuals" or "per half" (prefixed by `label`)."""
@@ -88,7 +81,7 @@ def run(halves: list[str], per_half: list[str], weights: tuple[float, ...] = WEI
     for half in per_half:
         with half_gateway(half) as gw:
             for w in (0.0, 3.0):
-                _add(out[f"{label}per half"].setdefault(f"{w:g}", {}), _ask(gw, [half], w))
+                page.add_counts(out[f"{label}per half"].setdefault(f"{w:g}", {}), _ask(gw, [half], w))
     return out
 
 

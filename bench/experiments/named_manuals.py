@@ -66,13 +66,6 @@ def _ask(gw: Any, halves: list[str], named: bool) -> dict[str, Cell]:
     return counts
 
 
-def _add(total: dict[str, Cell], counts: dict[str, Cell]) -> None:
-    for group, c in counts.items():
-        t = total.setdefault(group, [0] * len(c))
-        for i, v in enumerate(c):
-            t[i] += v
-
-
 def run(halves: list[str]) -> dict[str, dict[str, dict[str, Cell]]]:
     """{setup: {"on"/"off": {group: cell}}}, setup "per half" or "all manuals"."""
     from bench.suite.languages_eval import half_gateway
@@ -81,7 +74,7 @@ def run(halves: list[str]) -> dict[str, dict[str, dict[str, Cell]]]:
     for half in halves:
         with half_gateway(half) as gw:
             for named in (False, True):
-                _add(out["per half"].setdefault("on" if named else "off", {}), _ask(gw, [half], named))
+                page.add_counts(out["per half"].setdefault("on" if named else "off", {}), _ask(gw, [half], named))
     with half_gateway(halves) as gw:
         for named in (False, True):
             out["all manuals"]["on" if named else "off"] = _ask(gw, halves, named)

@@ -87,8 +87,7 @@ def states_value(text: str, kind: str) -> bool:
 
 def unstated_values(question: str, passages: Iterable[str]) -> list[str]:
     """The value kinds (VALUE_KINDS) the question asks for that none of the passages states."""
-    low = question.lower()
-    asked = [k for k, p in _ASKED.items() if p.search(low)]
+    asked = asked_values(question)
     if not asked:
         return []
     texts = [t.lower() for t in passages]
